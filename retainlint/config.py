@@ -1,0 +1,125 @@
+"""`[tool.retainlint]` in the nearest pyproject.toml, or retainlint.toml / .retainlint.toml."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_RELEASE_METHODS = (
+    "shutdown", "close", "cleanup", "release", "teardown", "free", "stop",
+    "__exit__", "__aexit__", "__del__",
+)
+
+DEFAULT_EXCLUDES = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
+    ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype",
+    ".retainlint_cache", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
+    "__pycache__", "__pypackages__", "_build", "buck-out", "build", "dist",
+    "node_modules", "site-packages", "venv",
+)
+
+
+class ConfigError(Exception):
+    """A bad configuration value or selector; the CLI prints it on one line and exits 2."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: Optional[tuple[str, ...]] = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    heavy_types: tuple[str, ...] = ()
+    release_methods: tuple[str, ...] = DEFAULT_RELEASE_METHODS
+    unsafe_fixes: bool = False
+    # RL501: also report discarded handles of per-object hooks (lower severity).
+    per_object_hooks: bool = False
+    root: Path = field(default_factory=Path.cwd)  # directory of the config file
+    source: Optional[Path] = None  # the config file read, if any
+
+    def with_overrides(self, **changes) -> "Settings":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+_LIST_KEYS = {
+    "select": "select",
+    "ignore": "ignore",
+    "extend-select": "extend_select",
+    "exclude": "exclude",
+    "heavy-types": "heavy_types",
+    "release-methods": "release_methods",
+}
+
+
+def find_config(start: Path) -> Optional[tuple[Path, dict]]:
+    """Walk up from `start`; a pyproject.toml without [tool.retainlint] is skipped."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        for name in ("retainlint.toml", ".retainlint.toml"):
+            candidate = directory / name
+            if candidate.is_file():
+                return candidate, _read_toml(candidate)
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            table = _read_toml(candidate).get("tool", {}).get("retainlint")
+            if table is not None:
+                return candidate, table
+    return None
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read configuration: {e}") from None
+
+
+def load_settings(start: Path, explicit: Optional[Path] = None) -> Settings:
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"{explicit}: configuration file not found")
+        data = _read_toml(explicit)
+        if explicit.name == "pyproject.toml":
+            data = data.get("tool", {}).get("retainlint", {})
+        return settings_from_table(data, explicit)
+    found = find_config(start)
+    if found is None:
+        return Settings()
+    return settings_from_table(found[1], found[0])
+
+
+def settings_from_table(table: dict, path: Path) -> Settings:
+    values: dict = {"root": path.parent.resolve(), "source": path}
+    for key, value in table.items():
+        where = f"{path}: [tool.retainlint] {key}"
+        if key in _LIST_KEYS:
+            if isinstance(value, str) or not isinstance(value, list) or not all(
+                isinstance(v, str) for v in value
+            ):
+                raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+            values[_LIST_KEYS[key]] = tuple(value)
+        elif key in ("unsafe-fixes", "per-object-hooks"):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: expected true or false, got {value!r}")
+            values[key.replace("-", "_")] = value
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a table of glob = [codes]")
+            pairs = []
+            for glob, codes in value.items():
+                if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                    raise ConfigError(f"{where}: {glob!r} must map to a list of codes")
+                pairs.append((glob, tuple(codes)))
+            values["per_file_ignores"] = tuple(pairs)
+        else:
+            raise ConfigError(f"{where}: unknown option")
+    return Settings(**values)

@@ -1,0 +1,87 @@
+"""The one finding model every rule, reporter and fixer shares."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import libcst as cst
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+class Applicability(str, enum.Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    NONE = "none"  # the rule only suggests; nothing is applied
+
+
+@dataclass(frozen=True)
+class Position:
+    """1-based line, 1-based column (end positions are exclusive)."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Related:
+    message: str
+    path: str
+    start: Position
+    end: Position
+
+
+Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
+
+
+@dataclass
+class Fix:
+    """A CST edit: original nodes (by identity) mapped to their replacements.
+
+    ``imports`` are modules the new code needs (``import weakref``); the fixer adds
+    them only when the module does not already bind that name.
+    """
+
+    applicability: Applicability
+    message: str
+    replacements: dict = field(default_factory=dict)  # cst.CSTNode -> Replacement
+    imports: tuple[str, ...] = ()
+    # Filled in after linting, when a reporter needs them: [(start, end, content)].
+    edits: Optional[list[tuple[Position, Position, str]]] = None
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    message: str
+    path: str
+    start: Position
+    end: Position
+    severity: Severity
+    fix: Optional[Fix] = None
+    related: list[Related] = field(default_factory=list)
+    noqa_line: int = 0  # where a `# noqa` silences it (first line of the statement)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None and self.fix.applicability is not Applicability.NONE
+
+    def sort_key(self):
+        return (self.path, self.start.line, self.start.column, self.code)
+
+
+# Pseudo-rules for files that cannot be read, parsed or written, and for rules that crash;
+# always reported, never silenced.
+SOURCE_ERROR = ("RL000", "source-error")
+INTERNAL_ERROR = ("RL999", "internal-error")

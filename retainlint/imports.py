@@ -1,0 +1,116 @@
+"""A light per-module import table: local name -> qualified name.
+
+This answers "what does `wr.finalize` / `memo` / `nn.Module` mean here" without
+libcst's full scope analysis, which costs about ten times the parse on real code.
+Imports anywhere in the module count (function-local imports are common in the code
+we check); a name bound by two different imports keeps the first one seen.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` for Name/Attribute chains, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _module_name(node: cst.ImportFrom) -> str:
+    dots = "." * len(node.relative)
+    if node.module is None:
+        return dots
+    return dots + (dotted_name(node.module) or "")
+
+
+class ImportTable:
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted_name(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None:
+                    local = dotted_name(alias.asname.name)
+                    if local:
+                        self.names.setdefault(local, full)
+                else:
+                    # `import torch.nn` binds `torch`; `torch.nn.X` then resolves as written.
+                    head = full.split(".")[0]
+                    self.names.setdefault(head, head)
+            return
+        if isinstance(node.names, cst.ImportStar):
+            return
+        base = _module_name(node)
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            local = dotted_name(alias.asname.name) if alias.asname is not None else name
+            if local:
+                sep = "" if base.endswith(".") else "."
+                self.names.setdefault(local, f"{base}{sep}{name}")
+
+    def resolve(self, node: cst.BaseExpression) -> Optional[str]:
+        """Qualified name of a Name/Attribute chain; unimported names resolve to
+        themselves (a class or function of this module)."""
+        name = dotted_name(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.names.get(head)
+        if target is None:
+            return name
+        return f"{target}.{rest}" if rest else target
+
+    def local_name_for(self, qualified: str) -> Optional[str]:
+        """The local spelling of an imported module or object, e.g. `wr` for weakref."""
+        for local, target in self.names.items():
+            if target == qualified:
+                return local
+        return None
+
+
+def collect_module_imports(module: cst.Module) -> ImportTable:
+    """Imports reachable without entering functions or classes (top level, and inside
+    top-level if/try/with blocks such as `if TYPE_CHECKING:`)."""
+    table = ImportTable()
+
+    def walk(statements) -> None:
+        for stmt in statements:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
+                        table.add(small)
+            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+                walk(stmt.body.body)
+                for extra in _other_blocks(stmt):
+                    walk(extra)
+
+    walk(module.body)
+    return table
+
+
+def _other_blocks(stmt):
+    if isinstance(stmt, cst.If) and stmt.orelse is not None:
+        orelse = stmt.orelse
+        yield orelse.body.body if isinstance(orelse, cst.Else) else [orelse]
+    if isinstance(stmt, cst.Try):
+        for handler in stmt.handlers:
+            yield handler.body.body
+        if stmt.orelse is not None:
+            yield stmt.orelse.body.body
+        if stmt.finalbody is not None:
+            yield stmt.finalbody.body.body

@@ -1,0 +1,231 @@
+"""Lint one file: prefilter by trigger tokens, parse once, one traversal for all rules,
+positions and suppressions only when something was reported."""
+
+from __future__ import annotations
+
+import fnmatch
+import traceback
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from retainlint.config import Settings
+from retainlint.context import FileContext
+from retainlint.finding import (
+    INTERNAL_ERROR,
+    SOURCE_ERROR,
+    Finding,
+    Position,
+    Related,
+    Severity,
+)
+from retainlint.rule import Rule
+from retainlint.suppress import Suppressions
+
+_STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    module: Optional[cst.Module] = None  # kept only when the caller wants to fix
+    parsed: bool = False
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.code in (SOURCE_ERROR[0], INTERNAL_ERROR[0]) for f in self.findings)
+
+
+def source_error(path: str, message: str, line: int = 1, column: int = 1) -> Finding:
+    return Finding(
+        code=SOURCE_ERROR[0],
+        name=SOURCE_ERROR[1],
+        message=message,
+        path=path,
+        start=Position(line, column),
+        end=Position(line, column),
+        severity=Severity.ERROR,
+        noqa_line=line,
+    )
+
+
+def rules_triggered(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    return [r for r in rules if not r.triggers or any(t.encode() in data for t in r.triggers)]
+
+
+def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Finding]]:
+    if b"\x00" in data:
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        return None, source_error(path, "source contains a NUL byte", line)
+    try:
+        return cst.parse_module(data), None
+    except cst.ParserSyntaxError as e:
+        first = str(e).splitlines()[0] if str(e) else "syntax error"
+        return None, source_error(path, f"cannot parse: {first}", e.raw_line, e.raw_column + 1)
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        return None, source_error(path, f"cannot decode source: {e.reason} ({e.encoding})", line)
+    except (SyntaxError, LookupError) as e:  # bad coding cookie
+        return None, source_error(path, f"cannot decode source: {e}")
+    except RecursionError:
+        return None, source_error(path, "cannot parse: expressions nested too deeply")
+    except Exception as e:  # the native parser can raise other errors on odd input
+        return None, source_error(path, f"cannot parse: {type(e).__name__}: {e}")
+
+
+def lint_bytes(
+    path: str,
+    data: bytes,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    keep_module: bool = False,
+) -> FileResult:
+    result = FileResult(path)
+    active = [r for r in rules_triggered(data, rules) if r.code not in _ignored_here(path, settings)]
+    if not active:
+        return result
+    module, error = parse(path, data)
+    if error is not None:
+        result.findings.append(error)
+        return result
+    result.parsed = True
+    if keep_module:
+        result.module = module
+    lint_module(result, module, active, settings)
+    return result
+
+
+def lint_module(result: FileResult, module: cst.Module, rules, settings: Settings) -> None:
+    ctx = FileContext(result.path, module, settings)
+    crashes: list[Finding] = []
+    dispatcher = _Dispatcher(ctx, [r(ctx) for r in rules], crashes)
+    try:
+        module.visit(dispatcher)
+    except RecursionError:
+        result.findings.append(source_error(result.path, "cannot check: code nested too deeply"))
+        return
+    result.findings.extend(crashes)
+    if not ctx.reports:
+        return
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    suppressions = Suppressions.scan(module.code)
+    for report in ctx.reports:
+        rng = positions[report.node]
+        start = Position(rng.start.line, rng.start.column + 1)
+        end = Position(rng.end.line, rng.end.column + 1)
+        statement_line = positions[report.statement].start.line if report.statement else start.line
+        if suppressions.silences((start.line, statement_line), report.rule.code, report.rule.name):
+            continue
+        related = []
+        for rel in report.related:
+            r = positions.get(rel.node)
+            if r is not None:
+                related.append(
+                    Related(rel.message, result.path, Position(r.start.line, r.start.column + 1),
+                            Position(r.end.line, r.end.column + 1))
+                )
+        result.findings.append(
+            Finding(
+                code=report.rule.code,
+                name=report.rule.name,
+                message=report.message,
+                path=result.path,
+                start=start,
+                end=end,
+                severity=report.severity,
+                fix=report.fix,
+                related=related,
+                noqa_line=statement_line,
+            )
+        )
+
+
+def _ignored_here(path: str, settings: Settings) -> set[str]:
+    if not settings.per_file_ignores:
+        return set()
+    from retainlint.registry import codes_for
+
+    try:
+        relative = PurePath(path).resolve().relative_to(settings.root).as_posix()
+    except ValueError:
+        relative = PurePath(path).as_posix()
+    ignored: set[str] = set()
+    for glob, codes in settings.per_file_ignores:
+        if fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(PurePath(path).name, glob):
+            ignored |= codes_for(codes)
+    return ignored
+
+
+class _Dispatcher(cst.CSTVisitor):
+    """One traversal for all rules. Keeps the scope stacks every rule sees, and turns a
+    rule that raises into an internal-error finding without stopping the others."""
+
+    def __init__(self, ctx: FileContext, rules: list[Rule], crashes: list[Finding]) -> None:
+        self.ctx = ctx
+        self.crashes = crashes
+        self.visits: dict[str, list] = {}
+        self.leaves: dict[str, list] = {}
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_") or attr.startswith("leave_"):
+                    table = self.visits if attr[0] == "v" else self.leaves
+                    table.setdefault(attr.split("_", 1)[1], []).append((rule, getattr(rule, attr)))
+        self.dead: set[int] = set()
+
+    def _call(self, handlers, node) -> None:
+        for rule, method in handlers:
+            if id(rule) in self.dead:
+                continue
+            try:
+                method(node)
+            except RecursionError:
+                raise
+            except Exception as e:
+                self.dead.add(id(rule))
+                where = traceback.extract_tb(e.__traceback__)[-1]
+                self.crashes.append(
+                    Finding(
+                        code=INTERNAL_ERROR[0],
+                        name=INTERNAL_ERROR[1],
+                        message=(
+                            f"internal error in rule {rule.code} ({rule.name}): "
+                            f"{type(e).__name__}: {e} (at {where.name}:{where.lineno}); "
+                            "please report it"
+                        ),
+                        path=self.ctx.path,
+                        start=Position(1, 1),
+                        end=Position(1, 1),
+                        severity=Severity.ERROR,
+                    )
+                )
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        scope = self.ctx.scope
+        if isinstance(node, _STATEMENT_TYPES):
+            scope.statements.append(node)
+            if isinstance(node, cst.ClassDef):
+                scope.classes.append(node)
+            elif isinstance(node, cst.FunctionDef):
+                scope.functions.append(node)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)) and scope.functions:
+            self.ctx.imports.add(node)
+        handlers = self.visits.get(type(node).__name__)
+        if handlers:
+            self._call(handlers, node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        handlers = self.leaves.get(type(original_node).__name__)
+        if handlers:
+            self._call(handlers, original_node)
+        if isinstance(original_node, _STATEMENT_TYPES):
+            scope = self.ctx.scope
+            scope.statements.pop()
+            if isinstance(original_node, cst.ClassDef):
+                scope.classes.pop()
+            elif isinstance(original_node, cst.FunctionDef):
+                scope.functions.pop()

@@ -1,0 +1,104 @@
+"""What a rule is: one class in one module of `rules/`, carrying its code, name,
+documentation, trigger tokens, examples and detection (libcst `visit_*`/`leave_*`
+methods, all rules sharing one traversal of each file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
+
+import libcst as cst
+
+from retainlint.finding import Applicability, Fix, Severity
+
+if TYPE_CHECKING:
+    from retainlint.context import FileContext
+
+
+@dataclass
+class Example:
+    """A code sample in a rule's docs that the test suite runs.
+
+    ``lines``: 1-based lines the rule must report (exactly those); ``fixed``: the source
+    after applying the rule's fixes (safe and unsafe); ``settings``: overrides of the
+    configuration (e.g. ``{"heavy_types": ["mypkg.Engine"]}``).
+    """
+
+    code: str
+    lines: Sequence[int] = ()
+    fixed: Optional[str] = None
+    settings: dict = field(default_factory=dict)
+
+
+@dataclass
+class RelatedNode:
+    message: str
+    node: cst.CSTNode
+
+
+@dataclass
+class Report:
+    """A finding as a rule raises it: nodes, not positions (positions are resolved
+    afterwards, and only for files that have something to report)."""
+
+    rule: "Rule"
+    node: cst.CSTNode
+    message: str
+    severity: Severity
+    fix: Optional[Fix]
+    related: list[RelatedNode]
+    statement: Optional[cst.CSTNode]  # the enclosing statement, for `# noqa`
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]  # one line, for tables and SARIF short descriptions
+    docs: ClassVar[str]  # markdown: what it does, why it leaks, incident, example, fix
+    severity: ClassVar[Severity] = Severity.ERROR
+    fix_applicability: ClassVar[Applicability] = Applicability.NONE
+    # A file that contains none of these substrings is never parsed for this rule.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    default_enabled: ClassVar[bool] = True
+    valid: ClassVar[list] = []
+    invalid: ClassVar[list[Example]] = []
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        fix: Optional[Fix] = None,
+        severity: Optional[Severity] = None,
+        related: Sequence[RelatedNode] = (),
+        statement: Optional[cst.CSTNode] = None,
+    ) -> None:
+        """`statement`: where a `# noqa` may also go; defaults to the statement being
+        visited (pass it when reporting from `leave_Module`)."""
+        self.ctx.reports.append(
+            Report(
+                rule=self,
+                node=node,
+                message=message,
+                severity=severity or self.severity,
+                fix=fix,
+                related=list(related),
+                statement=statement or self.ctx.scope.statement,
+            )
+        )
+
+    def fix(self, message: str, replacements: dict, imports: Sequence[str] = (),
+            applicability: Optional[Applicability] = None) -> Fix:
+        return Fix(
+            applicability=applicability or self.fix_applicability,
+            message=message,
+            replacements=replacements,
+            imports=tuple(imports),
+        )
+
+    @classmethod
+    def url(cls) -> str:
+        return f"https://github.com/retainlint/retainlint/blob/main/docs/rules.md#{cls.code.lower()}-{cls.name}"

@@ -1,0 +1,157 @@
+"""Check (and optionally fix) a list of files, in a process pool when there are many."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from retainlint import fixer
+from retainlint.config import Settings
+from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity
+from retainlint.lint import FileResult, lint_bytes, parse, rules_triggered, source_error
+from retainlint.registry import all_rules
+from retainlint.source import WriteError, write_atomic
+
+# Below this many files to parse, a pool costs more than it saves.
+POOL_THRESHOLD = 8
+
+
+@dataclass(frozen=True)
+class Mode:
+    fix: bool = False  # write fixed files
+    diff: bool = False  # compute fixes, return a diff, write nothing
+    unsafe_fixes: bool = False
+    edits: bool = False  # attach line edits to each fix (json output)
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    fixed: int = 0
+    diff: str = ""
+
+
+@dataclass
+class RunResult:
+    files: int
+    findings: list[Finding]
+    fixed: int
+    diffs: list[str]
+
+
+def _applies(finding: Finding, mode: Mode) -> bool:
+    fix = finding.fix
+    if fix is None or fix.applicability is Applicability.NONE:
+        return False
+    return fix.applicability is Applicability.SAFE or mode.unsafe_fixes
+
+
+def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
+               data: bytes | None = None) -> FileOutcome:
+    outcome = FileOutcome(path)
+    if data is None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            outcome.findings.append(source_error(path, f"cannot read: {e.strerror or e}"))
+            return outcome
+    rules = [r for r in all_rules() if r.code in codes]
+    if mode.fix or mode.diff:
+        result = _fix_and_write(path, data, rules, settings, mode, outcome)
+    else:
+        result = lint_bytes(path, data, rules, settings, keep_module=mode.edits)
+    if mode.edits and result.module is not None:
+        for finding in result.findings:
+            if finding.fix is not None and finding.fix.applicability is not Applicability.NONE:
+                finding.fix.edits = fixer.edits_of(result.module, finding.fix)
+    for finding in result.findings:
+        if finding.fix is not None:
+            finding.fix.replacements = {}  # CST nodes do not need to cross processes
+    outcome.findings.extend(result.findings)
+    return outcome
+
+
+def fix_bytes(path, data, rules, settings, mode, outcome) -> tuple[FileResult, bytes]:
+    """Apply fixes round after round until none applies; returns the final lint result
+    and the fixed source (which always parses)."""
+    result = lint_bytes(path, data, rules, settings, keep_module=True)
+    for _ in range(fixer.MAX_ROUNDS):
+        fixes = [f.fix for f in result.findings if _applies(f, mode)]
+        if not fixes or result.module is None:
+            break
+        new_module, applied = fixer.apply(result.module, fixes)
+        if not applied:
+            break
+        new_data = new_module.bytes
+        _, error = parse(path, new_data)
+        if error is not None:
+            outcome.findings.append(_internal(path, f"a fix produced code that does not parse "
+                                                    f"({error.message}); not applied"))
+            break
+        data = new_data
+        outcome.fixed += len(applied)
+        result = lint_bytes(path, data, rules, settings, keep_module=True)
+    return result, data
+
+
+def _fix_and_write(path, original, rules, settings, mode, outcome) -> FileResult:
+    result, data = fix_bytes(path, original, rules, settings, mode, outcome)
+    if data == original:
+        return result
+    if mode.diff:
+        outcome.diff = "".join(difflib.unified_diff(
+            original.decode("utf-8", "replace").splitlines(keepends=True),
+            data.decode("utf-8", "replace").splitlines(keepends=True),
+            fromfile=path, tofile=path,
+        ))
+        return result
+    try:
+        write_atomic(path, data)
+    except WriteError as e:
+        outcome.fixed = 0
+        outcome.findings.append(source_error(path, str(e)))
+        return lint_bytes(path, original, rules, settings, keep_module=mode.edits)
+    return result
+
+
+def _internal(path: str, message: str) -> Finding:
+    return Finding(INTERNAL_ERROR[0], INTERNAL_ERROR[1], message, path,
+                   Position(1, 1), Position(1, 1), Severity.ERROR)
+
+
+def _check_many(args) -> list[FileOutcome]:
+    paths, codes, settings, mode = args
+    return [check_file(p, codes, settings, mode) for p in paths]
+
+
+def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
+        jobs: int | None = None) -> RunResult:
+    rules = [r for r in all_rules() if r.code in codes]
+    outcomes: list[FileOutcome] = []
+    to_check: list[str] = []
+    for path in paths:  # a cheap read and substring scan decides what is parsed at all
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
+            continue
+        if rules_triggered(data, rules):
+            to_check.append(path)
+    jobs = jobs or os.cpu_count() or 1
+    if jobs > 1 and len(to_check) > POOL_THRESHOLD:
+        size = max(1, len(to_check) // (jobs * 4))
+        batches = [to_check[i:i + size] for i in range(0, len(to_check), size)]
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for batch in pool.map(_check_many, [(b, codes, settings, mode) for b in batches]):
+                outcomes.extend(batch)
+    else:
+        outcomes.extend(check_file(p, codes, settings, mode) for p in to_check)
+    findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
+    diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
+    return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs)

@@ -1,0 +1,275 @@
+"""RL501 discarded-hook-handle."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from retainlint.cstutil import (
+    append_to_function,
+    in_body_of,
+    is_instance_method,
+    unique_self_attribute,
+)
+from retainlint.finding import Applicability, Severity
+from retainlint.rule import Example, Rule
+
+GLOBAL_HOOKS = frozenset(
+    {
+        "register_bytecode_hook",
+        "register_module_forward_hook",
+        "register_module_forward_pre_hook",
+        "register_module_full_backward_hook",
+        "register_module_full_backward_pre_hook",
+        "register_module_buffer_registration_hook",
+        "register_module_module_registration_hook",
+        "register_module_parameter_registration_hook",
+    }
+)
+
+PER_OBJECT_HOOKS = frozenset(
+    {
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+        "register_state_dict_pre_hook",
+        "register_load_state_dict_post_hook",
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "register_step_pre_hook",
+        "register_step_post_hook",
+    }
+)
+
+
+class DiscardedHookHandle(Rule):
+    code = "RL501"
+    name = "discarded-hook-handle"
+    summary = "The removal handle of a registered hook is thrown away, so the hook can never be removed"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    triggers = ("register_",)
+    docs = """
+## What it does
+Reports a call that registers a hook and throws away the handle it returns
+(the call is a statement on its own), for:
+
+- **global registries** (always): `torch._dynamo.convert_frame.register_bytecode_hook` and
+  `torch.nn.modules.module.register_module_forward_hook` / `_forward_pre_hook` /
+  `_full_backward_hook` / `_full_backward_pre_hook` / `_buffer_registration_hook` /
+  `_module_registration_hook` / `_parameter_registration_hook`, however they are imported;
+- **per-object hooks** (opt-in with `per-object-hooks = true`, reported as warnings):
+  `register_forward_hook`, `register_forward_pre_hook`, `register_full_backward_hook`,
+  `register_full_backward_pre_hook`, `register_backward_hook`,
+  `register_state_dict_pre_hook`, `register_load_state_dict_post_hook`,
+  `Tensor.register_hook`, `register_post_accumulate_grad_hook`, optimizer
+  `register_step_pre_hook` / `register_step_post_hook`. A `register_hook` on a tensor
+  computed in the same function (a per-step output) is not reported: the hook dies
+  with the tensor.
+
+## Why it leaks
+A global registry is a GC root. The hook is usually a bound method or a closure, so it
+pins its object - typically a compiled model wrapper, and through it the whole model -
+and with the handle discarded nothing can ever remove it. A per-object hook lives inside
+the object it hooks, so it only forms a collectable cycle; hence opt-in.
+
+## Incident
+A compile wrapper's `__init__` registered `self.bytecode_hook` with dynamo's
+`register_bytecode_hook` and dropped the handle: every engine created in the process kept
+its model. The fix stored `self._bytecode_hook_handle`, added `cleanup()` calling
+`.remove()`, and called it from the engine's finalizer.
+
+## Example
+```python
+class CompiledWrapper:
+    def __init__(self, model):
+        self.model = model
+        torch._dynamo.convert_frame.register_bytecode_hook(self.bytecode_hook)  # RL501
+
+    def close(self):
+        self.model = None
+```
+
+## Fix (safe, inside methods)
+The handle is kept as `self._<hook>_handle` (a name not used yet in the class); when the
+class has a release method (`shutdown`, `close`, ...), `self._<hook>_handle.remove()` is
+appended to it (guarded by `getattr(self, ..., None)` when the registration is
+conditional or outside `__init__`). Outside methods there is no fix.
+"""
+
+    valid = [
+        # the handle is kept
+        """
+import torch
+class W:
+    def __init__(self):
+        self._h = torch._dynamo.convert_frame.register_bytecode_hook(self.hook)
+""",
+        # per-object hooks are opt-in
+        """
+class Probe:
+    def __init__(self, model):
+        model.register_forward_hook(self.record)
+""",
+        # a module function of the same name that is not torch's
+        """
+def register_bytecode_hook(fn):
+    pass
+register_bytecode_hook(print)
+""",
+    ]
+    invalid = [
+        Example(
+            """
+import torch
+
+class CompiledWrapper:
+    def __init__(self, model):
+        self.model = model
+        torch._dynamo.convert_frame.register_bytecode_hook(self.bytecode_hook)  # keep
+
+    def close(self):
+        self.model = None
+""",
+            lines=[7],
+            fixed="""
+import torch
+
+class CompiledWrapper:
+    def __init__(self, model):
+        self.model = model
+        self._bytecode_hook_handle = torch._dynamo.convert_frame.register_bytecode_hook(self.bytecode_hook)  # keep
+
+    def close(self):
+        self.model = None
+        self._bytecode_hook_handle.remove()
+""",
+        ),
+        Example(
+            """
+from torch.nn.modules.module import register_module_forward_hook as add_global_hook
+
+class Tracer:
+    def __init__(self, enabled):
+        if enabled:
+            add_global_hook(self.on_forward)
+
+    def shutdown(self):
+        \"\"\"Stop tracing.\"\"\"
+        return
+""",
+            lines=[7],
+            fixed="""
+from torch.nn.modules.module import register_module_forward_hook as add_global_hook
+
+class Tracer:
+    def __init__(self, enabled):
+        if enabled:
+            self._module_forward_hook_handle = add_global_hook(self.on_forward)
+
+    def shutdown(self):
+        \"\"\"Stop tracing.\"\"\"
+        if getattr(self, "_module_forward_hook_handle", None) is not None:
+            self._module_forward_hook_handle.remove()
+        return
+""",
+        ),
+        # module level: reported, no fix
+        Example(
+            """
+import torch.nn.modules.module as mm
+mm.register_module_forward_pre_hook(lambda m, a: None)
+""",
+            lines=[3],
+        ),
+        # per-object hooks when opted in; a per-step tensor is fine
+        Example(
+            """
+class Probe:
+    def __init__(self, model):
+        model.register_forward_hook(self.record)
+
+    def step(self, x):
+        y = x * 2
+        y.register_hook(print)
+""",
+            lines=[4],
+            fixed="""
+class Probe:
+    def __init__(self, model):
+        self._forward_hook_handle = model.register_forward_hook(self.record)
+
+    def step(self, x):
+        y = x * 2
+        y.register_hook(print)
+""",
+            settings={"per_object_hooks": True},
+        ),
+    ]
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call):
+            return
+        hook = self._global_hook(call)
+        severity = None
+        if hook is None:
+            hook = self._per_object_hook(call)
+            if hook is None:
+                return
+            severity = Severity.WARNING
+        registry = "the global hook registry" if severity is None else "the hooked object"
+        self.report(
+            call,
+            f"handle returned by `{hook}` is discarded: {registry} keeps the hook "
+            f"`{self.ctx.code(call.args[0].value) if call.args else '?'}` (and all it "
+            "references) alive, and nothing can remove it",
+            severity=severity,
+            fix=self._fix(node, hook),
+        )
+
+    def _global_hook(self, call: cst.Call):
+        qualified = self.ctx.qualname(call.func)
+        if not qualified or not qualified.startswith("torch."):
+            return None
+        last = qualified.rsplit(".", 1)[-1]
+        return last if last in GLOBAL_HOOKS else None
+
+    def _per_object_hook(self, call: cst.Call):
+        if not self.ctx.settings.per_object_hooks or not isinstance(call.func, cst.Attribute):
+            return None
+        hook = call.func.attr.value
+        if hook not in PER_OBJECT_HOOKS:
+            return None
+        receiver = call.func.value
+        fn = self.ctx.scope.function
+        if hook == "register_hook" and isinstance(receiver, cst.Name) and fn is not None:
+            # a tensor computed in this function is a per-step value
+            assigned = self.ctx.heavy._local_assignments(fn).get(receiver.value, ())
+            if assigned:
+                return None
+        return hook
+
+    def _fix(self, expr: cst.Expr, hook: str):
+        cls = self.ctx.scope.method_class
+        fn = self.ctx.scope.function
+        if cls is None or fn is None or not is_instance_method(self.ctx, fn):
+            return None
+        stem = hook.removeprefix("register_")
+        attr = unique_self_attribute(self.ctx, cls, f"_{stem}_handle")
+        assign = cst.Assign(
+            targets=[cst.AssignTarget(cst.parse_expression(f"self.{attr}"))], value=expr.value
+        )
+        replacements = {expr: assign}
+        release = self.ctx.release_method(cls)
+        if release is not None and release is not fn:
+            unconditional = fn.name.value == "__init__" and in_body_of(self.ctx.scope.statement, fn)
+            code = (
+                f"self.{attr}.remove()"
+                if unconditional
+                else f'if getattr(self, "{attr}", None) is not None:\n    self.{attr}.remove()\n'
+            )
+            replacements[release] = append_to_function(release, [cst.parse_statement(code)])
+        where = f" and remove it in `{release.name.value}()`" if release is not None and release is not fn else ""
+        return self.fix(f"Keep the handle as `self.{attr}`{where}", replacements)

@@ -1,0 +1,53 @@
+"""Fixture files: `fixtures/<CODE>/<case>.py` marks every line the rule must report with
+`# expect: <CODE>`; no other line may be reported. `<case>.fixed.py`, when present, is the
+exact result of `--fix --unsafe-fixes`. A `<case>.toml` holds settings overrides."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from retainlint.config import settings_from_table
+from retainlint.config import Settings
+from retainlint.lint import lint_bytes
+from retainlint.registry import all_rules
+from retainlint.runner import FileOutcome, Mode, fix_bytes
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+RULES = {r.code: r for r in all_rules()}
+CASES = sorted(
+    p for p in FIXTURES.glob("RL*/*.py") if not p.name.endswith(".fixed.py")
+)
+
+
+def _settings(case: Path) -> Settings:
+    toml = case.with_suffix(".toml")
+    if toml.exists():
+        return settings_from_table(tomllib.loads(toml.read_text()), toml)
+    return Settings()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_fixture(case):
+    rule = RULES[case.parent.name]
+    source = case.read_bytes()
+    expected = [
+        i for i, line in enumerate(source.decode().splitlines(), 1)
+        if re.search(rf"#.*expect: {rule.code}\b", line)
+    ]
+    settings = _settings(case)
+    result = lint_bytes(str(case), source, [rule], settings)
+    assert not result.has_errors, [f.message for f in result.findings]
+    assert sorted(f.start.line for f in result.findings) == expected
+    fixed_file = case.with_name(case.stem + ".fixed.py")
+    if fixed_file.exists():
+        outcome = FileOutcome(str(case))
+        _, data = fix_bytes(str(case), source, [rule], settings,
+                            Mode(fix=True, unsafe_fixes=True), outcome)
+        assert data.decode() == fixed_file.read_text()
