@@ -1,0 +1,168 @@
+"""The `retainlint` command: check, rule."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+from rich.console import Console
+from rich.markdown import Markdown
+
+from retainlint import __version__, report
+from retainlint.config import ConfigError, load_settings
+from retainlint.discover import discover
+from retainlint.finding import INTERNAL_ERROR
+from retainlint.registry import all_rules, lookup, select_rules
+from retainlint.runner import Mode, run
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _color(flag: str) -> bool:
+    """--color, then NO_COLOR, then FORCE_COLOR / CLICOLOR_FORCE, then TERM=dumb, then isatty."""
+    if flag != "auto":
+        return flag == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR") or os.environ.get("CLICOLOR_FORCE"):
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    return sys.stdout.isatty()
+
+
+def _console(color: bool, stderr: bool = False) -> Console:
+    if color:
+        return Console(force_terminal=True, stderr=stderr, highlight=False, soft_wrap=True)
+    return Console(color_system=None, force_terminal=False, no_color=True, stderr=stderr,
+                   highlight=False, soft_wrap=True, width=10_000)
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
+
+
+def _fail(message: str) -> None:
+    click.echo(f"retainlint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="retainlint")
+def main() -> None:
+    """Find and fix Python code that keeps memory (models, tensors) alive after it should be freed."""
+
+
+SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable."
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--select", multiple=True, help=f"Only these rules. {SELECTOR_HELP}")
+@click.option("--extend-select", multiple=True, help=f"Rules to add to the selection. {SELECTOR_HELP}")
+@click.option("--ignore", multiple=True, help=f"Rules to leave out. {SELECTOR_HELP}")
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+              help="Include fixes that may change behaviour (with --fix or --diff).")
+@click.option("--diff", is_flag=True, help="Print the diff of what --fix would change; write nothing.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 if anything was fixed.")
+@click.option("--output-format", type=click.Choice(["full", "concise", "json"]),
+              envvar="RETAINLINT_OUTPUT_FORMAT", default="full", show_default=True)
+@click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the result cache.")
+@click.option("--exclude", multiple=True, help="Extra exclude patterns (comma-separated).")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path),
+              help="Use this pyproject.toml / retainlint.toml instead of searching.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: CPU count).")
+def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
+          output_format, exit_zero, statistics, no_cache, exclude, force_exclude, config_path,
+          color, jobs) -> None:
+    """Check PATHS (default: the current directory)."""
+    paths = paths or (".",)
+    try:
+        start = Path(paths[0])
+        settings = load_settings(start if start.is_dir() else start.parent, config_path)
+        chosen = select_rules(
+            _split(select) or settings.select,
+            (*settings.extend_select, *_split(extend_select)),
+            (*settings.ignore, *_split(ignore)),
+        )
+        files = discover(paths, settings.root, (*settings.exclude, *_split(exclude)), force_exclude)
+    except ConfigError as e:
+        _fail(str(e))
+        return
+    unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+    mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe, edits=output_format == "json")
+    result = run(files, [r.code for r in chosen], settings, mode, jobs)
+
+    colored = _color(color) and output_format != "json"
+    out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)
+    findings = result.findings
+    internal = any(f.code == INTERNAL_ERROR[0] for f in findings)
+    if not files:
+        err.print("warning: no Python files found", highlight=False)
+
+    if diff:
+        for text in result.diffs:
+            out.out(text, end="", highlight=False)
+        err.print(f"Would fix {result.fixed} finding{'s' if result.fixed != 1 else ''}.", highlight=False)
+        sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
+
+    if statistics:
+        report.print_statistics(out, findings, as_json=output_format == "json")
+    elif output_format == "json":
+        out.out(json.dumps(report.to_json(findings), indent=2), highlight=False)
+    elif output_format == "concise":
+        report.concise(out, findings)
+    else:
+        report.full(out, findings)
+    if output_format != "json":
+        out.print(report.summary(findings, result.fixed, unsafe), highlight=False)
+
+    if internal:
+        sys.exit(EXIT_ERROR)
+    if exit_zero:
+        sys.exit(EXIT_CLEAN)
+    if findings or (exit_non_zero_on_fix and result.fixed):
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("selector", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
+    """Explain a rule, given its code or name (RL301, strong-module-keyed-cache)."""
+    if not selector and not show_all:
+        _fail("give a rule code or name, or --all")
+    try:
+        rules = list(all_rules()) if show_all else lookup(selector)
+    except ConfigError as e:
+        _fail(str(e))
+        return
+    if output_format == "json":
+        click.echo(json.dumps([
+            {"code": r.code, "name": r.name, "summary": r.summary, "severity": r.severity.value,
+             "fix": r.fix_applicability.value, "default": r.default_enabled,
+             "explanation": r.docs.strip(), "url": r.url()}
+            for r in rules
+        ], indent=2))
+        return
+    console = _console(_color("auto"))
+    for r in rules:
+        console.print(Markdown(f"# {r.code} {r.name}\n\n{r.summary}.\n\n"
+                               f"Fix: {r.fix_applicability.value}. "
+                               f"Default: {'on' if r.default_enabled else 'off'}.\n{r.docs}"))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

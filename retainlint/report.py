@@ -1,0 +1,181 @@
+"""Turn findings into text for people (full, concise) and machines (json)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Optional, Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from retainlint.finding import Applicability, Finding
+from retainlint.registry import all_rules
+
+RULES_BY_CODE = {}
+
+
+def _rule_url(code: str) -> Optional[str]:
+    if not RULES_BY_CODE:
+        RULES_BY_CODE.update({r.code: r for r in all_rules()})
+    rule = RULES_BY_CODE.get(code)
+    return rule.url() if rule else None
+
+
+def _marker(f: Finding) -> str:
+    return " [*]" if f.fix is not None and f.fix.applicability is Applicability.SAFE else ""
+
+
+def _header(f: Finding) -> Text:
+    text = Text()
+    text.append(f.path, style="bold")
+    text.append(f":{f.start.line}:{f.start.column}: ", style="cyan")
+    text.append(f.code, style="bold red" if f.severity.value == "error" else "bold yellow")
+    text.append(_marker(f) + " ")
+    text.append(f.message)
+    return text
+
+
+def concise(console: Console, findings: Sequence[Finding]) -> None:
+    for f in findings:
+        console.print(_header(f), highlight=False, soft_wrap=True)
+
+
+class _Sources:
+    def __init__(self) -> None:
+        self._lines: dict[str, list[str]] = {}
+
+    def lines(self, path: str) -> list[str]:
+        if path not in self._lines:
+            try:
+                with open(path, "rb") as f:
+                    self._lines[path] = f.read().decode("utf-8", "replace").splitlines()
+            except OSError:
+                self._lines[path] = []
+        return self._lines[path]
+
+
+def full(console: Console, findings: Sequence[Finding]) -> None:
+    sources = _Sources()
+    for f in findings:
+        console.print(_header(f), highlight=False, soft_wrap=True)
+        lines = sources.lines(f.path)
+        if lines and f.start.line <= len(lines):
+            _frame(console, lines, f)
+        if f.fix is not None:
+            note = {
+                Applicability.SAFE: "",
+                Applicability.UNSAFE: " (unsafe fix: may change behaviour; apply with --fix --unsafe-fixes)",
+                Applicability.NONE: "",
+            }[f.fix.applicability]
+            if f.fix.message:
+                console.print(Text("  help: ", style="bold cyan") + Text(f.fix.message + note),
+                              highlight=False, soft_wrap=True)
+        for rel in f.related:
+            console.print(
+                Text("  note: ", style="bold") + Text(f"{rel.message} ({rel.path}:{rel.start.line}:{rel.start.column})"),
+                highlight=False, soft_wrap=True,
+            )
+        console.print()
+
+
+def _frame(console: Console, lines: list[str], f: Finding) -> None:
+    first = max(1, f.start.line - 1)
+    last = min(len(lines), max(f.end.line, f.start.line) + 1, f.start.line + 6)
+    width = len(str(last))
+    for number in range(first, last + 1):
+        line = lines[number - 1].expandtabs(1)
+        console.print(Text(f"  {number:>{width}} | ", style="blue") + Text(line),
+                      highlight=False, soft_wrap=True)
+        if f.start.line <= number <= f.end.line:
+            start = f.start.column - 1 if number == f.start.line else len(line) - len(line.lstrip())
+            end = f.end.column - 1 if number == f.end.line else len(line)
+            if end > start:
+                console.print(
+                    Text(f"  {'':>{width}} | ", style="blue") + Text(" " * start + "^" * (end - start), style="bold red"),
+                    highlight=False, soft_wrap=True,
+                )
+
+
+def to_json(findings: Sequence[Finding]) -> list[dict]:
+    out = []
+    for f in findings:
+        fix = None
+        if f.fix is not None:
+            fix = {
+                "applicability": f.fix.applicability.value,
+                "message": f.fix.message,
+                "edits": [
+                    {
+                        "content": content,
+                        "location": {"row": start.line, "column": start.column},
+                        "end_location": {"row": end.line, "column": end.column},
+                    }
+                    for start, end, content in (f.fix.edits or [])
+                ],
+            }
+        out.append(
+            {
+                "code": f.code,
+                "name": f.name,
+                "message": f.message,
+                "severity": f.severity.value,
+                "filename": f.path,
+                "location": {"row": f.start.line, "column": f.start.column},
+                "end_location": {"row": f.end.line, "column": f.end.column},
+                "noqa_row": f.noqa_line or f.start.line,
+                "fix": fix,
+                "related": [
+                    {
+                        "message": r.message,
+                        "filename": r.path,
+                        "location": {"row": r.start.line, "column": r.start.column},
+                        "end_location": {"row": r.end.line, "column": r.end.column},
+                    }
+                    for r in f.related
+                ],
+                "url": _rule_url(f.code),
+            }
+        )
+    return out
+
+
+def statistics(findings: Sequence[Finding]) -> list[dict]:
+    counts = Counter((f.code, f.name) for f in findings)
+    fixable = Counter(f.code for f in findings if f.fixable)
+    return [
+        {"code": code, "name": name, "count": n, "fixable": fixable[code] > 0,
+         "fixable_count": fixable[code]}
+        for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0]))
+    ]
+
+
+def print_statistics(console: Console, findings: Sequence[Finding], as_json: bool) -> None:
+    rows = statistics(findings)
+    if as_json:
+        console.out(json.dumps(rows, indent=2), highlight=False)
+        return
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    for r in rows:
+        mark = "[*]" if r["fixable"] else "[ ]"
+        console.print(f"{r['count']:>{width}}\t{r['code']}\t{mark} {r['name']}", highlight=False)
+
+
+def summary(findings: Sequence[Finding], fixed: int, unsafe_enabled: bool) -> str:
+    n = len(findings)
+    if n == 0 and fixed == 0:
+        return "All checks passed!"
+    noun = "finding" if n == 1 else "findings"
+    if fixed:
+        total = n + fixed
+        return f"Found {total} finding{'s' if total != 1 else ''} ({fixed} fixed, {n} remaining)."
+    safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
+    unsafe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
+    parts = []
+    if safe:
+        parts.append(f"{safe} fixable with --fix")
+    if unsafe:
+        parts.append(f"{unsafe} more with --unsafe-fixes" if not unsafe_enabled
+                     else f"{unsafe} more fixable with --fix (unsafe)")
+    tail = f" ({', '.join(parts)})" if parts else ""
+    return f"Found {n} {noun}{tail}."
