@@ -122,4 +122,20 @@ def settings_from_table(table: dict, path: Path) -> Settings:
             values["per_file_ignores"] = tuple(pairs)
         else:
             raise ConfigError(f"{where}: unknown option")
-    return Settings(**values)
+    settings = Settings(**values)
+    _validate_selectors(settings, path)
+    return settings
+
+
+def _validate_selectors(settings: Settings, path: Path) -> None:
+    from retainlint.registry import lookup
+
+    groups = {"select": settings.select or (), "ignore": settings.ignore,
+              "extend-select": settings.extend_select}
+    groups.update({f"per-file-ignores.{glob}": codes for glob, codes in settings.per_file_ignores})
+    for key, selectors in groups.items():
+        for selector in selectors:
+            try:
+                lookup(selector)
+            except ConfigError as e:
+                raise ConfigError(f"{path}: [tool.retainlint] {key}: {e}") from None

@@ -3,10 +3,14 @@ positions and suppressions only when something was reported."""
 
 from __future__ import annotations
 
+import ast
 import fnmatch
+import io
+import re
+import tokenize
 import traceback
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Optional, Sequence
 
 import libcst as cst
@@ -25,6 +29,7 @@ from retainlint.finding import (
 from retainlint.rule import Rule
 from retainlint.suppress import Suppressions
 
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 _STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
@@ -64,17 +69,39 @@ def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Findin
     try:
         return cst.parse_module(data), None
     except cst.ParserSyntaxError as e:
-        first = str(e).splitlines()[0] if str(e) else "syntax error"
-        return None, source_error(path, f"cannot parse: {first}", e.raw_line, e.raw_column + 1)
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        return None, source_error(path, f"cannot decode source: {e.reason} ({e.encoding})", line)
-    except (SyntaxError, LookupError) as e:  # bad coding cookie
-        return None, source_error(path, f"cannot decode source: {e}")
+        # CPython's own message and position are the ones users know; libcst's are vaguer.
+        try:
+            ast.parse(data)
+        except SyntaxError as py_error:
+            return None, source_error(path, f"cannot parse: {py_error.msg}",
+                                      py_error.lineno or 1, py_error.offset or 1)
+        except Exception:
+            pass
+        return None, source_error(path, f"cannot parse: {e.message}", e.raw_line, e.raw_column + 1)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as e:  # bytes or coding cookie
+        return None, _decode_error(path, data, e)
     except RecursionError:
         return None, source_error(path, "cannot parse: expressions nested too deeply")
     except Exception as e:  # the native parser can raise other errors on odd input
         return None, source_error(path, f"cannot parse: {type(e).__name__}: {e}")
+
+
+def _decode_error(path: str, data: bytes, error: Exception) -> Finding:
+    try:
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError:  # also raised for undecodable bytes in the first two lines
+            if _COOKIE.search(b"\n".join(data.splitlines()[:2])):
+                raise
+            encoding = "utf-8"
+        data.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return source_error(path, f"cannot decode source as {e.encoding}: {e.reason}", line, column)
+    except (SyntaxError, LookupError) as e:
+        return source_error(path, f"cannot decode source: {e}")
+    return source_error(path, f"cannot decode source: {error}")
 
 
 def lint_bytes(
@@ -85,7 +112,8 @@ def lint_bytes(
     keep_module: bool = False,
 ) -> FileResult:
     result = FileResult(path)
-    active = [r for r in rules_triggered(data, rules) if r.code not in _ignored_here(path, settings)]
+    ignored = _ignored_here(path, settings)
+    active = [r for r in rules_triggered(data, rules) if r.code not in ignored]
     if not active:
         return result
     module, error = parse(path, data)
@@ -150,7 +178,7 @@ def _ignored_here(path: str, settings: Settings) -> set[str]:
     from retainlint.registry import codes_for
 
     try:
-        relative = PurePath(path).resolve().relative_to(settings.root).as_posix()
+        relative = Path(path).resolve().relative_to(settings.root).as_posix()
     except ValueError:
         relative = PurePath(path).as_posix()
     ignored: set[str] = set()

@@ -124,9 +124,18 @@ def _internal(path: str, message: str) -> Finding:
                    Position(1, 1), Position(1, 1), Severity.ERROR)
 
 
+def _check_guarded(path: str, codes, settings: Settings, mode: Mode) -> FileOutcome:
+    """One file's bug in retainlint must not end the run for the others."""
+    try:
+        return check_file(path, codes, settings, mode)
+    except Exception as e:  # noqa: BLE001 - reported to the user as an internal error
+        return FileOutcome(path, [_internal(path, f"internal error: {type(e).__name__}: {e}; "
+                                                  "please report it")])
+
+
 def _check_many(args) -> list[FileOutcome]:
     paths, codes, settings, mode = args
-    return [check_file(p, codes, settings, mode) for p in paths]
+    return [_check_guarded(p, codes, settings, mode) for p in paths]
 
 
 def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
@@ -151,7 +160,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
             for batch in pool.map(_check_many, [(b, codes, settings, mode) for b in batches]):
                 outcomes.extend(batch)
     else:
-        outcomes.extend(check_file(p, codes, settings, mode) for p in to_check)
+        outcomes.extend(_check_guarded(p, codes, settings, mode) for p in to_check)
     findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
     diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
     return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs)

@@ -18,7 +18,8 @@ def write_atomic(path: str, data: bytes) -> None:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError as e:
         raise WriteError(f"cannot write fix: {e.strerror}") from None
-    if not os.access(path, os.W_OK):
+    # Permission bits count even for root: a read-only file is the user saying "hands off".
+    if not os.access(path, os.W_OK) or not mode & 0o222:
         raise WriteError("cannot write fix: file is read-only (left unchanged)")
     directory = os.path.dirname(os.path.abspath(path))
     try:

@@ -1,0 +1,3 @@
+from retainlint.cli import main
+
+main()

@@ -1,0 +1,48 @@
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BUGGY = textwrap.dedent(
+    """\
+    import torch
+
+
+    class Wrapper:
+        def __init__(self, model):
+            self.model = model
+            torch._dynamo.convert_frame.register_bytecode_hook(self.hook)
+
+        def close(self):
+            self.model = None
+    """
+)
+
+CLEAN = "import torch\n\nx = torch.zeros(3)\n"
+
+
+def run_cli(*args, cwd=None, env=None, input=None):
+    """retainlint as a user runs it: a real subprocess."""
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    full_env.pop("FORCE_COLOR", None) if env is None or "FORCE_COLOR" not in env else None
+    return subprocess.run(
+        [sys.executable, "-m", "retainlint", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, input=input, timeout=120,
+    )
+
+
+@pytest.fixture
+def tree(tmp_path):
+    def make(files: dict) -> Path:
+        for name, content in files.items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+        return tmp_path
+    return make

@@ -1,0 +1,240 @@
+"""The CLI as users meet it: real subprocesses, exit codes, output, files on disk."""
+
+import json
+import os
+import stat
+
+from click.testing import CliRunner
+
+from conftest import BUGGY, CLEAN, run_cli
+from retainlint.cli import main
+
+
+def test_findings_exit_1_with_code_and_line(tree):
+    root = tree({"a.py": BUGGY})
+    r = run_cli("check", "a.py", "--output-format", "concise", cwd=root)
+    assert r.returncode == 1
+    assert r.stdout.splitlines()[0].startswith("a.py:7:9: RL501 [*] handle returned by `register_bytecode_hook`")
+    assert "Found 1 finding (1 fixable with --fix)." in r.stdout
+
+
+def test_clean_tree_exits_0(tree):
+    root = tree({"a.py": CLEAN, "pkg/b.py": CLEAN})
+    r = run_cli("check", cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "All checks passed!" in r.stdout
+
+
+def test_full_format_shows_code_frame_and_underline(tree):
+    root = tree({"a.py": BUGGY})
+    r = run_cli("check", "a.py", cwd=root)
+    lines = r.stdout.splitlines()
+    frame = [l for l in lines if l.strip().startswith("7 |")]
+    assert frame and "register_bytecode_hook" in frame[0]
+    underline = lines[lines.index(frame[0]) + 1]
+    assert underline.split("|", 1)[1].strip().startswith("^^^^")
+    assert "help: Keep the handle as `self._bytecode_hook_handle` and remove it in `close()`" in r.stdout
+    assert "\x1b[" not in r.stdout
+
+
+def test_exit_zero(tree):
+    root = tree({"a.py": BUGGY})
+    assert run_cli("check", "a.py", "--exit-zero", cwd=root).returncode == 0
+
+
+def test_missing_path_is_a_one_line_error_exit_2(tree):
+    root = tree({"a.py": CLEAN})
+    r = run_cli("check", "missing.py", cwd=root)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "retainlint: error: missing.py: no such file or directory"
+
+
+def test_unknown_selector_exit_2(tree):
+    root = tree({"a.py": CLEAN})
+    r = run_cli("check", "--select", "RL9", cwd=root)
+    assert r.returncode == 2 and "unknown rule selector `RL9`" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_selection_by_code_prefix_and_name(tree):
+    root = tree({"a.py": BUGGY})
+    for selector in ("RL501", "RL5", "discarded-hook-handle", "ALL"):
+        assert run_cli("check", "--select", selector, cwd=root).returncode == 1, selector
+    assert run_cli("check", "--ignore", "RL5", cwd=root).returncode == 0
+    assert run_cli("check", "--select", "RL2", cwd=root).returncode == 0
+
+
+def test_fix_rewrites_file_keeping_mode_and_line_endings(tree):
+    root = tree({"a.py": BUGGY.replace("\n", "\r\n").encode()})
+    path = root / "a.py"
+    os.chmod(path, 0o640)
+    r = run_cli("check", "a.py", "--fix", cwd=root)
+    assert r.returncode == 0, r.stdout
+    assert "Found 1 finding (1 fixed, 0 remaining)." in r.stdout
+    data = path.read_bytes()
+    assert b"self._bytecode_hook_handle = torch._dynamo" in data
+    assert b"        self._bytecode_hook_handle.remove()\r\n" in data
+    assert data.count(b"\r\n") == data.count(b"\n")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert list(root.iterdir()) == [path]  # no temp files left behind
+
+
+def test_diff_prints_patch_writes_nothing_exit_1(tree):
+    root = tree({"a.py": BUGGY})
+    r = run_cli("check", "a.py", "--diff", cwd=root)
+    assert r.returncode == 1
+    assert r.stdout.startswith("--- a.py\n+++ a.py\n")
+    assert "+        self._bytecode_hook_handle = torch._dynamo" in r.stdout
+    assert "Would fix 1 finding." in r.stderr
+    assert (root / "a.py").read_text() == BUGGY
+    clean = run_cli("check", "a.py", "--diff", "--select", "RL2", cwd=root)
+    assert clean.returncode == 0 and clean.stdout == ""
+
+
+def test_json_output_fields(tree):
+    root = tree({"a.py": BUGGY})
+    r = run_cli("check", "a.py", "--output-format", "json", cwd=root)
+    assert r.returncode == 1
+    [item] = json.loads(r.stdout)
+    assert item["code"] == "RL501" and item["name"] == "discarded-hook-handle"
+    assert item["severity"] == "error" and item["filename"] == "a.py"
+    assert item["location"] == {"row": 7, "column": 9}
+    assert item["end_location"]["row"] == 7
+    assert item["fix"]["applicability"] == "safe"
+    edit = item["fix"]["edits"][0]
+    assert edit["location"] == {"row": 7, "column": 1}
+    assert "self._bytecode_hook_handle = " in edit["content"]
+    assert item["url"].endswith("rl501-discarded-hook-handle")
+
+
+def test_statistics(tree):
+    root = tree({"a.py": BUGGY, "b.py": BUGGY})
+    r = run_cli("check", "--statistics", cwd=root)
+    assert r.stdout.splitlines()[0].split() == ["2", "RL501", "[*]", "discarded-hook-handle"]
+    j = run_cli("check", "--statistics", "--output-format", "json", cwd=root)
+    assert json.loads(j.stdout) == [{"code": "RL501", "name": "discarded-hook-handle", "count": 2,
+                                     "fixable": True, "fixable_count": 2}]
+
+
+def test_noqa_forms(tree):
+    line = "        torch._dynamo.convert_frame.register_bytecode_hook(self.hook)"
+    for comment, silenced in (("# noqa", True), ("# noqa: RL501", True),
+                              ("# noqa: discarded-hook-handle", True), ("# NOQA:RL301, RL501", True),
+                              ("# noqa: RL301", False)):
+        root = tree({"a.py": BUGGY.replace(line, f"{line}  {comment}")})
+        rc = run_cli("check", "a.py", cwd=root).returncode
+        assert rc == (0 if silenced else 1), comment
+
+
+def test_noqa_on_first_line_of_multiline_statement(tree):
+    source = BUGGY.replace(
+        "        torch._dynamo.convert_frame.register_bytecode_hook(self.hook)",
+        "        torch._dynamo.convert_frame.register_bytecode_hook(  # noqa: RL501\n            self.hook\n        )",
+    )
+    root = tree({"a.py": source})
+    assert run_cli("check", "a.py", cwd=root).returncode == 0
+
+
+def test_config_in_pyproject(tree):
+    root = tree({"a.py": BUGGY, "pyproject.toml": '[tool.retainlint]\nignore = ["RL501"]\n'})
+    assert run_cli("check", cwd=root).returncode == 0
+    root = tree({"pyproject.toml": '[tool.retainlint]\nignore = "RL501"\n'})
+    r = run_cli("check", cwd=root)
+    assert r.returncode == 2
+    assert "[tool.retainlint] ignore: expected a list of strings" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_config_key_and_per_file_ignores(tree):
+    root = tree({"a.py": BUGGY, "sub/b.py": BUGGY,
+                 "retainlint.toml": '[per-file-ignores]\n"sub/*.py" = ["discarded-hook-handle"]\n'})
+    r = run_cli("check", "--output-format", "concise", cwd=root)
+    assert [l.split(":")[0] for l in r.stdout.splitlines() if "RL501" in l] == ["a.py"]
+    (root / "retainlint.toml").write_text("selec = []\n")
+    r = run_cli("check", cwd=root)
+    assert r.returncode == 2 and "selec: unknown option" in r.stderr
+
+
+def test_bad_files_reported_and_run_goes_on(tree):
+    root = tree({"a_syntax.py": "def f(:\n    register_\n", "b_nul.py": b"x = 1\x00\n# register_\n",
+                 "c_undecodable.py": b"# register_\nx = '\xff\xfe'\n", "d.py": BUGGY})
+    r = run_cli("check", "--output-format", "concise", cwd=root)
+    assert r.returncode == 1
+    out = r.stdout
+    assert "a_syntax.py:1:7: RL000 cannot parse" in out
+    assert "b_nul.py:1:1: RL000 source contains a NUL byte" in out
+    assert "c_undecodable.py:2:6: RL000 cannot decode source as utf-8: invalid start byte" in out
+    assert "d.py:7:9: RL501" in out
+    assert "Traceback" not in out + r.stderr
+
+
+def test_fix_on_read_only_file_leaves_it_untouched(tree):
+    root = tree({"a.py": BUGGY})
+    path = root / "a.py"
+    os.chmod(path, 0o444)
+    r = run_cli("check", "a.py", "--fix", "--output-format", "concise", cwd=root)
+    assert r.returncode == 1
+    assert "a.py:1:1: RL000 cannot write fix: file is read-only (left unchanged)" in r.stdout
+    assert path.read_text() == BUGGY
+
+
+def test_default_excludes_and_force_exclude(tree):
+    root = tree({"a.py": CLEAN, "venv/lib/x.py": BUGGY, "build/y.py": BUGGY})
+    assert run_cli("check", cwd=root).returncode == 0
+    assert run_cli("check", "venv/lib/x.py", cwd=root).returncode == 1  # named files always count
+    assert run_cli("check", "venv/lib/x.py", "--force-exclude", cwd=root).returncode == 0
+    assert run_cli("check", "--exclude", "a.py", "a.py", "--force-exclude", cwd=root).returncode == 0
+
+
+def test_gitignore_honoured_inside_git_repo(tree):
+    import subprocess
+
+    root = tree({"a.py": CLEAN, "generated/g.py": BUGGY, ".gitignore": "generated/\n"})
+    assert run_cli("check", cwd=root).returncode == 1  # not a repo: .gitignore means nothing
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    assert run_cli("check", cwd=root).returncode == 0
+    assert run_cli("check", "generated/g.py", cwd=root).returncode == 1
+
+
+def test_many_files_use_the_pool_and_agree_with_one_job(tree):
+    root = tree({f"m{i}.py": BUGGY if i % 3 == 0 else CLEAN + "# register_\n" for i in range(30)})
+    one = run_cli("check", "-j", "1", "--output-format", "json", cwd=root)
+    many = run_cli("check", "-j", "2", "--output-format", "json", cwd=root)
+    assert json.loads(one.stdout) == json.loads(many.stdout)
+    assert len(json.loads(one.stdout)) == 10
+
+
+def test_color_only_when_asked(tree):
+    root = tree({"a.py": BUGGY})
+    assert "\x1b[" in run_cli("check", "a.py", env={"NO_COLOR": "", "FORCE_COLOR": "1"}, cwd=root).stdout
+    assert "\x1b[" not in run_cli("check", "a.py", env={"NO_COLOR": "1", "FORCE_COLOR": "1"}, cwd=root).stdout
+    forced_json = run_cli("check", "a.py", "--output-format", "json", "--color", "always", cwd=root)
+    assert "\x1b[" not in forced_json.stdout
+
+
+def test_rule_command():
+    r = run_cli("rule", "RL501")
+    assert r.returncode == 0 and "RL501 discarded-hook-handle" in r.stdout and "Why it leaks" in r.stdout
+    j = run_cli("rule", "--all", "--output-format", "json")
+    codes = [x["code"] for x in json.loads(j.stdout)]
+    assert "RL501" in codes and codes == sorted(codes)
+    bad = run_cli("rule", "RL777")
+    assert bad.returncode == 2 and "unknown rule selector" in bad.stderr
+
+
+def test_version():
+    r = run_cli("--version")
+    assert r.returncode == 0 and "retainlint, version" in r.stdout
+
+
+def test_crashing_rule_is_an_internal_error_and_the_run_goes_on(tree, monkeypatch):
+    from retainlint.registry import lookup
+
+    rule = lookup("RL501")[0]
+    monkeypatch.setattr(rule, "visit_Expr", lambda self, node: 1 / 0)
+    root = tree({"a.py": BUGGY, "b.py": BUGGY})
+    result = CliRunner().invoke(main, ["check", str(root), "-j", "1", "--output-format", "concise"])
+    assert result.exit_code == 2
+    errors = [l for l in result.output.splitlines() if "RL999" in l]
+    assert len(errors) == 2
+    assert "internal error in rule RL501 (discarded-hook-handle): ZeroDivisionError" in errors[0]
