@@ -63,7 +63,10 @@ class FileContext:
         self.path = path
         self.module = module
         self.settings = settings
-        self.imports: ImportTable = collect_module_imports(module)
+        # All imports (function-local ones included: common in the code we check) for
+        # resolving names; module-level ones for spelling the names a fix adds.
+        self.imports: ImportTable = collect_module_imports(module, deep=True)
+        self.module_imports: ImportTable = collect_module_imports(module)
         self.scope = ScopeState()
         self.reports: list[Report] = []
         self.classes: dict[str, cst.ClassDef] = {}
@@ -96,5 +99,6 @@ class FileContext:
         return fn.name.value in self.settings.release_methods
 
     def local_module_alias(self, module_name: str) -> Optional[str]:
-        """How this file spells an imported module (`wr` after `import weakref as wr`)."""
-        return self.imports.local_name_for(module_name)
+        """How this file spells an imported module at module level (`wr` after
+        `import weakref as wr`); an import inside some function is not visible elsewhere."""
+        return self.module_imports.local_name_for(module_name)

@@ -83,9 +83,11 @@ class ImportTable:
         return None
 
 
-def collect_module_imports(module: cst.Module) -> ImportTable:
+def collect_module_imports(module: cst.Module, deep: bool = False) -> ImportTable:
     """Imports reachable without entering functions or classes (top level, and inside
-    top-level if/try/with blocks such as `if TYPE_CHECKING:`)."""
+    top-level if/try/with blocks such as `if TYPE_CHECKING:`); with `deep`, also those
+    inside functions and classes. Only statements are walked, never expressions, so
+    this costs a small fraction of a full traversal."""
     table = ImportTable()
 
     def walk(statements) -> None:
@@ -94,23 +96,31 @@ def collect_module_imports(module: cst.Module) -> ImportTable:
                 for small in stmt.body:
                     if isinstance(small, (cst.Import, cst.ImportFrom)):
                         table.add(small)
-            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                walk(stmt.body.body)
-                for extra in _other_blocks(stmt):
-                    walk(extra)
+            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                if deep and isinstance(stmt.body, cst.IndentedBlock):
+                    walk(stmt.body.body)
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                for block in _blocks(stmt):
+                    walk(block)
 
     walk(module.body)
     return table
 
 
-def _other_blocks(stmt):
-    if isinstance(stmt, cst.If) and stmt.orelse is not None:
-        orelse = stmt.orelse
-        yield orelse.body.body if isinstance(orelse, cst.Else) else [orelse]
-    if isinstance(stmt, cst.Try):
-        for handler in stmt.handlers:
+def _blocks(stmt: cst.BaseCompoundStatement):
+    """The statement lists inside if/for/while/try/with/match."""
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        yield body.body
+    for name in ("orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if isinstance(part, cst.If):
+            yield [part]
+        elif part is not None and isinstance(getattr(part, "body", None), cst.IndentedBlock):
+            yield part.body.body
+    for handler in getattr(stmt, "handlers", ()):
+        if isinstance(handler.body, cst.IndentedBlock):
             yield handler.body.body
-        if stmt.orelse is not None:
-            yield stmt.orelse.body.body
-        if stmt.finalbody is not None:
-            yield stmt.finalbody.body.body
+    for case in getattr(stmt, "cases", ()):
+        if isinstance(case.body, cst.IndentedBlock):
+            yield case.body.body

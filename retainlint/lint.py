@@ -239,8 +239,6 @@ class _Dispatcher(cst.CSTVisitor):
                 scope.classes.append(node)
             elif isinstance(node, cst.FunctionDef):
                 scope.functions.append(node)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)) and scope.functions:
-            self.ctx.imports.add(node)
         handlers = self.visits.get(type(node).__name__)
         if handlers:
             self._call(handlers, node)

@@ -50,6 +50,9 @@ class Report:
     statement: Optional[cst.CSTNode]  # the enclosing statement, for `# noqa`
 
 
+DOCS_URL = "https://github.com/retainlint/retainlint/blob/main/docs/rules.md"
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -101,4 +104,4 @@ class Rule:
 
     @classmethod
     def url(cls) -> str:
-        return f"https://github.com/retainlint/retainlint/blob/main/docs/rules.md#{cls.code.lower()}-{cls.name}"
+        return f"{DOCS_URL}#{cls.code.lower()}-{cls.name}"
