@@ -58,8 +58,8 @@ def source_error(path: str, message: str, line: int = 1, column: int = 1) -> Fin
     )
 
 
-def rules_triggered(data: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
-    return [r for r in rules if not r.triggers or any(t.encode() in data for t in r.triggers)]
+def rules_triggered(data: bytes, rules: Sequence[type[Rule]], settings: Settings) -> list[type[Rule]]:
+    return [r for r in rules if r.might_match(data, settings)]
 
 
 def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Finding]]:
@@ -113,7 +113,7 @@ def lint_bytes(
 ) -> FileResult:
     result = FileResult(path)
     ignored = _ignored_here(path, settings)
-    active = [r for r in rules_triggered(data, rules) if r.code not in ignored]
+    active = [r for r in rules_triggered(data, rules, settings) if r.code not in ignored]
     if not active:
         return result
     module, error = parse(path, data)

@@ -12,6 +12,7 @@ import libcst as cst
 from retainlint.finding import Applicability, Fix, Severity
 
 if TYPE_CHECKING:
+    from retainlint.config import Settings
     from retainlint.context import FileContext
 
 
@@ -65,6 +66,12 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     valid: ClassVar[list] = []
     invalid: ClassVar[list[Example]] = []
+
+    @classmethod
+    def might_match(cls, data: bytes, settings: "Settings") -> bool:
+        """A cheap test on the raw bytes: False means the file is not parsed for this
+        rule. By default, does the file contain one of the trigger tokens?"""
+        return any(token.encode() in data for token in cls.triggers)
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx

@@ -150,7 +150,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
             continue
-        if rules_triggered(data, rules):
+        if rules_triggered(data, rules, settings):
             to_check.append(path)
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(to_check) > POOL_THRESHOLD:

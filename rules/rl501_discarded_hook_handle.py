@@ -49,7 +49,12 @@ class DiscardedHookHandle(Rule):
     summary = "The removal handle of a registered hook is thrown away, so the hook can never be removed"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
-    triggers = ("register_",)
+    triggers = tuple(sorted(GLOBAL_HOOKS | PER_OBJECT_HOOKS))
+
+    @classmethod
+    def might_match(cls, data: bytes, settings) -> bool:
+        hooks = GLOBAL_HOOKS | PER_OBJECT_HOOKS if settings.per_object_hooks else GLOBAL_HOOKS
+        return any(h.encode() in data for h in hooks)
     docs = """
 ## What it does
 Reports a call that registers a hook and throws away the handle it returns

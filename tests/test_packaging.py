@@ -2,6 +2,7 @@
 fresh venv, away from this checkout."""
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -15,9 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_wheel_installs_rules_and_runs_from_a_fresh_venv(tmp_path):
     dist = tmp_path / "dist"
+    source = tmp_path / "src"  # build from a copy: setuptools leaves build/ behind
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache"))
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--quiet", "-w", str(dist), str(ROOT)],
+         "--quiet", "-w", str(dist), str(source)],
         check=True, capture_output=True, timeout=300,
     )
     [wheel] = dist.glob("retainlint-*.whl")
