@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from retainlint.context import body_functions, body_statements
+from retainlint.walk import visit
 
 if TYPE_CHECKING:
     from retainlint.context import FileContext
@@ -177,7 +178,7 @@ class HeavyOracle:
         key = id(function)
         if key not in self._assignments:
             collector = _AssignmentCollector()
-            function.body.visit(collector)
+            visit(function.body, collector)
             self._assignments[key] = collector.found
         return self._assignments[key]
 

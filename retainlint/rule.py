@@ -76,6 +76,12 @@ class Rule:
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx
 
+    def applies(self) -> bool:
+        """Asked after parsing, before the traversal: False leaves this rule out of it
+        (e.g. a module with no candidate definitions at all). A file no rule applies to
+        is not traversed."""
+        return True
+
     def report(
         self,
         node: cst.CSTNode,

@@ -9,6 +9,7 @@ import libcst as cst
 from retainlint.cstutil import call_args, decorator_names
 from retainlint.finding import Applicability, Severity
 from retainlint.rule import Example, Rule
+from retainlint.walk import visit
 
 _PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})
 _NOT_BOUND = frozenset(
@@ -378,5 +379,5 @@ def _nested_functions(fn: cst.FunctionDef, name: str) -> list[cst.FunctionDef]:
         def visit_ClassDef(self, node: cst.ClassDef) -> bool:
             return False
 
-    fn.body.visit(_Finder())
+    visit(fn.body, _Finder())
     return found

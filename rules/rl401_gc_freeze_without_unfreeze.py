@@ -11,6 +11,7 @@ from retainlint.context import FileContext, body_functions
 from retainlint.cstutil import append_to_function, is_instance_method
 from retainlint.finding import Applicability, Severity
 from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.walk import visit
 
 FREEZE = "gc.freeze"
 UNFREEZE = "gc.unfreeze"
@@ -62,7 +63,7 @@ class _CallCollector(cst.CSTVisitor):
 
 def summarize(fn: cst.FunctionDef, resolve: Resolver) -> CallSummary:
     collector = _CallCollector(resolve)
-    fn.body.visit(collector)
+    visit(fn.body, collector)
     return collector.summary
 
 
@@ -384,7 +385,7 @@ class Worker:
                     if arg.keyword is None and not arg.star and isinstance(arg.value, cst.Name):
                         actors.add(arg.value.value)
 
-        module.visit(_Actors())
+        visit(module, _Actors())
         return actors
 
     def _unfreezes(self, cls: cst.ClassDef) -> bool:
