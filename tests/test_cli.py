@@ -156,8 +156,11 @@ def test_unknown_config_key_and_per_file_ignores(tree):
 
 
 def test_bad_files_reported_and_run_goes_on(tree):
-    root = tree({"a_syntax.py": "def f(:\n    register_\n", "b_nul.py": b"x = 1\x00\n# register_\n",
-                 "c_undecodable.py": b"# register_\nx = '\xff\xfe'\n", "d.py": BUGGY})
+    # Each bad file names a trigger token: files no rule could fire on are never parsed.
+    root = tree({"a_syntax.py": "def f(:\n    register_bytecode_hook\n",
+                 "b_nul.py": b"x = 1\x00\n# register_bytecode_hook\n",
+                 "c_undecodable.py": b"# register_bytecode_hook\nx = '\xff\xfe'\n",
+                 "d.py": BUGGY, "e_syntax_no_trigger.py": "def f(:\n"})
     r = run_cli("check", "--output-format", "concise", cwd=root)
     assert r.returncode == 1
     out = r.stdout
@@ -165,6 +168,7 @@ def test_bad_files_reported_and_run_goes_on(tree):
     assert "b_nul.py:1:1: RL000 source contains a NUL byte" in out
     assert "c_undecodable.py:2:6: RL000 cannot decode source as utf-8: invalid start byte" in out
     assert "d.py:7:9: RL501" in out
+    assert "e_syntax_no_trigger.py" not in out
     assert "Traceback" not in out + r.stderr
 
 
@@ -197,7 +201,8 @@ def test_gitignore_honoured_inside_git_repo(tree):
 
 
 def test_many_files_use_the_pool_and_agree_with_one_job(tree):
-    root = tree({f"m{i}.py": BUGGY if i % 3 == 0 else CLEAN + "# register_\n" for i in range(30)})
+    root = tree({f"m{i}.py": BUGGY if i % 3 == 0 else CLEAN + "# register_bytecode_hook\n"
+                 for i in range(30)})
     one = run_cli("check", "-j", "1", "--output-format", "json", cwd=root)
     many = run_cli("check", "-j", "2", "--output-format", "json", cwd=root)
     assert json.loads(one.stdout) == json.loads(many.stdout)
