@@ -39,7 +39,7 @@ TENSOR_FACTORIES = frozenset(
     ).split()
 )
 
-_UNION_WRAPPERS = frozenset({"typing.Optional", "typing.Union", "Optional", "Union"})
+UNION_WRAPPERS = frozenset({"typing.Optional", "typing.Union", "Optional", "Union"})
 _MAX_DEPTH = 6
 
 
@@ -47,6 +47,14 @@ class HeavyOracle:
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx
         self._configured = frozenset(ctx.settings.heavy_types)
+        # A configured `pkg.mod.Engine` defined in this very file (pkg/mod.py) is spelled
+        # `Engine` here.
+        path = ctx.path.replace("\\", "/").removesuffix(".pyi").removesuffix(".py")
+        self._configured_here = frozenset(
+            t.rsplit(".", 1)[1] for t in self._configured
+            if "." in t and (path == t.rsplit(".", 1)[0].replace(".", "/")
+                             or path.endswith("/" + t.rsplit(".", 1)[0].replace(".", "/")))
+        )
         self._local_classes: Optional[set[str]] = None
         self._assignments: dict[int, dict[str, list]] = {}
 
@@ -54,7 +62,7 @@ class HeavyOracle:
     def is_heavy_qualname(self, qualified: Optional[str]) -> bool:
         if not qualified:
             return False
-        if qualified in HEAVY_TYPES or qualified in self._configured:
+        if qualified in HEAVY_TYPES or qualified in self._configured or qualified in self._configured_here:
             return True
         if qualified.startswith("torch.nn.") and qualified.count(".") == 2:
             last = qualified.rsplit(".", 1)[1]
@@ -94,7 +102,7 @@ class HeavyOracle:
         if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
             return self.is_heavy_annotation(ann.left) or self.is_heavy_annotation(ann.right)
         if isinstance(ann, cst.Subscript):
-            if self.ctx.qualname(ann.value) in _UNION_WRAPPERS:
+            if self.ctx.qualname(ann.value) in UNION_WRAPPERS:
                 return any(
                     isinstance(e.slice, cst.Index) and self.is_heavy_annotation(e.slice.value)
                     for e in ann.slice
@@ -118,14 +126,14 @@ class HeavyOracle:
                 return self.is_heavy_class(cls)
             if function is None:
                 return False
-            param = _find_param(function, expr.value)
+            param = find_param(function, expr.value)
             if param is not None:
                 return self.is_heavy_annotation(param.annotation)
             return any(
                 self.is_heavy_annotation(ann) or (
                     value is not None and self.is_heavy_value(value, function, cls, _depth + 1)
                 )
-                for value, ann in self._local_assignments(function).get(expr.value, ())
+                for value, ann in self.local_assignments(function).get(expr.value, ())
             )
         if isinstance(expr, cst.Call):
             return self._is_heavy_call(expr, function, cls, _depth)
@@ -166,14 +174,14 @@ class HeavyOracle:
                     ):
                         return True
         for method in body_functions(cls):
-            for value, ann in self._local_assignments(method).get(f"self.{attr}", ()):
+            for value, ann in self.local_assignments(method).get(f"self.{attr}", ()):
                 if self.is_heavy_annotation(ann):
                     return True
                 if value is not None and self.is_heavy_value(value, method, cls, depth + 1):
                     return True
         return False
 
-    def _local_assignments(self, function: cst.FunctionDef) -> dict[str, list]:
+    def local_assignments(self, function: cst.FunctionDef) -> dict[str, list]:
         """name (or `self.attr`) -> [(value or None, annotation or None)] in `function`."""
         key = id(function)
         if key not in self._assignments:
@@ -183,7 +191,7 @@ class HeavyOracle:
         return self._assignments[key]
 
 
-def _find_param(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
+def find_param(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
     params = function.params
     for p in (*params.posonly_params, *params.params, *params.kwonly_params):
         if p.name.value == name:

@@ -291,7 +291,7 @@ def track(conn):
                 mentions(part, name) for part in _param_parts(nested.params)
             ):
                 return f"is a nested function that closes over `{name}`"
-        for value, _ann in self.ctx.heavy._local_assignments(fn).get(local, ()):
+        for value, _ann in self.ctx.heavy.local_assignments(fn).get(local, ()):
             if value is not None and self._pins(value, owner, callback=callback, depth=depth + 1):
                 return f"(`{local} = {self._short(value)}`) keeps `{name}` alive"
         return None
@@ -349,7 +349,7 @@ def track(conn):
                     if any(isinstance(t, cst.Name) and t.value == attr for t in targets):
                         return True
         for method in self.ctx.methods(cls).values():
-            if f"self.{attr}" in self.ctx.heavy._local_assignments(method):
+            if f"self.{attr}" in self.ctx.heavy.local_assignments(method):
                 return True
         for base in cls.bases:
             local = self.ctx.classes.get(self.ctx.code(base.value))

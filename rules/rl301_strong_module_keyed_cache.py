@@ -10,7 +10,7 @@ import libcst as cst
 
 from retainlint.cstutil import module_ref
 from retainlint.finding import Applicability, Severity
-from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, _UNION_WRAPPERS, _find_param
+from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, find_param
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -638,7 +638,7 @@ def track(model: nn.Module):
                     return ("g", name)
                 if name in names.nonlocals:
                     continue
-                if name in names.bound or _find_param(fn, name) is not None or _star_param(fn, name):
+                if name in names.bound or find_param(fn, name) is not None or _star_param(fn, name):
                     return None
             return ("g", name)
         if isinstance(expr, cst.Attribute):
@@ -898,7 +898,7 @@ def track(model: nn.Module):
         if isinstance(value, cst.Lambda) and isinstance(key, cst.Name):
             return key.value in code(value.body)  # conservative: any mention
         if isinstance(value, cst.Name) and function is not None:
-            for assigned, _ in self.ctx.heavy._local_assignments(function).get(value.value, ()):
+            for assigned, _ in self.ctx.heavy.local_assignments(function).get(value.value, ()):
                 if isinstance(assigned, (cst.Tuple, cst.List, cst.Set, cst.Dict, cst.Call, cst.Lambda)):
                     if self._holds(assigned, key, function, cls, depth + 1):
                         return True
@@ -936,7 +936,7 @@ def track(model: nn.Module):
         if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
             return self._ann_kinds(ann.left) | self._ann_kinds(ann.right)
         if isinstance(ann, cst.Subscript):
-            if self.ctx.qualname(ann.value) in _UNION_WRAPPERS:
+            if self.ctx.qualname(ann.value) in UNION_WRAPPERS:
                 kinds: set[str] = set()
                 for e in ann.slice:
                     if isinstance(e.slice, cst.Index):
@@ -976,11 +976,11 @@ def track(model: nn.Module):
                 return set()
             if function is None:
                 return set()
-            param = _find_param(function, expr.value)
+            param = find_param(function, expr.value)
             if param is not None:
                 return self._ann_kinds(param.annotation)
             kinds: set[str] = set()
-            for value, ann in oracle._local_assignments(function).get(expr.value, ()):
+            for value, ann in oracle.local_assignments(function).get(expr.value, ()):
                 kinds |= self._ann_kinds(ann)
                 if value is not None:
                     kinds |= self._value_kinds(value, function, cls, depth + 1)
@@ -1013,7 +1013,7 @@ def track(model: nn.Module):
                         ):
                             kinds |= self._ann_kinds(small.annotation)
             for method in self.ctx.methods(cls).values():
-                for value, ann in oracle._local_assignments(method).get(f"self.{attr}", ()):
+                for value, ann in oracle.local_assignments(method).get(f"self.{attr}", ()):
                     kinds |= self._ann_kinds(ann)
                     if value is not None:
                         kinds |= self._value_kinds(value, method, cls, depth + 1)

@@ -251,7 +251,7 @@ class Probe:
         fn = self.ctx.scope.function
         if hook == "register_hook" and isinstance(receiver, cst.Name) and fn is not None:
             # a tensor computed in this function is a per-step value
-            assigned = self.ctx.heavy._local_assignments(fn).get(receiver.value, ())
+            assigned = self.ctx.heavy.local_assignments(fn).get(receiver.value, ())
             if assigned:
                 return None
         return hook

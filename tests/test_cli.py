@@ -243,3 +243,21 @@ def test_crashing_rule_is_an_internal_error_and_the_run_goes_on(tree, monkeypatc
     errors = [l for l in result.output.splitlines() if "RL999" in l]
     assert len(errors) == 2
     assert "internal error in rule RL501 (discarded-hook-handle): ZeroDivisionError" in errors[0]
+
+
+def test_heavy_types_from_config_apply_where_the_type_is_defined_and_imported(tree):
+    engine = (
+        "import weakref\n\n\nclass Engine:\n    pass\n\n\n"
+        "def keep(owner, engine: Engine):\n    weakref.finalize(owner, print, engine)\n"
+    )
+    user = (
+        "import weakref\nfrom mypkg.engine import Engine\n\n\n"
+        "def keep(owner, engine: Engine):\n    weakref.finalize(owner, print, engine)\n"
+    )
+    root = tree({"mypkg/engine.py": engine, "app.py": user,
+                 "pyproject.toml": '[tool.retainlint]\nheavy-types = ["mypkg.engine.Engine"]\n'})
+    r = run_cli("check", "--select", "RL201", "--output-format", "concise", cwd=root)
+    assert sorted(l.split(": ")[0] for l in r.stdout.splitlines() if "RL201" in l) == [
+        "app.py:6:36", "mypkg/engine.py:9:36"]
+    (root / "pyproject.toml").write_text("")
+    assert run_cli("check", "--select", "RL201", cwd=root).returncode == 0
