@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Optional
 
@@ -11,6 +12,7 @@ from retainlint.imports import ImportTable, collect_module_imports
 
 if TYPE_CHECKING:
     from retainlint.config import Settings
+    from retainlint.index import ProjectIndex
     from retainlint.heavy import HeavyOracle
     from retainlint.rule import Report
 
@@ -57,16 +59,22 @@ def small_statements(block) -> Iterator[cst.BaseSmallStatement]:
 
 
 class FileContext:
-    def __init__(self, path: str, module: cst.Module, settings: "Settings") -> None:
+    def __init__(self, path: str, module: cst.Module, settings: "Settings",
+                 index: "ProjectIndex") -> None:
         from retainlint.heavy import HeavyOracle
 
         self.path = path
         self.module = module
         self.settings = settings
+        self.index = index
+        self.module_name = index.module_of(path)
+        is_package = os.path.basename(path).startswith("__init__.")
         # All imports (function-local ones included: common in the code we check) for
         # resolving names; module-level ones for spelling the names a fix adds.
-        self.imports: ImportTable = collect_module_imports(module, deep=True)
-        self.module_imports: ImportTable = collect_module_imports(module)
+        self.imports: ImportTable = collect_module_imports(
+            module, deep=True, name=self.module_name, is_package=is_package)
+        self.module_imports: ImportTable = collect_module_imports(
+            module, name=self.module_name, is_package=is_package)
         self.scope = ScopeState()
         self.reports: list[Report] = []
         self.classes: dict[str, cst.ClassDef] = {}
@@ -79,7 +87,18 @@ class FileContext:
         self.heavy: HeavyOracle = HeavyOracle(self)
 
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        """The dotted name as imported (`nn.Module` -> `torch.nn.Module`); names defined
+        in this file stay bare (`Model`), builtins too (`dict`)."""
         return self.imports.resolve(node)
+
+    def absolute(self, qualified: Optional[str]) -> Optional[str]:
+        """Project-wide name: a bare name defined in this module gets the module prefix."""
+        if not qualified:
+            return qualified
+        head = qualified.split(".", 1)[0]
+        if head in self.classes or head in self.functions:
+            return f"{self.module_name}.{qualified}"
+        return qualified
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

@@ -67,7 +67,9 @@ class HeavyOracle:
         if qualified.startswith("torch.nn.") and qualified.count(".") == 2:
             last = qualified.rsplit(".", 1)[1]
             return last[:1].isupper()  # nn.Linear, nn.Sequential, nn.ModuleList, ...
-        return qualified in self.local_heavy_classes
+        if qualified in self.local_heavy_classes:
+            return True
+        return self.ctx.index.is_heavy_class(self.ctx.absolute(qualified))
 
     @property
     def local_heavy_classes(self) -> set[str]:
@@ -147,9 +149,9 @@ class HeavyOracle:
         if qualified in TENSOR_FACTORIES or self.is_heavy_qualname(qualified):
             return True
         target = self._callee(call.func, cls)
-        return target is not None and self.is_heavy_annotation(
-            target.returns.annotation if target.returns else None
-        )
+        if target is not None:
+            return self.is_heavy_annotation(target.returns.annotation if target.returns else None)
+        return self.ctx.index.returns_heavy(self.ctx.absolute(qualified))
 
     def _callee(self, func: cst.BaseExpression, cls) -> Optional[cst.FunctionDef]:
         """A function or method of this file that `func` names, if any."""

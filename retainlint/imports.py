@@ -25,16 +25,28 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _module_name(node: cst.ImportFrom) -> str:
-    dots = "." * len(node.relative)
-    if node.module is None:
-        return dots
-    return dots + (dotted_name(node.module) or "")
+def absolute_import(module: str, is_package: bool, level: int, target: Optional[str]) -> str:
+    """Resolve `from ..x import` relative to `module`."""
+    if level == 0:
+        return target or ""
+    base = module.split(".") if module else []
+    if not is_package:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)] if level - 1 <= len(base) else []
+    if target:
+        base = [*base, target]
+    return ".".join(base)
+
 
 
 class ImportTable:
-    def __init__(self) -> None:
+    """`module`/`is_package` (when known) make relative imports absolute."""
+
+    def __init__(self, module: str = "", is_package: bool = False) -> None:
         self.names: dict[str, str] = {}
+        self.module = module
+        self.is_package = is_package
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -53,14 +65,19 @@ class ImportTable:
             return
         if isinstance(node.names, cst.ImportStar):
             return
-        base = _module_name(node)
+        target = dotted_name(node.module) if node.module is not None else None
+        level = len(node.relative)
+        if level and self.module:
+            base = absolute_import(self.module, self.is_package, level, target)
+        else:
+            base = "." * level + (target or "")
         for alias in node.names:
             name = dotted_name(alias.name)
             if name is None:
                 continue
             local = dotted_name(alias.asname.name) if alias.asname is not None else name
             if local:
-                sep = "" if base.endswith(".") else "."
+                sep = "" if not base or base.endswith(".") else "."
                 self.names.setdefault(local, f"{base}{sep}{name}")
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
@@ -83,12 +100,13 @@ class ImportTable:
         return None
 
 
-def collect_module_imports(module: cst.Module, deep: bool = False) -> ImportTable:
+def collect_module_imports(module: cst.Module, deep: bool = False, name: str = "",
+                           is_package: bool = False) -> ImportTable:
     """Imports reachable without entering functions or classes (top level, and inside
     top-level if/try/with blocks such as `if TYPE_CHECKING:`); with `deep`, also those
     inside functions and classes. Only statements are walked, never expressions, so
     this costs a small fraction of a full traversal."""
-    table = ImportTable()
+    table = ImportTable(name, is_package)
 
     def walk(statements) -> None:
         for stmt in statements:

@@ -26,6 +26,7 @@ from retainlint.finding import (
     Related,
     Severity,
 )
+from retainlint.index import ProjectIndex, summarize
 from retainlint.rule import Rule
 from retainlint.suppress import Suppressions
 from retainlint.walk import children
@@ -111,7 +112,9 @@ def lint_bytes(
     rules: Sequence[type[Rule]],
     settings: Settings,
     keep_module: bool = False,
+    index: Optional[ProjectIndex] = None,
 ) -> FileResult:
+    """`index`: the project this file belongs to; without one, the file on its own."""
     result = FileResult(path)
     ignored = _ignored_here(path, settings)
     active = [r for r in rules_triggered(data, rules, settings) if r.code not in ignored]
@@ -124,12 +127,15 @@ def lint_bytes(
     result.parsed = True
     if keep_module:
         result.module = module
-    lint_module(result, module, active, settings)
+    if index is None:
+        index = ProjectIndex(filter(None, [summarize(path, data)]), settings.heavy_types)
+    lint_module(result, module, active, settings, index)
     return result
 
 
-def lint_module(result: FileResult, module: cst.Module, rules, settings: Settings) -> None:
-    ctx = FileContext(result.path, module, settings)
+def lint_module(result: FileResult, module: cst.Module, rules, settings: Settings,
+                index: ProjectIndex) -> None:
+    ctx = FileContext(result.path, module, settings, index)
     crashes: list[Finding] = []
     instances = [r(ctx) for r in rules]
     instances = [r for r in instances if r.applies()]

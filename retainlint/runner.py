@@ -11,6 +11,7 @@ from typing import Sequence
 from retainlint import fixer
 from retainlint.config import Settings
 from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity
+from retainlint.index import FileSummary, ProjectIndex, summarize
 from retainlint.lint import FileResult, lint_bytes, parse, rules_triggered, source_error
 from retainlint.registry import all_rules
 from retainlint.source import WriteError, write_atomic
@@ -33,6 +34,7 @@ class FileOutcome:
     findings: list[Finding] = field(default_factory=list)
     fixed: int = 0
     diff: str = ""
+    fix_errors: list[Finding] = field(default_factory=list)  # unwritable file, broken fix
 
 
 @dataclass
@@ -51,7 +53,7 @@ def _applies(finding: Finding, mode: Mode) -> bool:
 
 
 def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
-               data: bytes | None = None) -> FileOutcome:
+               data: bytes | None = None, index: ProjectIndex | None = None) -> FileOutcome:
     outcome = FileOutcome(path)
     if data is None:
         try:
@@ -62,9 +64,9 @@ def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
             return outcome
     rules = [r for r in all_rules() if r.code in codes]
     if mode.fix or mode.diff:
-        result = _fix_and_write(path, data, rules, settings, mode, outcome)
+        result = _fix_and_write(path, data, rules, settings, mode, outcome, index)
     else:
-        result = lint_bytes(path, data, rules, settings, keep_module=mode.edits)
+        result = lint_bytes(path, data, rules, settings, keep_module=mode.edits, index=index)
     if mode.edits and result.module is not None:
         for finding in result.findings:
             if finding.fix is not None and finding.fix.applicability is not Applicability.NONE:
@@ -72,14 +74,14 @@ def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
     for finding in result.findings:
         if finding.fix is not None:
             finding.fix.replacements = {}  # CST nodes do not need to cross processes
-    outcome.findings.extend(result.findings)
+    outcome.findings.extend(result.findings + outcome.fix_errors)
     return outcome
 
 
-def fix_bytes(path, data, rules, settings, mode, outcome) -> tuple[FileResult, bytes]:
+def fix_bytes(path, data, rules, settings, mode, outcome, index=None) -> tuple[FileResult, bytes]:
     """Apply fixes round after round until none applies; returns the final lint result
     and the fixed source (which always parses)."""
-    result = lint_bytes(path, data, rules, settings, keep_module=True)
+    result = lint_bytes(path, data, rules, settings, keep_module=True, index=index)
     for _ in range(fixer.MAX_ROUNDS):
         fixes = [f.fix for f in result.findings if _applies(f, mode)]
         if not fixes or result.module is None:
@@ -90,17 +92,17 @@ def fix_bytes(path, data, rules, settings, mode, outcome) -> tuple[FileResult, b
         new_data = new_module.bytes
         _, error = parse(path, new_data)
         if error is not None:
-            outcome.findings.append(_internal(path, f"a fix produced code that does not parse "
+            outcome.fix_errors.append(_internal(path, f"a fix produced code that does not parse "
                                                     f"({error.message}); not applied"))
             break
         data = new_data
         outcome.fixed += len(applied)
-        result = lint_bytes(path, data, rules, settings, keep_module=True)
+        result = lint_bytes(path, data, rules, settings, keep_module=True, index=index)
     return result, data
 
 
-def _fix_and_write(path, original, rules, settings, mode, outcome) -> FileResult:
-    result, data = fix_bytes(path, original, rules, settings, mode, outcome)
+def _fix_and_write(path, original, rules, settings, mode, outcome, index) -> FileResult:
+    result, data = fix_bytes(path, original, rules, settings, mode, outcome, index)
     if data == original:
         return result
     if mode.diff:
@@ -114,8 +116,8 @@ def _fix_and_write(path, original, rules, settings, mode, outcome) -> FileResult
         write_atomic(path, data)
     except WriteError as e:
         outcome.fixed = 0
-        outcome.findings.append(source_error(path, str(e)))
-        return lint_bytes(path, original, rules, settings, keep_module=mode.edits)
+        outcome.fix_errors.append(source_error(path, str(e)))
+        return lint_bytes(path, original, rules, settings, keep_module=mode.edits, index=index)
     return result
 
 
@@ -124,18 +126,71 @@ def _internal(path: str, message: str) -> Finding:
                    Position(1, 1), Position(1, 1), Severity.ERROR)
 
 
-def _check_guarded(path: str, codes, settings: Settings, mode: Mode) -> FileOutcome:
+def _check_guarded(path: str, codes, settings: Settings, mode: Mode,
+                   index: ProjectIndex | None) -> FileOutcome:
     """One file's bug in retainlint must not end the run for the others."""
     try:
-        return check_file(path, codes, settings, mode)
+        return check_file(path, codes, settings, mode, index=index)
     except Exception as e:  # noqa: BLE001 - reported to the user as an internal error
         return FileOutcome(path, [_internal(path, f"internal error: {type(e).__name__}: {e}; "
                                                   "please report it")])
 
 
+_WORKER_INDEX: ProjectIndex | None = None
+
+
+def _init_worker(index: ProjectIndex) -> None:
+    global _WORKER_INDEX
+    _WORKER_INDEX = index
+
+
 def _check_many(args) -> list[FileOutcome]:
     paths, codes, settings, mode = args
-    return [_check_guarded(p, codes, settings, mode) for p in paths]
+    return [_check_guarded(p, codes, settings, mode, _WORKER_INDEX) for p in paths]
+
+
+def _summarize_many(paths: list[str]) -> list[FileSummary]:
+    found = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                summary = summarize(path, f.read())
+        except OSError:
+            continue
+        if summary is not None:
+            found.append(summary)
+    return found
+
+
+def _batches(items: list, jobs: int) -> list[list]:
+    size = max(1, len(items) // (jobs * 4))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def build_index(paths: Sequence[str], settings: Settings, jobs: int) -> ProjectIndex:
+    """The project index over every checked file (the cross-file rules need all of them,
+    even those no rule will parse)."""
+    if jobs > 1 and len(paths) > POOL_THRESHOLD:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            summaries = [s for batch in pool.map(_summarize_many, _batches(list(paths), jobs))
+                         for s in batch]
+    else:
+        summaries = _summarize_many(list(paths))
+    return ProjectIndex(summaries, settings.heavy_types)
+
+
+def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: ProjectIndex,
+               jobs: int) -> list[FileOutcome]:
+    if jobs > 1 and len(paths) > POOL_THRESHOLD:
+        outcomes: list[FileOutcome] = []
+        # The index goes to each worker once, not with every batch.
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                                 initargs=(index,)) as pool:
+            for batch in pool.map(_check_many, [(b, codes, settings, mode)
+                                                for b in _batches(paths, jobs)]):
+                outcomes.extend(batch)
+        return outcomes
+    return [_check_guarded(p, codes, settings, mode, index) for p in paths]
 
 
 def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
@@ -143,6 +198,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     rules = [r for r in all_rules() if r.code in codes]
     outcomes: list[FileOutcome] = []
     to_check: list[str] = []
+    readable: list[str] = []
     for path in paths:  # a cheap read and substring scan decides what is parsed at all
         try:
             with open(path, "rb") as f:
@@ -150,17 +206,22 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
             continue
+        readable.append(path)
         if rules_triggered(data, rules, settings):
             to_check.append(path)
     jobs = jobs or os.cpu_count() or 1
-    if jobs > 1 and len(to_check) > POOL_THRESHOLD:
-        size = max(1, len(to_check) // (jobs * 4))
-        batches = [to_check[i:i + size] for i in range(0, len(to_check), size)]
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for batch in pool.map(_check_many, [(b, codes, settings, mode) for b in batches]):
-                outcomes.extend(batch)
-    else:
-        outcomes.extend(_check_guarded(p, codes, settings, mode) for p in to_check)
+    index = build_index(readable, settings, jobs) if to_check else ProjectIndex([])
+    checked = _check_all(to_check, codes, settings, mode, index, jobs)
+    fixed = sum(o.fixed for o in checked)
+    if mode.fix and fixed:
+        # Fixes may change what other files see (a cached function made uncached), so
+        # what remains is reported from a fresh look at the whole tree.
+        index = build_index(readable, settings, jobs)
+        again = {o.path: o for o in _check_all(to_check, codes, settings,
+                                               Mode(edits=mode.edits), index, jobs)}
+        for o in checked:
+            o.findings = again[o.path].findings + o.fix_errors
+    outcomes.extend(checked)
     findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
     diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
-    return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs)
+    return RunResult(len(paths), findings, fixed, diffs)

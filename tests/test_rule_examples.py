@@ -48,7 +48,7 @@ def _fix(rule, source, settings):
     outcome = FileOutcome("example.py")
     result, data = fix_bytes("example.py", source, [rule], settings,
                              Mode(fix=True, unsafe_fixes=True), outcome)
-    assert not outcome.findings, [f.message for f in outcome.findings]
+    assert not outcome.fix_errors, [f.message for f in outcome.fix_errors]
     return data, result
 
 
