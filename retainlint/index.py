@@ -57,6 +57,7 @@ class FileSummary:
     imports: dict[str, str]  # local name -> absolute qualified name
     classes: dict[str, ClassSummary]
     functions: dict[str, FunctionSummary]
+    bound_calls: dict[str, list[int]] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=4096)
@@ -78,6 +79,19 @@ def module_name(path: str) -> str:
     return ".".join(reversed(parts)) or stem
 
 
+# Attributes that are methods on any nn.Module / callable: `model.forward` is bound.
+METHOD_NAMES = frozenset({"forward", "__call__", "__init__"})
+
+
+def _getattr_of_method(value: ast.AST) -> bool:
+    """`getattr(obj, "forward", ...)` and the like."""
+    return (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+        and value.func.id == "getattr" and len(value.args) >= 2
+        and isinstance(value.args[1], ast.Constant) and value.args[1].value in METHOD_NAMES
+    )
+
+
 def _dotted(node: ast.AST) -> Optional[str]:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -90,8 +104,9 @@ def _dotted(node: ast.AST) -> Optional[str]:
 
 
 class _Summarizer:
-    def __init__(self, path: str, tree: ast.Module) -> None:
+    def __init__(self, path: str, tree: ast.Module, source: str) -> None:
         self.path = path
+        self.source = source
         self.module = module_name(path)
         self.is_package = os.path.basename(path).startswith("__init__.")
         self.imports: dict[str, str] = {}
@@ -99,8 +114,14 @@ class _Summarizer:
         self.local = {
             n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
         }
+        self.calls: list[ast.Call] = []
+        self.assigns: list[ast.Assign] = []
         for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
+            if isinstance(node, ast.Call):
+                self.calls.append(node)
+            elif isinstance(node, ast.Assign):
+                self.assigns.append(node)
+            elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
                         self.imports.setdefault(alias.asname, alias.name)
@@ -193,6 +214,46 @@ class _Summarizer:
             wraps_cache=wraps_cache,
         )
 
+    def _maybe_bound(self, arg: ast.AST, bound_names: set[str]) -> bool:
+        """`self`; `x.m` where `m` is `forward`/`__call__`/`__init__` or called as a method
+        on the same receiver in this file, and `x` is not an imported module or a class;
+        a name assigned from such an attribute or a `getattr(...)` (anywhere in the file)."""
+        if isinstance(arg, ast.Name):
+            return arg.id == "self" or arg.id in bound_names
+        if isinstance(arg, ast.Attribute):
+            base = arg.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if not isinstance(base, ast.Name) or base.id in self.imports or base.id in self.local:
+                return False
+            if base.id[:1].isupper():
+                return False
+            return arg.attr in METHOD_NAMES or f"{ast.unparse(arg.value)}.{arg.attr}(" in self.source
+        return False
+
+    def bound_calls(self) -> dict[str, list[int]]:
+        """Callee -> lines of calls passing something that may be a bound method."""
+        found: dict[str, list[int]] = {}
+        bound_names = {
+            t.id for a in self.assigns for t in a.targets
+            if isinstance(t, ast.Name) and (
+                self._maybe_bound(a.value, set()) or _getattr_of_method(a.value))
+        }
+        loggers = {  # `self` of a logger lives as long as the process anyway
+            id(node) for cls in ast.walk(self.tree) if isinstance(cls, ast.ClassDef)
+            and any(self.qualify(b) in ("logging.Logger", "logging.LoggerAdapter") for b in cls.bases)
+            for node in ast.walk(cls)
+        }
+        for call in self.calls:
+            if id(call) in loggers:
+                continue
+            args = [*call.args, *(k.value for k in call.keywords)]
+            if any(self._maybe_bound(a, bound_names) for a in args):
+                q = self.qualify(call.func)
+                if q:
+                    found.setdefault(q, []).append(call.lineno)
+        return found
+
     def summary(self) -> FileSummary:
         classes, functions = {}, {}
         for node in self.tree.body:
@@ -206,7 +267,8 @@ class _Summarizer:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         cls.methods[item.name] = self.function(item, qual, True)
                 classes[node.name] = cls
-        return FileSummary(self.path, self.module, self.imports, classes, functions)
+        return FileSummary(self.path, self.module, self.imports, classes, functions,
+                           self.bound_calls())
 
 
 def summarize(path: str, data: bytes) -> Optional[FileSummary]:
@@ -214,7 +276,7 @@ def summarize(path: str, data: bytes) -> Optional[FileSummary]:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return _Summarizer(path, tree).summary()
+    return _Summarizer(path, tree, data.decode("utf-8", "replace")).summary()
 
 
 class ProjectIndex:
@@ -233,6 +295,12 @@ class ProjectIndex:
             for f in s.functions.values():
                 self.functions.setdefault(f.qualname, f)
         self.heavy_types = frozenset(heavy_types)
+        # cached function -> [(path, line)] of calls that may pass a bound method
+        self.bound_callers: dict[str, list[tuple[str, int]]] = {}
+        for summary in self.files.values():
+            for callee, lines in summary.bound_calls.items():
+                self.bound_callers.setdefault(self.resolve(callee) or callee, []).extend(
+                    (summary.path, line) for line in lines)
         self.heavy_classes = self._heavy_classes()
         self.cache_decorators = self._cache_decorators()
         self.freezers, self.unfreezers = self._gc_effects()
@@ -306,6 +374,22 @@ class ProjectIndex:
         if f is not None and any(self.is_cache_decorator(d) for d in f.decorators):
             return f
         return None
+
+    @property
+    def heavy_names(self) -> frozenset[bytes]:
+        """Simple names of heavy project classes, as bytes (for prefilters)."""
+        if not hasattr(self, "_heavy_names"):
+            self._heavy_names = frozenset(q.rsplit(".", 1)[1].encode() for q in self.heavy_classes)
+        return self._heavy_names
+
+    @property
+    def cached_names(self) -> frozenset[str]:
+        """Simple names of every cached module-level function (a cheap prefilter)."""
+        if not hasattr(self, "_cached_names"):
+            self._cached_names = frozenset(
+                f.qualname.rsplit(".", 1)[1] for f in self.functions.values()
+                if not f.is_method and any(self.is_cache_decorator(d) for d in f.decorators))
+        return self._cached_names
 
     def _gc_effects(self) -> tuple[frozenset[str], frozenset[str]]:
         calls = {q: {self.resolve(c) for c in f.calls} for q, f in self.functions.items()}

@@ -60,8 +60,9 @@ def source_error(path: str, message: str, line: int = 1, column: int = 1) -> Fin
     )
 
 
-def rules_triggered(data: bytes, rules: Sequence[type[Rule]], settings: Settings) -> list[type[Rule]]:
-    return [r for r in rules if r.might_match(data, settings)]
+def rules_triggered(data: bytes, rules: Sequence[type[Rule]], settings: Settings,
+                    index: ProjectIndex) -> list[type[Rule]]:
+    return [r for r in rules if r.might_match(data, settings, index)]
 
 
 def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Finding]]:
@@ -116,8 +117,10 @@ def lint_bytes(
 ) -> FileResult:
     """`index`: the project this file belongs to; without one, the file on its own."""
     result = FileResult(path)
+    if index is None:
+        index = ProjectIndex(filter(None, [summarize(path, data)]), settings.heavy_types)
     ignored = _ignored_here(path, settings)
-    active = [r for r in rules_triggered(data, rules, settings) if r.code not in ignored]
+    active = [r for r in rules_triggered(data, rules, settings, index) if r.code not in ignored]
     if not active:
         return result
     module, error = parse(path, data)
@@ -127,8 +130,6 @@ def lint_bytes(
     result.parsed = True
     if keep_module:
         result.module = module
-    if index is None:
-        index = ProjectIndex(filter(None, [summarize(path, data)]), settings.heavy_types)
     lint_module(result, module, active, settings, index)
     return result
 
@@ -161,6 +162,9 @@ def lint_module(result: FileResult, module: cst.Module, rules, settings: Setting
             continue
         related = []
         for rel in report.related:
+            if isinstance(rel, Related):  # already a location (in another file)
+                related.append(rel)
+                continue
             r = positions.get(rel.node)
             if r is not None:
                 related.append(

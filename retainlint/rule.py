@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 import libcst as cst
 
-from retainlint.finding import Applicability, Fix, Severity
+from retainlint.finding import Applicability, Fix, Related, Severity
 
 if TYPE_CHECKING:
     from retainlint.config import Settings
+    from retainlint.index import ProjectIndex
     from retainlint.context import FileContext
 
 
@@ -68,7 +69,7 @@ class Rule:
     invalid: ClassVar[list[Example]] = []
 
     @classmethod
-    def might_match(cls, data: bytes, settings: "Settings") -> bool:
+    def might_match(cls, data: bytes, settings: "Settings", index: "ProjectIndex") -> bool:
         """A cheap test on the raw bytes: False means the file is not parsed for this
         rule. By default, does the file contain one of the trigger tokens?"""
         return any(token.encode() in data for token in cls.triggers)
@@ -89,7 +90,7 @@ class Rule:
         *,
         fix: Optional[Fix] = None,
         severity: Optional[Severity] = None,
-        related: Sequence[RelatedNode] = (),
+        related: Sequence["RelatedNode | Related"] = (),
         statement: Optional[cst.CSTNode] = None,
     ) -> None:
         """`statement`: where a `# noqa` may also go; defaults to the statement being

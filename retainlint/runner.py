@@ -197,26 +197,24 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         jobs: int | None = None) -> RunResult:
     rules = [r for r in all_rules() if r.code in codes]
     outcomes: list[FileOutcome] = []
-    to_check: list[str] = []
-    readable: list[str] = []
-    for path in paths:  # a cheap read and substring scan decides what is parsed at all
+    readable: dict[str, bytes] = {}
+    for path in paths:
         try:
             with open(path, "rb") as f:
-                data = f.read()
+                readable[path] = f.read()
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
-            continue
-        readable.append(path)
-        if rules_triggered(data, rules, settings):
-            to_check.append(path)
     jobs = jobs or os.cpu_count() or 1
-    index = build_index(readable, settings, jobs) if to_check else ProjectIndex([])
+    index = build_index(list(readable), settings, jobs) if rules and readable else ProjectIndex([])
+    # A cheap substring scan decides which files are parsed at all.
+    to_check = [p for p, data in readable.items() if rules_triggered(data, rules, settings, index)]
+    del readable
     checked = _check_all(to_check, codes, settings, mode, index, jobs)
     fixed = sum(o.fixed for o in checked)
     if mode.fix and fixed:
         # Fixes may change what other files see (a cached function made uncached), so
         # what remains is reported from a fresh look at the whole tree.
-        index = build_index(readable, settings, jobs)
+        index = build_index(list(paths), settings, jobs)
         again = {o.path: o for o in _check_all(to_check, codes, settings,
                                                Mode(edits=mode.edits), index, jobs)}
         for o in checked:

@@ -178,6 +178,9 @@ _DEFINITION = re.compile(
 )
 
 
+_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+
+
 class StrongModuleKeyedCache(Rule):
     code = "RL301"
     name = "strong-module-keyed-cache"
@@ -192,11 +195,16 @@ class StrongModuleKeyedCache(Rule):
     triggers = ("torch", "transformers")
 
     @classmethod
-    def might_match(cls, data: bytes, settings) -> bool:
-        """A heavy type must be named (torch, transformers or a configured heavy type),
-        and a container defined at module level or in a top-level class body."""
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """A container defined at module level or in a top-level class body, and a heavy
+        type named (torch, transformers, a configured heavy type or a heavy project class)."""
+        if _DEFINITION.search(data) is None:
+            return False
         heavy = (*cls.triggers, *(t.rsplit(".", 1)[-1] for t in settings.heavy_types))
-        return any(t.encode() in data for t in heavy) and _DEFINITION.search(data) is not None
+        if any(t.encode() in data for t in heavy):
+            return True
+        # a project class deriving from nn.Module, defined in another file
+        return not index.heavy_names.isdisjoint(_IDENTIFIER.findall(data))
 
     def applies(self) -> bool:
         def statements(block):

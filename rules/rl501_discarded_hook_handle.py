@@ -52,7 +52,7 @@ class DiscardedHookHandle(Rule):
     triggers = tuple(sorted(GLOBAL_HOOKS | PER_OBJECT_HOOKS))
 
     @classmethod
-    def might_match(cls, data: bytes, settings) -> bool:
+    def might_match(cls, data: bytes, settings, index) -> bool:
         hooks = GLOBAL_HOOKS | PER_OBJECT_HOOKS if settings.per_object_hooks else GLOBAL_HOOKS
         return any(h.encode() in data for h in hooks)
     docs = """

@@ -51,3 +51,35 @@ def test_fixture(case):
         _, data = fix_bytes(str(case), source, [rule], settings,
                             Mode(fix=True, unsafe_fixes=True), outcome)
         assert data.decode() == fixed_file.read_text()
+
+
+PROJECTS = sorted(p for p in FIXTURES.glob("RL*/*") if p.is_dir() and not p.name.endswith(".fixed"))
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_multi_file_fixture(project, tmp_path):
+    """A directory is one project (packages, re-exports, relative imports): every line
+    marked `# expect: <CODE>` in any file is reported, nothing else; `<dir>.fixed/`, when
+    present, is the exact tree after `--fix --unsafe-fixes`."""
+    import shutil
+
+    from retainlint.runner import run
+
+    code = project.parent.name
+    work = tmp_path / project.name
+    shutil.copytree(project, work)
+    files = sorted(str(p) for p in work.rglob("*.py"))
+    expected = sorted(
+        (str(Path(f).relative_to(work)), i)
+        for f in files
+        for i, line in enumerate(Path(f).read_text().splitlines(), 1)
+        if re.search(rf"#.*expect: {code}\b", line)
+    )
+    result = run(files, [code], Settings(), Mode(), jobs=1)
+    assert sorted((str(Path(f.path).relative_to(work)), f.start.line) for f in result.findings) == expected
+    fixed = project.with_name(project.name + ".fixed")
+    if fixed.is_dir():
+        run(files, [code], Settings(), Mode(fix=True, unsafe_fixes=True), jobs=1)
+        for want in fixed.rglob("*.py"):
+            got = work / want.relative_to(fixed)
+            assert got.read_text() == want.read_text(), str(want.relative_to(fixed))

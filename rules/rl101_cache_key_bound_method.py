@@ -1,0 +1,407 @@
+"""RL101 cache-key-bound-method."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.cstutil import decorator_names
+from retainlint.finding import Applicability, Position, Related, Severity
+from retainlint.index import METHOD_NAMES, CACHE_DECORATORS
+from retainlint.rule import Example, RelatedNode, Rule
+
+_PROPERTIES = frozenset({"property", "builtins.property", "functools.cached_property"})
+_LOGGERS = frozenset({"logging.Logger", "logging.LoggerAdapter"})
+
+
+class CacheKeyBoundMethod(Rule):
+    code = "RL101"
+    name = "cache-key-bound-method"
+    summary = "A bound method, `self` or a model is passed to an `lru_cache`d function, whose cache keeps it alive"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("cache",)
+    docs = """
+## What it does
+Reports a call to a function decorated with `functools.lru_cache` / `functools.cache`
+(any spelling or alias, `async_lru.alru_cache`, or a decorator of the project that wraps
+one of them) with an argument that is a bound method (`model.forward`, `self.compute`,
+a local assigned from `getattr(model, "forward")`), `self`, or a heavy object (a model,
+a tensor). The call may be in any file of the project: the report is at the call site,
+with the cached definition as related location.
+
+The cached definition itself is reported too when bound methods reach it (from any
+file), or when its parameters are annotated as heavy types (`def get_fqns(model:
+nn.Module)`: a library API whose callers pass models); that finding carries the fix.
+
+## Why it leaks
+The cache keeps its keys alive. A bound method holds `__self__`, so the instance - a
+model with all its GPU tensors - lives as long as the cache: for an unbounded cache,
+forever; for a bounded one, until evicted.
+
+## Incident
+A helper `supports_kw(callable, kw_name)` was `@lru_cache`d and called with
+`model.forward`; the model could never be freed after shutdown. The fix moved the cached
+body to `_supports_kw`, and a thin uncached `supports_kw` unwraps `callable.__func__`
+before calling it.
+
+## Example
+```python
+@functools.lru_cache
+def takes_kwarg(fn, name):
+    return name in inspect.signature(fn).parameters
+
+class Runner:
+    def __init__(self, model):
+        if takes_kwarg(model.forward, "positions"):   # RL101
+            ...
+```
+
+## Fix (unsafe, at the cached definition)
+When bound methods reach it (and no parameter is annotated heavy), the cached function is renamed `_<name>`, and an uncached `<name>` with the same
+signature replaces bound-method arguments by their `__func__` before calling it (and
+keeps `cache_clear` reachable). Unsafe because `inspect.signature` of a plain function
+includes `self`, so code that inspects what it receives may see a difference.
+
+## Not reported
+Plain functions, classes, strings, numbers and tuples of them; module-level functions
+passed by name; `type(obj).method` and `Class.method` (already unbound); methods of the
+class itself (`self.method(...)` calls: see RL102).
+"""
+
+    valid = [
+        """
+import functools
+
+@functools.lru_cache
+def takes_kwarg(fn, name):
+    return name
+
+def helper():
+    pass
+
+class Runner:
+    def __init__(self, model):
+        takes_kwarg(helper, "x")
+        takes_kwarg(type(model).forward, "x")
+        takes_kwarg(Runner.__init__, "x")
+        takes_kwarg("text", 3)
+""",
+        # the facade pattern: the cached function only ever sees unwrapped functions
+        """
+from functools import lru_cache
+
+@lru_cache
+def _supports_kw(fn, name):
+    return name
+
+def supports_kw(fn, name):
+    fn = getattr(fn, "__func__", fn)
+    return _supports_kw(fn, name)
+
+class Runner:
+    def __init__(self, model):
+        supports_kw(model.forward, "x")
+""",
+    ]
+
+    invalid = [
+        Example(
+            """
+import functools
+import inspect
+
+@functools.lru_cache
+def takes_kwarg(fn, name):
+    \"\"\"Does `fn` take `name`?\"\"\"
+    return name in inspect.signature(fn).parameters
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+        if takes_kwarg(model.forward, "positions"):
+            pass
+        takes_kwarg(self, "x")
+""",
+            lines=[6, 13, 15],
+            fixed="""
+import functools
+import inspect
+
+@functools.lru_cache
+def _takes_kwarg(fn, name):
+    \"\"\"Does `fn` take `name`?\"\"\"
+    return name in inspect.signature(fn).parameters
+
+
+def takes_kwarg(fn, name):
+    \"\"\"Uncached facade: bound methods are unwrapped before `_takes_kwarg` caches them.\"\"\"
+    fn = getattr(fn, "__func__", fn)
+    name = getattr(name, "__func__", name)
+    return _takes_kwarg(fn, name)
+
+
+takes_kwarg.cache_clear = _takes_kwarg.cache_clear
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+        if takes_kwarg(model.forward, "positions"):
+            pass
+        takes_kwarg(self, "x")
+""",
+        ),
+        # a local bound from getattr, aliased decorator, keyword-only parameter
+        Example(
+            """
+from functools import lru_cache as memo
+
+@memo(maxsize=None)
+def supports_kw(fn, kw, *, strict=False):
+    return kw
+
+def check(model):
+    forward = getattr(model, "forward", None)
+    return supports_kw(forward, "x", strict=True)
+""",
+            lines=[5, 10],
+            fixed="""
+from functools import lru_cache as memo
+
+@memo(maxsize=None)
+def _supports_kw(fn, kw, *, strict=False):
+    return kw
+
+
+def supports_kw(fn, kw, *, strict=False):
+    \"\"\"Uncached facade: bound methods are unwrapped before `_supports_kw` caches them.\"\"\"
+    fn = getattr(fn, "__func__", fn)
+    kw = getattr(kw, "__func__", kw)
+    strict = getattr(strict, "__func__", strict)
+    return _supports_kw(fn, kw, strict=strict)
+
+
+supports_kw.cache_clear = _supports_kw.cache_clear
+
+def check(model):
+    forward = getattr(model, "forward", None)
+    return supports_kw(forward, "x", strict=True)
+""",
+        ),
+        # a library API annotated with a heavy parameter type: reported at the definition
+        Example(
+            """
+import functools
+from torch import nn
+
+@functools.cache
+def get_fqns(model: nn.Module, name: str):
+    return [name]
+""",
+            lines=[6],
+        ),
+    ]
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        if b"cache" in data:  # a cached definition here (or a project cache decorator)
+            return True
+        return any(name.encode() + b"(" in data for name in index.cached_names)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._local_cached: dict[str, cst.FunctionDef] = {
+            name: fn for name, fn in ctx.functions.items() if self._is_cached(fn)
+        }
+
+    def _is_cached(self, fn: cst.FunctionDef) -> bool:
+        index = self.ctx.index
+        return any(
+            q in CACHE_DECORATORS or index.is_cache_decorator(self.ctx.absolute(q))
+            for q in decorator_names(self.ctx, fn)
+        )
+
+    # -- call sites ----------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self._cached_target(node.func)
+        if target is None:
+            return
+        name, related = target
+        fn, cls = self.ctx.scope.function, self.ctx.scope.method_class
+        for arg in node.args:
+            if arg.star:
+                continue
+            what = self._retained(arg.value, fn, cls)
+            if what:
+                self.report(
+                    arg.value,
+                    f"`{self.ctx.code(arg.value)}` ({what}) is passed to cached `{name}`: the "
+                    "cache keeps it - and the instance it belongs to - alive as long as the entry "
+                    "lives (for an unbounded cache, forever)",
+                    related=related,
+                )
+
+    def _cached_target(self, func: cst.BaseExpression):
+        """(name, related location) when `func` names a cached module-level function."""
+        if isinstance(func, cst.Name) and func.value in self._local_cached:
+            definition = self._local_cached[func.value]
+            return func.value, [RelatedNode(f"`{func.value}` is cached here", definition.name)]
+        if isinstance(func, cst.Name) and func.value in self.ctx.functions:
+            return None  # defined here, not cached
+        qualified = self.ctx.qualname(func)
+        if not qualified or qualified.split(".", 1)[0] in ("self", "cls"):
+            return None
+        summary = self.ctx.index.cached_function(self.ctx.absolute(qualified))
+        if summary is None or summary.is_method:
+            return None
+        where = Position(summary.line, summary.column)
+        related = Related(f"`{summary.qualname}` is cached here", _display(summary.path), where, where)
+        return self.ctx.code(func), [related]
+
+    def _retained(self, value: cst.BaseExpression, fn, cls, depth: int = 0) -> Optional[str]:
+        """What kind of long-lived object `value` is, if it is one the cache would pin."""
+        if isinstance(value, cst.Name):
+            if value.value == "self" and fn is not None and cls is not None:
+                if self._process_lifetime(cls):
+                    return None
+                return "the instance itself"
+            if fn is not None and depth < 2:
+                for assigned, _ in self.ctx.heavy.local_assignments(fn).get(value.value, ()):
+                    if assigned is not None:
+                        kind = self._retained(assigned, fn, cls, depth + 1)
+                        if kind:
+                            return kind
+        if isinstance(value, cst.Call) and self.ctx.qualname(value.func) in ("getattr", "builtins.getattr"):
+            args = value.args
+            if len(args) >= 2 and isinstance(args[1].value, cst.SimpleString):
+                attr = args[1].value.evaluated_value
+                if isinstance(attr, str) and self._is_method_name(attr, args[0].value, cls):
+                    return "a bound method"
+            return None
+        if isinstance(value, cst.Attribute) and self._is_instance(value.value):
+            if self._is_method_name(value.attr.value, value.value, cls):
+                return "a bound method"
+        if self.ctx.heavy.is_heavy_value(value, fn, cls):
+            return "a heavy object"
+        return None
+
+    def _process_lifetime(self, cls: cst.ClassDef) -> bool:
+        """Loggers live as long as the process (the logging manager keeps them)."""
+        return any(self.ctx.qualname(b.value) in _LOGGERS for b in cls.bases)
+
+    def _is_instance(self, owner: cst.BaseExpression) -> bool:
+        """Not a module, a class or `type(x)`: something whose attributes are bound."""
+        if isinstance(owner, cst.Call):
+            return self.ctx.qualname(owner.func) not in ("type", "builtins.type")
+        base = owner
+        while isinstance(base, cst.Attribute):
+            base = base.value
+        if not isinstance(base, cst.Name):
+            return True
+        name = base.value
+        if name in ("self", "cls"):
+            return name == "self" or base is not owner
+        if name in self.ctx.imports.names or name in self.ctx.classes:
+            return False
+        return not name[:1].isupper()
+
+    def _is_method_name(self, attr: str, owner: cst.BaseExpression, cls) -> bool:
+        """Is `owner.attr` a method? `forward`/`__call__`/`__init__`, a method of this
+        class for `self`, or called as a method on the same receiver in this file."""
+        if attr in METHOD_NAMES:
+            return True
+        if isinstance(owner, cst.Name) and owner.value == "self" and cls is not None:
+            method = self.ctx.methods(cls).get(attr)
+            if method is not None:
+                return not decorator_names(self.ctx, method) & _PROPERTIES
+        return f"{self.ctx.code(owner)}.{attr}(" in self.ctx.module.code
+
+    # -- definitions -----------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        scope = self.ctx.scope
+        if len(scope.functions) != 1 or scope.classes or node.name.value not in self._local_cached:
+            return
+        if self.ctx.functions.get(node.name.value) is not node:
+            return
+        qualified = f"{self.ctx.module_name}.{node.name.value}"
+        callers = self.ctx.index.bound_callers.get(qualified, [])
+        heavy_params = [
+            p.name.value for p in _params(node) if self.ctx.heavy.is_heavy_annotation(p.annotation)
+        ]
+        if not callers and not heavy_params:
+            return
+        if heavy_params:
+            why = f"its parameter{'s' if len(heavy_params) > 1 else ''} " + ", ".join(
+                f"`{p}`" for p in heavy_params) + " take heavy objects"
+        else:
+            sites = ", ".join(f"{_display(p)}:{line}" for p, line in callers[:3])
+            more = f" and {len(callers) - 3} more" if len(callers) > 3 else ""
+            why = f"it is called with bound methods or instances ({sites}{more})"
+        self.report(
+            node.name,
+            f"cached `{node.name.value}` keeps its arguments alive and {why}: every model or "
+            "instance that reaches it stays allocated as long as its cache entry",
+            # A facade unwraps bound methods; it cannot help when models are passed as such.
+            fix=None if heavy_params else self._facade(node),
+        )
+
+    def _facade(self, node: cst.FunctionDef):
+        name = node.name.value
+        private = f"_{name}"
+        if private in self.ctx.functions or private in self.ctx.classes:
+            return None
+        params = node.params
+        star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
+        unwrap = [f'{p.name.value} = getattr({p.name.value}, "__func__", {p.name.value})'
+                  for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                  if not _plain_annotation(p)]
+        call_args = [p.name.value for p in (*params.posonly_params, *params.params)]
+        if star is not None:
+            call_args.append(f"*{star.name.value}")
+        call_args += [f"{p.name.value}={p.name.value}" for p in params.kwonly_params]
+        if params.star_kwarg is not None:
+            call_args.append(f"**{params.star_kwarg.name.value}")
+        call = f"{private}({', '.join(call_args)})"
+        body = "\n".join(
+            [f'    """Uncached facade: bound methods are unwrapped before `{private}` caches them."""',
+             *(f"    {line}" for line in unwrap),
+             f"    return {'await ' if node.asynchronous else ''}{call}"]
+        )
+        header = cst.Module(body=[]).code_for_node(params)
+        facade_src = f"{'async ' if node.asynchronous else ''}def {name}({header}):\n{body}\n"
+        two_blank_lines = [cst.EmptyLine(), cst.EmptyLine()]  # PEP 8, between top-level defs
+        facade = cst.parse_statement(facade_src).with_changes(
+            params=params,  # the original parameters, formatting included
+            whitespace_before_params=node.whitespace_before_params,
+            returns=node.returns,
+            leading_lines=two_blank_lines,
+        )
+        alias = cst.parse_statement(f"{name}.cache_clear = {private}.cache_clear\n").with_changes(
+            leading_lines=two_blank_lines)
+        renamed = node.with_changes(name=cst.Name(private))
+        return self.fix(
+            f"Rename the cached function to `{private}` and add an uncached `{name}` that "
+            "unwraps bound methods before calling it",
+            {node: cst.FlattenSentinel([renamed, facade, alias])},
+        )
+
+
+def _plain_annotation(param: cst.Param) -> bool:
+    """Annotated as a str, int, float, bool or bytes: never a bound method."""
+    ann = param.annotation.annotation if param.annotation else None
+    return isinstance(ann, cst.Name) and ann.value in ("str", "int", "float", "bool", "bytes")
+
+
+def _params(fn: cst.FunctionDef):
+    p = fn.params
+    return [*p.posonly_params, *p.params, *p.kwonly_params]
+
+
+def _display(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
