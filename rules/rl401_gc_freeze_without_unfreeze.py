@@ -327,9 +327,28 @@ class Worker:
         ),
     ]
 
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """`freeze` in the file, or the name of a project function that freezes."""
+        if b"freeze" in data:
+            return True
+        return any(q.rsplit(".", 1)[1].encode() + b"(" in data for q in index.freezers)
+
     def visit_Module(self, node: cst.Module) -> None:
-        self.resolve: Resolver = self.ctx.imports.resolve
-        self.effects = compute_gc_effects(self.ctx.functions, self.resolve)
+        index = self.ctx.index
+        local = self.ctx.imports.resolve
+
+        def resolve(expr: cst.BaseExpression) -> Optional[str]:
+            # same-file functions keep their bare names; others go through re-exports
+            name = local(expr)
+            if name is None or name.split(".", 1)[0] in self.ctx.functions:
+                return name
+            return index.resolve(name)
+
+        self.resolve: Resolver = resolve
+        self.effects = compute_gc_effects(self.ctx.functions, self.resolve,
+                                          known_freezers=index.freezers,
+                                          known_unfreezers=index.unfreezers)
         self.actors = self._actor_classes(node)
         self._class_unfreezes: dict[int, bool] = {}
         self._freezer_defs = {
@@ -408,8 +427,21 @@ class Worker:
                     if base_cls is not None and base_cls is not cls and self._unfreezes(base_cls):
                         result = True
                         break
+                    if base_cls is None and self._base_unfreezes(self.resolve(base.value)):
+                        result = True
+                        break
             self._class_unfreezes[key] = result
         return self._class_unfreezes[key]
+
+    def _base_unfreezes(self, qualified: Optional[str], depth: int = 0) -> bool:
+        """A base class in another file (through the project index) that unfreezes."""
+        index = self.ctx.index
+        summary = index.classes.get(index.resolve(qualified) or "")
+        if summary is None or depth > 10:
+            return False
+        if any(m.qualname in index.unfreezers for m in summary.methods.values()):
+            return True
+        return any(self._base_unfreezes(b, depth + 1) for b in summary.bases)
 
     def _fix(self, cls: cst.ClassDef, fn: cst.FunctionDef):
         release = self.ctx.release_method(cls)
