@@ -970,6 +970,22 @@ def track(model: nn.Module):
                 bq = self.ctx.qualname(base.value)
                 if oracle.is_heavy_qualname(bq):
                     return self._qual_kind(bq, seen | {qualified})
+        return self._index_kind(self.ctx.index.resolve(self.ctx.absolute(qualified)), seen)
+
+    def _index_kind(self, qualified: Optional[str], seen: frozenset) -> str:
+        """A project class in another file: follow its bases through the index."""
+        index = self.ctx.index
+        summary = index.classes.get(qualified or "")
+        if summary is None or qualified in seen:
+            return "other"
+        for base in summary.bases:
+            resolved = index.resolve(base)
+            if resolved in _TENSOR_TYPES:
+                return "tensor"
+            if resolved in HEAVY_TYPES or (resolved or "").startswith("torch.nn."):
+                return "module"
+            if index.is_heavy_class(resolved):
+                return self._index_kind(resolved, seen | {qualified})
         return "other"
 
     def _value_kinds(self, expr, function, cls, depth: int) -> set[str]:
