@@ -228,7 +228,10 @@ class _Summarizer:
                 return False
             if base.id[:1].isupper():
                 return False
-            return arg.attr in METHOD_NAMES or f"{ast.unparse(arg.value)}.{arg.attr}(" in self.source
+            if arg.attr in METHOD_NAMES:
+                return True
+            # `self.x(...)` may be a callable attribute: only other receivers count here
+            return base.id != "self" and f"{ast.unparse(arg.value)}.{arg.attr}(" in self.source
         return False
 
     def bound_calls(self) -> dict[str, list[int]]:
@@ -383,13 +386,18 @@ class ProjectIndex:
         return self._heavy_names
 
     @property
-    def cached_names(self) -> frozenset[str]:
-        """Simple names of every cached module-level function (a cheap prefilter)."""
+    def cached_names(self) -> frozenset[bytes]:
+        """Simple names of every cached module-level function (for prefilters)."""
         if not hasattr(self, "_cached_names"):
             self._cached_names = frozenset(
-                f.qualname.rsplit(".", 1)[1] for f in self.functions.values()
+                f.qualname.rsplit(".", 1)[1].encode() for f in self.functions.values()
                 if not f.is_method and any(self.is_cache_decorator(d) for d in f.decorators))
         return self._cached_names
+
+    @property
+    def cache_decorator_names(self) -> frozenset[bytes]:
+        """Simple names of the project's own cache decorators (for prefilters)."""
+        return frozenset(q.rsplit(".", 1)[1].encode() for q in self.cache_decorators)
 
     def _gc_effects(self) -> tuple[frozenset[str], frozenset[str]]:
         calls = {q: {self.resolve(c) for c in f.calls} for q, f in self.functions.items()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Optional
 
 import libcst as cst
@@ -12,6 +13,8 @@ from retainlint.finding import Applicability, Position, Related, Severity
 from retainlint.index import METHOD_NAMES, CACHE_DECORATORS
 from retainlint.rule import Example, RelatedNode, Rule
 
+_DECORATOR_TOKENS = (b"lru_cache", b"functools.cache", b"@cache", b"import cache", b"alru_cache")
+_CALLED = re.compile(rb"@?([A-Za-z_]\w*)\s*\(")
 _PROPERTIES = frozenset({"property", "builtins.property", "functools.cached_property"})
 _LOGGERS = frozenset({"logging.Logger", "logging.LoggerAdapter"})
 
@@ -206,9 +209,12 @@ def get_fqns(model: nn.Module, name: str):
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        if b"cache" in data:  # a cached definition here (or a project cache decorator)
+        """A cache decorator here, or a call of a cached function of the project."""
+        if any(token in data for token in _DECORATOR_TOKENS):
             return True
-        return any(name.encode() + b"(" in data for name in index.cached_names)
+        names = set(_CALLED.findall(data))
+        return not names.isdisjoint(index.cached_names) or not names.isdisjoint(
+            index.cache_decorator_names)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -312,10 +318,11 @@ def get_fqns(model: nn.Module, name: str):
         class for `self`, or called as a method on the same receiver in this file."""
         if attr in METHOD_NAMES:
             return True
-        if isinstance(owner, cst.Name) and owner.value == "self" and cls is not None:
-            method = self.ctx.methods(cls).get(attr)
-            if method is not None:
-                return not decorator_names(self.ctx, method) & _PROPERTIES
+        if isinstance(owner, cst.Name) and owner.value == "self":
+            # `self.x` is bound only if the class defines a method `x` (a callable
+            # attribute such as `self.tokenizer` is an instance, not a bound method)
+            method = self.ctx.methods(cls).get(attr) if cls is not None else None
+            return method is not None and not decorator_names(self.ctx, method) & _PROPERTIES
         return f"{self.ctx.code(owner)}.{attr}(" in self.ctx.module.code
 
     # -- definitions -----------------------------------------------------------------

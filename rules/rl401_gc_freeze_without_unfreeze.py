@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional
 
@@ -329,10 +330,19 @@ class Worker:
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        """`freeze` in the file, or the name of a project function that freezes."""
+        """`freeze` in the file, or a project function that freezes imported by name or
+        called through its module (`from x import warm_up`, `x.warm_up(`)."""
         if b"freeze" in data:
             return True
-        return any(q.rsplit(".", 1)[1].encode() + b"(" in data for q in index.freezers)
+        for q in index.freezers:
+            f = index.functions.get(q)
+            if f is None or f.is_method:
+                continue
+            name = re.escape(q.rsplit(".", 1)[1].encode())
+            # `import` then the name within a (parenthesised, multi-line) import list
+            if re.search(rb"(?:\bimport\b[^;]{0,1000}?\b|\.)" + name + rb"\b", data):
+                return True
+        return False
 
     def visit_Module(self, node: cst.Module) -> None:
         index = self.ctx.index
