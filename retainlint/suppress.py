@@ -15,13 +15,17 @@ _FILE_NOQA = re.compile(
     r"^#\s*retainlint:\s*noqa(?::\s*(?P<codes>[\w-]+(?:[\s,]+[\w-]+)*))?\s*$", re.IGNORECASE
 )
 ALL = None  # a bare noqa
+# Other linters' codes for the same finding: `# noqa: B019` (flake8-bugbear, ruff) also
+# silences RL102, so existing suppressions keep working.
+ALIASES = {"B019": "RL102"}
 
 
 def _codes(match) -> Optional[frozenset[str]]:
     codes = match.group("codes")
     if not codes:
         return ALL
-    return frozenset(c.upper() for c in re.split(r"[\s,]+", codes) if c)
+    found = {c.upper() for c in re.split(r"[\s,]+", codes) if c}
+    return frozenset(found | {ALIASES[c] for c in found if c in ALIASES})
 
 
 @dataclass

@@ -1,0 +1,400 @@
+"""RL102 cached-instance-method."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.cstutil import call_args
+from retainlint.finding import Applicability, Severity
+from retainlint.index import CACHE_DECORATORS
+from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.walk import visit
+
+_NOT_INSTANCE = frozenset(
+    {"staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod"}
+)
+# `@property` over a cache: the (deprecated) cached-property spelling; left alone.
+_PROPERTY = frozenset(
+    {
+        "property", "builtins.property", "functools.cached_property", "abc.abstractproperty",
+        "types.DynamicClassAttribute", "enum.property",
+    }
+)
+_ENUM_BASES = frozenset(
+    {
+        "enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag",
+        "enum.ReprEnum", "enum.EnumMeta", "enum.EnumType", "aenum.Enum", "aenum.IntEnum",
+        "aenum.StrEnum", "aenum.Flag", "aenum.IntFlag", "strenum.StrEnum",
+    }
+)
+_UNBOUNDED_BY_DEFAULT = frozenset({"functools.cache"})
+
+
+class _Instantiations(cst.CSTVisitor):
+    """Calls of bare names (`Foo(...)`) anywhere in a module."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name):
+            self.calls[node.func.value] = self.calls.get(node.func.value, 0) + 1
+
+
+_INDENTED_CACHE = re.compile(rb"^[ \t]+@[\w.]*\b(?:lru_cache|cache|alru_cache)\b", re.MULTILINE)
+_CACHE_ALIAS = re.compile(rb"\b(?:lru_cache|cache|alru_cache) as \w+")
+
+
+class CachedInstanceMethod(Rule):
+    code = "RL102"
+    name = "cached-instance-method"
+    summary = "`@lru_cache`/`@cache` on an instance method keeps every instance it was called on alive"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+    triggers = ("cache",)
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """An indented (method) decorator naming a cache, a cache decorator imported
+        under another name, or an indented project cache decorator."""
+        if b"@" not in data:
+            return False
+        if _INDENTED_CACHE.search(data) or _CACHE_ALIAS.search(data):
+            return True
+        return any(
+            re.search(rb"^[ \t]+@[\w.]*\b" + re.escape(name) + rb"\b", data, re.MULTILINE)
+            for name in index.cache_decorator_names
+        )
+
+    docs = """
+## What it does
+Reports `@functools.lru_cache` / `@functools.cache` (however imported or aliased,
+`@lru_cache(maxsize=...)` included, and project decorators that wrap them) applied
+directly to an instance method, i.e. a method whose first parameter is `self`. The
+method kind comes from the whole decorator list, in any order: `@staticmethod` and
+`@classmethod` methods are not reported (whether written above or below the cache),
+nor `@property`-wrapped caches, methods of `enum.Enum` subclasses (`IntEnum`, `StrEnum`,
+`Flag`, ...), or classes whose only instance is a module-level singleton created once
+in the same module. Same as flake8-bugbear's B019 and pylint's W1518, without their
+known false positives.
+
+Bounded caches are reported too. The finding is an error when the class is heavy (a
+`torch.nn.Module` subclass, or a configured heavy type), a warning otherwise.
+
+## Why it leaks
+The cache lives on the function object, i.e. on the class, for the whole process, and
+`self` is part of every key: each instance the method was ever called on stays
+reachable from the cache (a bounded cache only limits how many). For a model class
+that is its weights and everything they reference.
+
+## Incident
+A `maxsize=1` cache on a model's method pinned a whole model on the GPU after the engine
+that owned it was shut down: the cache entry held `self`.
+
+## Example
+```python
+import functools
+import torch
+
+class Head(torch.nn.Module):
+    @functools.lru_cache(maxsize=1)  # RL102 (error: heavy class)
+    def mask(self, n):
+        return torch.ones(n, n).tril()
+```
+
+## Fix (suggestion only)
+Keep the cache on the instance so it dies with it: `functools.cached_property` for a
+method that takes only `self`, otherwise a dict attribute created in `__init__`; or cache
+a module-level function keyed on plain values (`_mask(n)`) and call it from the method.
+A per-instance `lru_cache` built in `__init__` (`self.f = lru_cache()(self._f)`) is not
+a cure: it is a reference cycle back to `self`.
+"""
+
+    valid = [
+        # the cache above the staticmethod: not an instance method
+        """
+from functools import cache
+class Kernels:
+    @cache
+    @staticmethod
+    def compile(n):
+        return n
+""",
+        # classmethod written below or above the cache
+        """
+import functools
+class Registry:
+    @classmethod
+    @functools.lru_cache(maxsize=None)
+    def lookup(cls, name):
+        return name
+""",
+        # enum members are immortal anyway
+        """
+import enum
+from functools import cache
+class Color(enum.IntEnum):
+    RED = 1
+    @cache
+    def label(self):
+        return self.name.lower()
+""",
+        # a module-level singleton created once
+        """
+from functools import lru_cache
+class _Platform:
+    @lru_cache(maxsize=None)
+    def device_name(self, idx):
+        return str(idx)
+current_platform = _Platform()
+""",
+        # a property-wrapped cache
+        """
+from functools import lru_cache
+class Config:
+    @property
+    @lru_cache()
+    def derived(self):
+        return 1
+""",
+        # a nested function, not a method
+        """
+from functools import cache
+class Builder:
+    def build(self):
+        @cache
+        def step(n):
+            return n
+        return step(3)
+""",
+    ]
+    invalid = [
+        Example(
+            """
+import functools
+import torch
+
+class Head(torch.nn.Module):
+    @functools.lru_cache(maxsize=1)
+    def mask(self, n):
+        return torch.ones(n, n).tril()
+""",
+            lines=[6],
+        ),
+        Example(
+            """
+from functools import cache as memo
+
+class Tokenizer:
+    @memo
+    def vocab(self):
+        return {}
+""",
+            lines=[5],
+        ),
+        # the staticmethod is on another method; two instances of the "singleton"
+        Example(
+            """
+import functools
+
+class Lookup:
+    @functools.lru_cache
+    def find(self, key):
+        return key
+
+    @staticmethod
+    @functools.cache
+    def helper(x):
+        return x
+
+a = Lookup()
+b = Lookup()
+""",
+            lines=[5],
+        ),
+        # a project decorator that wraps lru_cache
+        Example(
+            """
+import functools
+
+def memoize(fn):
+    return functools.lru_cache(maxsize=None)(fn)
+
+class Engine:
+    @memoize
+    def plan(self, n):
+        return n
+""",
+            lines=[8],
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._instantiations: Optional[dict[str, int]] = None
+
+    def applies(self) -> bool:
+        return True
+
+    # -- detection -----------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not node.decorators:
+            return
+        cls = self.ctx.scope.method_class
+        if cls is None or self.ctx.scope.function is not node:
+            return
+        names = self._decorator_names(node)
+        if names & _NOT_INSTANCE or names & _PROPERTY or any(
+            n.endswith((".setter", ".getter", ".deleter")) for n in names
+        ):
+            return
+        params = node.params.posonly_params or node.params.params
+        if not params or params[0].name.value != "self":
+            return
+        cache = None
+        for decorator in node.decorators:
+            qualified = self._cache_decorator(decorator)
+            if qualified is not None:
+                cache = (decorator, qualified)
+                break
+        if cache is None:
+            return
+        if self._is_enum(cls) or self._is_module_singleton(cls):
+            return
+        decorator, qualified = cache
+        heavy = self.ctx.heavy.is_heavy_class(cls)
+        method = f"{cls.name.value}.{node.name.value}"
+        size = self._size(decorator.decorator, qualified)
+        spelled = "@" + self.ctx.code(
+            decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        )
+        holder = " (a heavy object: its weights stay allocated)" if heavy else ""
+        self.report(
+            decorator,
+            f"`{spelled}` on instance method `{method}` ({size}): `self` is part of every "
+            f"cache key, so the class-level cache keeps every `{cls.name.value}` instance it saw "
+            f"alive{holder} for as long as the process runs. {self._suggestion(node, heavy)}",
+            severity=Severity.ERROR if heavy else Severity.WARNING,
+            related=[RelatedNode(f"class `{cls.name.value}`", cls.name)],
+        )
+
+    def _suggestion(self, fn: cst.FunctionDef, heavy: bool) -> str:
+        p = fn.params
+        only_self = (
+            len(p.posonly_params) + len(p.params) == 1
+            and not p.kwonly_params
+            and not isinstance(p.star_arg, cst.Param)
+            and not isinstance(p.star_kwarg, cst.Param)
+        )
+        per_instance = (
+            "use `functools.cached_property` (the value lives on the instance)"
+            if only_self
+            else "keep a per-instance dict attribute as the cache"
+        )
+        tail = (
+            "; a per-instance `lru_cache` built in `__init__` would be a reference cycle "
+            "back to `self`, not a cure"
+            if heavy
+            else ""
+        )
+        return (
+            f"Suggestion: {per_instance}, or cache a module-level function keyed on plain "
+            f"values and call it from the method{tail}."
+        )
+
+    # -- helpers -------------------------------------------------------------------
+    def _decorator_names(self, fn: cst.FunctionDef) -> set[str]:
+        names = set()
+        for d in fn.decorators:
+            target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            q = self.ctx.qualname(target)
+            if q:
+                names.add(q)
+                names.add(self.ctx.index.resolve(self.ctx.absolute(q)) or q)
+        return names
+
+    def _cache_decorator(self, decorator: cst.Decorator) -> Optional[str]:
+        expr = decorator.decorator
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        qualified = self.ctx.qualname(target)
+        if not qualified:
+            return None
+        absolute = self.ctx.absolute(qualified)
+        if self.ctx.index.is_cache_decorator(absolute):
+            return self.ctx.index.resolve(absolute) or absolute
+        return None
+
+    def _size(self, expr: cst.BaseExpression, qualified: str) -> str:
+        if qualified not in CACHE_DECORATORS:
+            return f"cached through `{qualified}`"
+        if qualified in _UNBOUNDED_BY_DEFAULT:
+            return "unbounded"
+        size: Optional[cst.BaseExpression] = None
+        if isinstance(expr, cst.Call):
+            positional, keywords = call_args(expr)
+            if "maxsize" in keywords:
+                size = keywords["maxsize"].value
+            elif positional:
+                size = positional[0].value
+        if size is None:
+            return "bounded (maxsize=128)"
+        if isinstance(size, cst.Name) and size.value == "None":
+            return "unbounded"
+        return f"bounded (maxsize={self.ctx.code(size)})"
+
+    def _is_enum(self, cls: cst.ClassDef) -> bool:
+        for kw in cls.keywords:
+            if kw.keyword is not None and kw.keyword.value == "metaclass":
+                q = self.ctx.qualname(kw.value)
+                if q in _ENUM_BASES:
+                    return True
+        return any(self._is_enum_name(self.ctx.absolute(self.ctx.qualname(b.value)), 0)
+                   for b in cls.bases)
+
+    def _is_enum_name(self, qualified: Optional[str], depth: int) -> bool:
+        if not qualified or depth > 10:
+            return False
+        if qualified in _ENUM_BASES:
+            return True
+        resolved = self.ctx.index.resolve(qualified)
+        if resolved in _ENUM_BASES:
+            return True
+        summary = self.ctx.index.classes.get(resolved or "")
+        if summary is None:
+            return False
+        return any(self._is_enum_name(b, depth + 1) for b in summary.bases)
+
+    def _is_module_singleton(self, cls: cst.ClassDef) -> bool:
+        """Created once, at module level, in this module, and nowhere else in it."""
+        name = cls.name.value
+        if self.ctx.classes.get(name) is not cls:
+            return False
+        if self._instantiations is None:
+            collector = _Instantiations()
+            visit(self.ctx.module, collector)
+            self._instantiations = collector.calls
+        if self._instantiations.get(name, 0) != 1:
+            return False
+        at_module_level = False
+        for stmt in self.ctx.module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+                if (
+                    isinstance(value, cst.Call)
+                    and isinstance(value.func, cst.Name)
+                    and value.func.value == name
+                ):
+                    at_module_level = True
+        if not at_module_level:
+            return False
+        # nor instantiated by any other project module's functions
+        qualified = f"{self.ctx.module_name}.{name}"
+        for summary in self.ctx.index.functions.values():
+            if any(self.ctx.index.resolve(c) == qualified for c in summary.calls):
+                return False
+        return True

@@ -1,0 +1,1113 @@
+"""RL601 release-leaves-alias."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.context import body_functions
+from retainlint.cstutil import is_self, self_attribute
+from retainlint.finding import Applicability, Severity
+from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.walk import visit
+
+# Calls whose result is a plain value derived from their argument, never the argument.
+_SCALAR_CALLS = frozenset(
+    {
+        "len", "str", "int", "float", "bool", "isinstance", "issubclass", "id", "hash", "repr",
+        "type", "hasattr", "callable", "format", "getattr", "vars", "dir", "sum", "any", "all",
+        "min", "max", "round", "abs", "sorted", "print", "next", "iter", "enumerate",
+    }
+)
+_SCALAR_CALLS = _SCALAR_CALLS | frozenset(f"builtins.{n}" for n in _SCALAR_CALLS)
+_SCALAR_CALLS = _SCALAR_CALLS | frozenset(
+    {"ctypes.addressof", "ctypes.sizeof", "sys.getsizeof", "sys.getrefcount", "operator.index"}
+)
+# Method names on a receiver that only read what they are handed.
+_READ_ONLY_METHODS = frozenset(
+    {
+        "debug", "info", "warning", "warn", "error", "exception", "critical", "log",
+        "info_once", "warning_once", "debug_once", "write", "format", "join", "startswith",
+        "endswith", "count", "index", "get", "__contains__", "isinstance",
+    }
+)
+# Attribute names that are methods on any model-like object.
+_METHOD_NAMES = frozenset({"forward", "__call__"})
+
+
+# -- does a project callee keep what it is handed? ----------------------------------
+# (The project index records no data flow, so the callee's source is read with `ast`,
+# once per file and only for calls that hand over a released attribute.)
+_AST_CACHE: dict[str, Optional[ast.Module]] = {}
+_ESCAPE_CACHE: dict[tuple, bool] = {}
+_METHODS_BY_NAME: dict[int, dict[str, list]] = {}
+_MAX_CALLEE_DEPTH = 4
+
+
+def _parsed(path: str) -> Optional[ast.Module]:
+    if path not in _AST_CACHE:
+        try:
+            with open(path, "rb") as f:
+                _AST_CACHE[path] = ast.parse(f.read())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            _AST_CACHE[path] = None
+        if len(_AST_CACHE) > 256:
+            _AST_CACHE.pop(next(iter(_AST_CACHE)))
+    return _AST_CACHE[path]
+
+
+def _function_node(summary) -> Optional[ast.AST]:
+    tree = _parsed(summary.path)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == summary.line \
+                and node.col_offset + 1 == summary.column:
+            return node
+    return None
+
+
+def _methods_named(index, name: str) -> list:
+    table = _METHODS_BY_NAME.get(id(index))
+    if table is None:
+        table = {}
+        for q, f in index.functions.items():
+            if f.is_method:
+                table.setdefault(q.rsplit(".", 1)[1], []).append(f)
+        _METHODS_BY_NAME.clear()
+        _METHODS_BY_NAME[id(index)] = table
+    return table.get(name, [])
+
+
+def _ast_root(node: ast.AST) -> Optional[ast.AST]:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node
+
+
+class _Escape:
+    """Does parameter `param` of a project function escape it (stored on an object,
+    returned, captured by a closure, handed to a method of another object)?"""
+
+    def __init__(self, index) -> None:
+        self.index = index
+
+    def qualify(self, summary_file, node: ast.AST) -> Optional[str]:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        head = node.id
+        if summary_file is not None and head in summary_file.imports:
+            base = summary_file.imports[head]
+        elif summary_file is not None and (head in summary_file.classes or head in summary_file.functions):
+            base = f"{summary_file.module}.{head}"
+        else:
+            base = head
+        return ".".join([base, *reversed(parts)])
+
+    def callee_keeps(self, qualified: Optional[str], position: Optional[int],
+                     keyword: Optional[str], depth: int = 0) -> bool:
+        """Does calling project function/class `qualified` keep the argument? True when
+        unknown."""
+        resolved = self.index.resolve(qualified)
+        if not resolved:
+            return True
+        cls = self.index.classes.get(resolved)
+        if cls is not None:
+            seen = 0
+            while cls is not None and "__init__" not in cls.methods and seen < 6:
+                seen += 1
+                bases = [self.index.resolve(b) for b in cls.bases]
+                cls = next((self.index.classes[b] for b in bases if b in self.index.classes), None)
+            if cls is None:
+                return True
+            return self.keeps(cls.methods["__init__"], position, keyword, True, depth)
+        function = self.index.functions.get(resolved)
+        if function is None:
+            return True
+        return self.keeps(function, position, keyword, function.is_method, depth)
+
+    def keeps(self, summary, position, keyword, skip_first: bool, depth: int) -> bool:
+        key = (summary.qualname, summary.path, position, keyword)
+        if key in _ESCAPE_CACHE:
+            return _ESCAPE_CACHE[key]
+        _ESCAPE_CACHE[key] = True  # recursion guard: unknown
+        result = self._keeps(summary, position, keyword, skip_first, depth)
+        _ESCAPE_CACHE[key] = result
+        return result
+
+    def _keeps(self, summary, position, keyword, skip_first, depth) -> bool:
+        if depth > _MAX_CALLEE_DEPTH:
+            return True
+        fn = _function_node(summary)
+        if fn is None:
+            return True
+        args = fn.args
+        positional = [*args.posonlyargs, *args.args]
+        if skip_first and positional:
+            positional = positional[1:]
+        if keyword is not None:
+            names = [a.arg for a in (*positional, *args.kwonlyargs)]
+            if keyword not in names:
+                return args.kwarg is not None
+            param = keyword
+        elif position is not None:
+            if position >= len(positional):
+                return args.vararg is not None
+            param = positional[position].arg
+        else:
+            return True
+        file = self.index.files.get(os.path.abspath(summary.path))
+        tracked = {param}
+        body = list(ast.walk(ast.Module(body=fn.body, type_ignores=[])))
+        for _ in range(3):  # locals derived from the parameter
+            for node in body:
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if self.holds(file, node.value, tracked, depth):
+                        for t in targets:
+                            for n in ast.walk(t):
+                                if isinstance(n, (ast.Attribute, ast.Subscript)):
+                                    break
+                                if isinstance(n, ast.Name) and n.id != "self":
+                                    tracked.add(n.id)
+                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                    if self.holds(file, node.iter, tracked, depth) or (
+                            isinstance(node.iter, ast.Call) and any(
+                                isinstance(a, ast.Name) and a.id in tracked for a in node.iter.args)):
+                        for n in ast.walk(node.target):
+                            if isinstance(n, ast.Name) and n.id != "self":
+                                tracked.add(n.id)
+        for node in body:
+            if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
+                if self.holds(file, node.value, tracked, depth):
+                    return True
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets) and \
+                        self.holds(file, node.value, tracked, depth):
+                    return True
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not fn:
+                if any(isinstance(n, ast.Name) and n.id in tracked for n in ast.walk(node)):
+                    return True
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in _READ_ONLY_METHODS:
+                    continue
+                root = _ast_root(node.func.value)
+                if isinstance(root, ast.Name) and root.id in tracked:
+                    continue  # a method of the argument itself
+                if isinstance(root, ast.Name) and file is not None and root.id in file.imports:
+                    continue  # a module function: judged where its result goes
+                if isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name) \
+                        and node.func.value.func.id == "super":
+                    if any(self.holds(file, a, tracked, depth) for a in node.args) or any(
+                            self.holds(file, k.value, tracked, depth) for k in node.keywords):
+                        return True
+                    continue
+                for i, a in enumerate(node.args):
+                    if self.holds(file, a, tracked, depth):
+                        methods = _methods_named(self.index, node.func.attr)
+                        if not methods or any(self.keeps(m, i, None, True, depth + 1) for m in methods):
+                            return True
+                for k in node.keywords:
+                    if self.holds(file, k.value, tracked, depth):
+                        methods = _methods_named(self.index, node.func.attr)
+                        if not methods or any(self.keeps(m, None, k.arg, True, depth + 1) for m in methods):
+                            return True
+        return False
+
+    def holds(self, file, expr: ast.AST, tracked: set, depth: int) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.id in tracked
+        if isinstance(expr, ast.Attribute):
+            return isinstance(expr.value, ast.Name) and expr.value.id in tracked and \
+                expr.attr in _METHOD_NAMES
+        if isinstance(expr, ast.Starred):
+            return self.holds(file, expr.value, tracked, depth)
+        if isinstance(expr, ast.Await):
+            return self.holds(file, expr.value, tracked, depth)
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            return any(self.holds(file, e, tracked, depth) for e in expr.elts)
+        if isinstance(expr, ast.Dict):
+            return any(self.holds(file, e, tracked, depth) for e in (*expr.keys, *expr.values) if e is not None)
+        if isinstance(expr, ast.IfExp):
+            return self.holds(file, expr.body, tracked, depth) or self.holds(file, expr.orelse, tracked, depth)
+        if isinstance(expr, ast.BoolOp):
+            return any(self.holds(file, e, tracked, depth) for e in expr.values)
+        if isinstance(expr, ast.NamedExpr):
+            return self.holds(file, expr.value, tracked, depth)
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            inner = set(tracked)
+            for gen in expr.generators:
+                if isinstance(gen.iter, ast.Name) and gen.iter.id in tracked:
+                    inner |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+            return self.holds(file, expr.elt, inner, depth)
+        if isinstance(expr, ast.Call):
+            q = self.qualify(file, expr.func)
+            if q in _SCALAR_CALLS or _scalar_name(q):
+                return False
+            if isinstance(expr.func, ast.Attribute):
+                root = _ast_root(expr.func.value)
+                if isinstance(root, ast.Name) and root.id in tracked:
+                    return False  # a value computed by the argument's method
+            for i, a in enumerate(expr.args):
+                if self.holds(file, a, tracked, depth):
+                    if isinstance(a, ast.Starred):
+                        return True
+                    if self.callee_keeps(q, i, None, depth + 1):
+                        return True
+            for k in expr.keywords:
+                if self.holds(file, k.value, tracked, depth):
+                    if k.arg is None or self.callee_keeps(q, None, k.arg, depth + 1):
+                        return True
+            return False
+        return False
+
+
+_SCALAR_PREFIXES = ("is_", "has_", "supports_", "should_", "can_", "use_", "get_num", "num_",
+                    "count_", "check_", "requires_", "uses_")
+
+
+def _scalar_name(qualified: Optional[str]) -> bool:
+    """Functions whose name says they answer a question about their argument."""
+    if not qualified:
+        return False
+    last = qualified.rsplit(".", 1)[-1].lstrip("_")
+    return last.startswith(_SCALAR_PREFIXES)
+
+_STORE_VERBS = frozenset(
+    {
+        "load", "register", "add", "attach", "bind", "set", "append", "extend", "insert",
+        "setdefault", "install", "store", "push", "track", "wrap", "hold", "keep",
+        "save", "own", "adopt", "init", "initialize", "setup", "__setitem__",
+    }
+)
+_COPY_CALLS = frozenset(
+    {
+        "list", "dict", "tuple", "set", "frozenset", "copy.copy", "collections.OrderedDict",
+        "builtins.list", "builtins.dict", "builtins.tuple", "builtins.set",
+    }
+)
+_SCALAR_ATTRS = ("is_", "has_", "num_", "n_", "supports_", "use_", "enable_", "max_", "min_")
+
+
+# Method names that use a handle/id they are given and do not keep it.
+_USE_VERBS = frozenset(
+    {
+        "release", "free", "remove", "close", "unregister", "drop", "delete", "discard",
+        "cancel", "abort", "check", "get", "query", "is", "has", "poll", "wait", "lookup",
+        "contains", "shutdown", "cleanup", "destroy", "reset", "clear", "stop", "finish",
+    }
+)
+_CLOSE_METHODS = frozenset({"close", "shutdown", "release", "cleanup", "stop", "terminate", "destroy"})
+
+
+def _uses_only(method: Optional[str]) -> bool:
+    return bool(method) and any(t in _USE_VERBS for t in method.split("_"))
+
+
+def _stores_by_name(method: Optional[str]) -> bool:
+    if not method:
+        return True
+    return method in _STORE_VERBS or any(t in _STORE_VERBS for t in method.split("_"))
+
+
+@dataclass
+class _Source:
+    attr: str  # the alias attribute (`b`)
+    node: cst.CSTNode  # where it was made
+    method: str  # the method it was made in
+    how: str  # "alias" | "bound" | "built" | "container" | "handed"
+    via: str  # `self.model` or the local's name
+
+
+@dataclass
+class _Release:
+    attr: str
+    kind: str  # "del" | "none" | "clear"
+    small: cst.BaseSmallStatement
+    line: cst.CSTNode  # SimpleStatementLine or SimpleStatementSuite
+    order: int
+
+
+@dataclass
+class _MethodFacts:
+    # self.X = value (X -> [(value, statement node)])
+    assigns: list = field(default_factory=list)  # (attr, value, node)
+    # self.X...m(args) / self.X.y = value / self.X[k] = value
+    handed: list = field(default_factory=list)  # (attr, [exprs], node, method name)
+    # name = value, self.X = name
+    name_from_attr: list = field(default_factory=list)  # (name, attr)
+    drops: set = field(default_factory=set)
+    dynamic_drop: bool = False
+    # ordered events for fix safety: ("ref", attr, order) / ("call", method, order)
+    events: list = field(default_factory=list)
+    releases: list = field(default_factory=list)
+    calls_self: set = field(default_factory=set)
+    closed: set = field(default_factory=set)  # attrs whose object gets `.close()`d here
+    closing_names: set = field(default_factory=set)  # locals `.close()`d here
+    calls_super: set = field(default_factory=set)
+    called_attrs: dict = field(default_factory=dict)  # self.X.y(...) -> {X: {y}}
+    self_called: set = field(default_factory=set)  # self.X(...)
+
+
+def _self_root(expr: cst.BaseExpression) -> Optional[str]:
+    """`b` for `self.b.x.y`, `self.b[0].z` (but not for `self.b` itself)."""
+    node = expr
+    while True:
+        if isinstance(node, cst.Attribute):
+            if is_self(node.value):
+                return None if node is expr else node.attr.value
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return None
+
+
+def _const_str(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _del_targets(target: cst.BaseExpression):
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _del_targets(element.value)
+    else:
+        yield target
+
+
+class _Collector(cst.CSTVisitor):
+    """Facts about one method body, nested functions and lambdas left out."""
+
+    def __init__(self) -> None:
+        self.facts = _MethodFacts()
+        self.order = 0
+        self.line: Optional[cst.CSTNode] = None
+
+    def _tick(self) -> int:
+        self.order += 1
+        return self.order
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.line = node
+
+    def visit_SimpleStatementSuite(self, node) -> None:
+        self.line = node
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if is_self(node.value):
+            self.facts.events.append(("ref", node.attr.value, self._tick()))
+
+    def _release(self, attr: str, kind: str, small) -> None:
+        self.facts.drops.add(attr)
+        self.facts.releases.append(_Release(attr, kind, small, self.line, self._tick()))
+
+    def visit_Del(self, node: cst.Del) -> None:
+        for target in _del_targets(node.target):
+            attr = self_attribute(target)
+            if attr is not None:
+                self._release(attr, "del", node)
+            elif isinstance(target, cst.Subscript) and self._is_self_dict(target.value):
+                self.facts.dynamic_drop = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+        for t in node.targets:
+            self._assign(t.target, node.value, node, names)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._assign(node.target, node.value, node, [])
+
+    def _assign(self, target, value, node, names) -> None:
+        attr = self_attribute(target)
+        if attr is not None:
+            is_none = isinstance(value, cst.Name) and value.value == "None"
+            if is_none:
+                self._release(attr, "none", node)
+            else:
+                self.facts.drops.add(attr)
+                self.facts.assigns.append((attr, value, node))
+                for n in names:
+                    self.facts.name_from_attr.append((n, attr))
+                if isinstance(value, cst.Name):
+                    self.facts.name_from_attr.append((value.value, attr))
+            return
+        if isinstance(target, cst.Name):
+            source = self_attribute(value)
+            if (
+                source is None and isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+                and value.func.value == "getattr" and len(value.args) >= 2
+                and is_self(value.args[0].value)
+            ):
+                source = _const_str(value.args[1].value)
+            if source is not None:
+                self.facts.name_from_attr.append((target.value, source))
+            return
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
+            if len(target.elements) == len(value.elements):
+                for t, v in zip(target.elements, value.elements):
+                    self._assign(t.value, v.value, node, [])
+            return
+        root = _self_root(target)
+        if root is not None:
+            self.facts.handed.append((root, [value], node, None))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in ("delattr", "setattr") and node.args:
+            if is_self(node.args[0].value):
+                name = _const_str(node.args[1].value) if len(node.args) > 1 else None
+                if name is None:
+                    self.facts.dynamic_drop = True
+                else:
+                    self.facts.drops.add(name)
+                    if func.value == "delattr":
+                        self._release(name, "del", node)
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        receiver = func.value
+        method = func.attr.value
+        if is_self(receiver):
+            self.facts.calls_self.add(method)
+            self.facts.self_called.add(method)
+            self.facts.events.append(("call", method, self._tick()))
+            return
+        if (
+            isinstance(receiver, cst.Call)
+            and isinstance(receiver.func, cst.Name)
+            and receiver.func.value == "super"
+        ):
+            self.facts.calls_super.add(method)
+            return
+        if method in ("clear", "pop", "popitem", "update") and self._is_self_dict(receiver):
+            self.facts.dynamic_drop = True
+            return
+        attr = self_attribute(receiver)
+        if method in _CLOSE_METHODS:
+            if attr is not None:
+                self.facts.closed.add(attr)
+            elif isinstance(receiver, cst.Name):
+                self.facts.closing_names.add(receiver.value)
+        if attr is not None:
+            self.facts.called_attrs.setdefault(attr, set()).add(method)
+        root = attr or _self_root(receiver)
+        if root is not None and node.args:
+            self.facts.handed.append((root, [a.value for a in node.args], node, method))
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "clear"
+            and not call.args
+        ):
+            attr = self_attribute(call.func.value)
+            if attr is not None:
+                self._release(attr, "clear", node)
+
+    @staticmethod
+    def _is_self_dict(expr) -> bool:
+        if isinstance(expr, cst.Attribute) and is_self(expr.value) and expr.attr.value == "__dict__":
+            return True
+        return (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Name)
+            and expr.func.value == "vars"
+            and len(expr.args) == 1
+            and is_self(expr.args[0].value)
+        )
+
+
+class ReleaseLeavesAlias(Rule):
+    code = "RL601"
+    name = "release-leaves-alias"
+    summary = "A release method drops an attribute while another attribute still references the same object"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    triggers = ("del self.", "= None", ".clear()", "delattr")
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        return any(f"def {m}(".encode() in data for m in settings.release_methods) and any(
+            t.encode() in data for t in cls.triggers
+        )
+
+    docs = """
+## What it does
+Reports a release method (`shutdown`, `close`, `cleanup`, `release`, `teardown`, `free`,
+`stop`, `__exit__`, `__aexit__`, `__del__`; configurable) that drops an attribute
+`self.a` (`del self.a`, `self.a = None`, `self.a.clear()`, also under a guard such as
+`if hasattr(self, "a"):`) while another attribute `self.b` still references the same
+object and is not dropped by that method (nor by a method of the class it calls). `self.b`
+references it when, anywhere in the class, it was
+
+- assigned from an expression that holds `self.a`: `self.b = State(self.a)`,
+  `self.b = self.a.forward`, `self.b = [self.a]`, `self.b = self.a`;
+- assigned from the same local value: `m = load(); self.a = m; self.b = Wrapper(m)`;
+- handed `self.a`: `self.b.load_model(self.a)`, `self.b.model = self.a`.
+
+Values only derived from it (`len(self.a)`, `str(self.a)`, `self.a.config`,
+`self.a.compute(x)`) do not count. A `.clear()` release is only reported for
+attributes built from the container (a clear empties the shared object itself).
+
+## Why it leaks
+`del self.model` frees nothing while `self.model_state` still references the model: the
+weights stay allocated until the whole owner goes away, which after a "shutdown" in the
+same process may be never.
+
+## Incident
+A GPU model runner's new `shutdown()` deleted `self.model`, the KV caches and the config,
+but `self.model_state` (built from the model) and `self.speculator` (which had been
+handed the model) kept the weights alive. A follow-up added `del self.model_state` and
+`self.speculator = None`.
+
+## Example
+```python
+class Runner:
+    def load_model(self):
+        self.model = load()
+        self.model_state = ModelState(self.model)
+
+    def shutdown(self):
+        if hasattr(self, "model"):
+            del self.model  # RL601: `self.model_state` still references it
+```
+
+## Fix (safe)
+`self.b = None` is inserted right after the release of `self.a`, inside the same guard
+when the release is guarded. No fix is offered when the release method (or a method it
+calls afterwards) still uses `self.b` after that point, or when `b` is a property.
+"""
+
+    valid = [
+        # the alias is dropped too (in a method the release method calls)
+        """
+class Runner:
+    def load(self, m):
+        self.model = m
+        self.state = State(self.model)
+
+    def shutdown(self):
+        del self.model
+        self._drop_state()
+
+    def _drop_state(self):
+        self.state = None
+""",
+        # plain values derived from the model
+        """
+class Runner:
+    def load(self):
+        self.model = build()
+        self.n_layers = len(self.model)
+        self.name = str(self.model)
+        self.out = self.model.compute(1)
+        self.cfg = self.model.config
+
+    def close(self):
+        self.model = None
+""",
+        # clearing a shared list empties it for every holder
+        """
+class Cache:
+    def __init__(self):
+        self.kv_caches = []
+        self.view = self.kv_caches
+        self.binder.bind(self.kv_caches)
+
+    def cleanup(self):
+        self.kv_caches.clear()
+""",
+        # dynamic deletes: cannot tell what is left
+        """
+class Runner:
+    def __init__(self, m):
+        self.model = m
+        self.wrapped = Wrap(m)
+
+    def close(self):
+        del self.model
+        for name in list(vars(self)):
+            delattr(self, name)
+""",
+    ]
+    invalid = [
+        Example(
+            """
+class Runner:
+    def load_model(self):
+        self.model = load()
+        self.model_state = init_model_state(self.config, self.model)
+        self.speculator.load_model(self.model)
+
+    def shutdown(self):
+        if hasattr(self, "model"):
+            del self.model
+""",
+            lines=[10],
+            fixed="""
+class Runner:
+    def load_model(self):
+        self.model = load()
+        self.model_state = init_model_state(self.config, self.model)
+        self.speculator.load_model(self.model)
+
+    def shutdown(self):
+        if hasattr(self, "model"):
+            del self.model
+            self.model_state = None
+            self.speculator = None
+""",
+        ),
+        # the same local value; a bound method
+        Example(
+            """
+class Engine:
+    def __init__(self, model):
+        self.model = model
+        self.wrapper = Wrapper(model)
+        self.fn = self.model.forward
+
+    def close(self):
+        self.model = None  # release
+        self.fn = None
+""",
+            lines=[9],
+            fixed="""
+class Engine:
+    def __init__(self, model):
+        self.model = model
+        self.wrapper = Wrapper(model)
+        self.fn = self.model.forward
+
+    def close(self):
+        self.model = None  # release
+        self.wrapper = None
+        self.fn = None
+""",
+        ),
+        # still used later in the release method: reported, no fix
+        Example(
+            """
+class Engine:
+    def __init__(self, model):
+        self.model = model
+        self.graphs = GraphPool(self.model)
+
+    def close(self):
+        del self.model
+        self.graphs.reset()
+""",
+            lines=[8],
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._facts: dict[int, _MethodFacts] = {}
+
+    # -- facts ---------------------------------------------------------------------
+    def _method_facts(self, fn: cst.FunctionDef) -> _MethodFacts:
+        key = id(fn)
+        if key not in self._facts:
+            collector = _Collector()
+            visit(fn.body, collector)
+            self._facts[key] = collector.facts
+        return self._facts[key]
+
+    def _reached(self, cls: cst.ClassDef, fn: cst.FunctionDef) -> Optional[list]:
+        """The release method and the class's methods it calls (transitively), plus
+        same-named methods of in-file base classes reached through `super()`; None when
+        a `super()` call goes to a class we cannot see."""
+        methods = self.ctx.methods(cls)
+        seen: dict[int, cst.FunctionDef] = {}
+        todo = [(cls, fn)]
+        while todo:
+            owner, current = todo.pop()
+            if id(current) in seen:
+                continue
+            seen[id(current)] = current
+            facts = self._method_facts(current)
+            owner_methods = methods if owner is cls else self.ctx.methods(owner)
+            for name in facts.calls_self:
+                if name in methods:
+                    todo.append((cls, methods[name]))
+                elif name in owner_methods:
+                    todo.append((owner, owner_methods[name]))
+            for name in facts.calls_super:
+                found = None
+                for base in owner.bases:
+                    base_cls = (
+                        self.ctx.classes.get(base.value.value)
+                        if isinstance(base.value, cst.Name)
+                        else None
+                    )
+                    if base_cls is None:
+                        q = self.ctx.qualname(base.value)
+                        if q in ("object", "builtins.object", "typing.Generic", "abc.ABC"):
+                            continue
+                        return None
+                    target = self.ctx.methods(base_cls).get(name)
+                    if target is not None:
+                        found = (base_cls, target)
+                        break
+                if found is not None:
+                    todo.append(found)
+        return list(seen.values())
+
+    # -- detection -----------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        cls = self.ctx.scope.method_class
+        if cls is None or self.ctx.scope.function is not node:
+            return
+        if not self.ctx.is_release_method(node):
+            return
+        facts = self._method_facts(node)
+        if not facts.releases:
+            return
+        reached = self._reached(cls, node)
+        if reached is None:
+            return
+        reached_facts = [self._method_facts(f) for f in reached]
+        if any(f.dynamic_drop for f in reached_facts):
+            return
+        dropped = set().union(*(f.drops for f in reached_facts))
+        # One finding per released attribute: its last `del`/`= None`, else its `.clear()`.
+        chosen: dict[str, _Release] = {}
+        for release in facts.releases:
+            previous = chosen.get(release.attr)
+            if previous is None or (previous.kind == "clear" and release.kind != "clear"):
+                chosen[release.attr] = release
+        methods = self.ctx.methods(cls)
+        closed = set(facts.closed) | {
+            attr for name, attr in facts.name_from_attr if name in facts.closing_names
+        }
+        for release in sorted(chosen.values(), key=lambda r: r.order):
+            if release.attr in closed:
+                continue  # explicitly closed: what still references it holds a dead handle
+            sources = self._aliases(cls, node, release)
+            sources = [s for s in sources if s.attr not in dropped]
+            if sources:
+                self._report(cls, node, release, sources, methods)
+
+    def _plain_value(self, cls: cst.ClassDef, attr: str) -> bool:
+        """Is `self.attr` only ever a literal (a string id, a number)?"""
+        literal = (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.Integer,
+                   cst.Float)
+        seen = False
+        for fn in body_functions(cls):
+            assignments = self.ctx.heavy.local_assignments(fn)
+            for value, _ in assignments.get(f"self.{attr}", ()):
+                if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+                    continue
+                if isinstance(value, cst.Name):
+                    locals_ = assignments.get(value.value, ())
+                    if locals_ and all(isinstance(v, literal) for v, _ in locals_):
+                        seen = True
+                        continue
+                if not isinstance(value, literal):
+                    return False
+                seen = True
+        return seen
+
+    def _aliases(self, cls: cst.ClassDef, release_fn: cst.FunctionDef, release: _Release) -> list[_Source]:
+        a = release.attr
+        if self._plain_value(cls, a):
+            return []
+        found: dict[str, _Source] = {}
+        release_names = set(self.ctx.settings.release_methods)
+        called_on_a: set[str] = set()
+        called_self: set[str] = set()
+        for fn in body_functions(cls):
+            facts = self._method_facts(fn)
+            called_on_a |= facts.called_attrs.get(a, set())
+            called_self |= facts.self_called
+        for fn in body_functions(cls):
+            facts = self._method_facts(fn)
+            names = {n for n, attr in facts.name_from_attr if attr == a}
+            for attr, value, node in facts.assigns:
+                if attr == a or attr in found:
+                    continue
+                held = self._holds(value, a, names, called_on_a, attr in called_self)
+                if held is None:
+                    continue
+                how, via = held
+                if release.kind == "clear" and how != "copy":
+                    continue
+                if release.kind != "clear" and how == "copy":
+                    how = "built"
+                if how == "built" and attr.lstrip("_").startswith(_SCALAR_ATTRS):
+                    continue
+                found[attr] = _Source(attr, node, fn.name.value, how, via)
+            if fn.name.value in release_names:
+                continue  # handing it over while releasing is cleanup, not retention
+            for attr, exprs, node, method in facts.handed:
+                if attr == a or attr in found or method in _READ_ONLY_METHODS:
+                    continue
+                if release.kind == "clear":
+                    continue
+                for i, expr in enumerate(exprs):
+                    held = self._holds(expr, a, names, called_on_a, False)
+                    if held is not None and self._handed_keeps(cls, attr, node, method, i):
+                        found[attr] = _Source(attr, node, fn.name.value, "handed", held[1])
+                        break
+        return list(found.values())
+
+    def _holds(self, expr, a: str, names: set, called_on_a: set, called: bool):
+        """Does evaluating `expr` give something that references `self.a`?
+        (how, spelled source) or None."""
+
+        def ref(e) -> Optional[str]:
+            if self_attribute(e) == a:
+                return f"self.{a}"
+            if isinstance(e, cst.Name) and e.value in names:
+                return e.value
+            return None
+
+        def walk(e, depth: int):
+            if depth > 8:
+                return None
+            direct = ref(e)
+            if direct is not None:
+                return ("alias", direct) if depth == 0 else ("container", direct)
+            if isinstance(e, cst.Attribute):
+                base = ref(e.value)
+                if base is not None and (
+                    e.attr.value in _METHOD_NAMES or e.attr.value in called_on_a
+                    or (called and depth == 0)
+                ):
+                    return ("bound", base)
+                return None
+            if isinstance(e, cst.Call):
+                q = self.ctx.qualname(e.func)
+                if q in _SCALAR_CALLS or _scalar_name(q):
+                    return None
+                if isinstance(e.func, cst.Attribute):
+                    if depth == 0 and e.func.attr.value == "copy" and not e.args and ref(e.func.value):
+                        return ("copy", ref(e.func.value))
+                    root = e.func.value
+                    while isinstance(root, (cst.Attribute, cst.Subscript)):
+                        if ref(root):
+                            return None  # a value computed by its own method
+                        root = root.value
+                    if ref(root):
+                        return None
+                for i, arg in enumerate(e.args):
+                    inner = walk(arg.value, depth + 1)
+                    if inner is None:
+                        continue
+                    if depth == 0 and q in _COPY_CALLS and i == 0 and inner[0] in ("alias", "container"):
+                        return ("copy", inner[1])
+                    if arg.star or self._callee_keeps(q, i, arg):
+                        return ("built", inner[1])
+                return None
+            if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+                for element in e.elements:
+                    inner = walk(element.value, depth + 1)
+                    if inner is not None:
+                        return ("container", inner[1])
+                return None
+            if isinstance(e, cst.Dict):
+                for element in e.elements:
+                    parts = (
+                        (element.key, element.value)
+                        if isinstance(element, cst.DictElement)
+                        else (element.value,)
+                    )
+                    for part in parts:
+                        inner = walk(part, depth + 1)
+                        if inner is not None:
+                            return ("container", inner[1])
+                return None
+            if isinstance(e, cst.IfExp):
+                return walk(e.body, depth) or walk(e.orelse, depth)
+            if isinstance(e, cst.BooleanOperation):
+                return walk(e.left, depth) or walk(e.right, depth)
+            if isinstance(e, cst.NamedExpr):
+                return walk(e.value, depth)
+            return None
+
+        return walk(expr, 0)
+
+    def _callee_keeps(self, qualified: Optional[str], position: int, arg: cst.Arg) -> bool:
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        absolute = self.ctx.absolute(qualified)
+        resolved = self.ctx.index.resolve(absolute)
+        if resolved not in self.ctx.index.classes and resolved not in self.ctx.index.functions:
+            return True
+        return _Escape(self.ctx.index).callee_keeps(
+            absolute, None if keyword else position, keyword)
+
+    def _attribute_classes(self, cls: cst.ClassDef, attr: str) -> set[str]:
+        """Project classes `self.attr` is annotated with or built from."""
+        found: set[str] = set()
+        index = self.ctx.index
+        for fn in body_functions(cls):
+            for value, ann in self.ctx.heavy.local_assignments(fn).get(f"self.{attr}", ()):
+                exprs = []
+                if ann is not None:
+                    a = ann.annotation
+                    if isinstance(a, cst.BinaryOperation):
+                        exprs += [a.left, a.right]
+                    else:
+                        exprs.append(a)
+                if isinstance(value, cst.Call):
+                    exprs.append(value.func)
+                for e in exprs:
+                    q = index.resolve(self.ctx.absolute(self.ctx.qualname(e)))
+                    if q in index.classes:
+                        found.add(q)
+        return found
+
+    def _handed_keeps(self, cls, receiver: str, node: cst.CSTNode, method: Optional[str],
+                      position: int) -> bool:
+        if method is None or not isinstance(node, cst.Call):
+            return True  # `self.b.x = ...`, `self.b[k] = ...`
+        arg = node.args[position]
+        if arg.star:
+            return True
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if _uses_only(method):
+            return False
+        candidates = []
+        direct = isinstance(node.func, cst.Attribute) and self_attribute(node.func.value) == receiver
+        if direct:
+            for q in self._attribute_classes(cls, receiver):
+                c, seen = self.ctx.index.classes.get(q), 0
+                while c is not None and method not in c.methods and seen < 6:
+                    seen += 1
+                    bases = [self.ctx.index.resolve(b) for b in c.bases]
+                    c = next((self.ctx.index.classes[b] for b in bases if b in self.ctx.index.classes), None)
+                if c is not None:
+                    candidates.append(c.methods[method])
+        if not candidates:
+            own = f"{self.ctx.module_name}.{cls.name.value}."
+            candidates = [  # the receiver is another object: not this class's method
+                m for m in _methods_named(self.ctx.index, method) if not m.qualname.startswith(own)
+            ]
+            if not candidates or len(candidates) > 3:
+                return _stores_by_name(method)
+        escape = _Escape(self.ctx.index)
+        return any(
+            escape.keeps(m, None if keyword else position, keyword, True, 0) for m in candidates
+        )
+
+    # -- reporting -----------------------------------------------------------------
+    def _report(self, cls, fn, release: _Release, sources: list[_Source], methods) -> None:
+        spelled = {
+            "del": f"`del self.{release.attr}`",
+            "none": f"`self.{release.attr} = None`",
+            "clear": f"`self.{release.attr}.clear()`",
+        }[release.kind]
+        what = {
+            "alias": "is the same object",
+            "bound": "holds a bound method of it",
+            "built": "was built from it",
+            "container": "contains it",
+            "copy": "is a copy of it",
+            "handed": "was handed it",
+        }
+        parts = [
+            f"`self.{s.attr}` ({what[s.how]}, via `{s.via}` in `{s.method}()`)" for s in sources
+        ]
+        holders = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+        verb = "keeps" if len(sources) == 1 else "keep"
+        related = [
+            RelatedNode(f"`self.{s.attr}` takes a reference to `self.{release.attr}` here", s.node)
+            for s in sources
+        ]
+        fixable = [s for s in sources if self._fixable(cls, fn, release, s.attr, methods)]
+        fix = None
+        if fixable:
+            fix = self._fix(release, [s.attr for s in fixable])
+        self.report(
+            release.small,
+            f"{spelled} in `{fn.name.value}()` frees nothing: {holders} {verb} "
+            f"`self.{release.attr}`'s object alive, and `{fn.name.value}()` does not drop "
+            f"{'it' if len(sources) == 1 else 'them'}",
+            fix=fix,
+            related=related,
+            statement=release.line,
+        )
+
+    def _fixable(self, cls, fn, release: _Release, attr: str, methods) -> bool:
+        if attr in methods:
+            return False  # a property or method: assigning None would not do the same
+        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)) and "__slots__" in self.ctx.code(small):
+                        return False
+        facts = self._method_facts(fn)
+        uses = self._users(cls, attr)
+        for kind, name, order in facts.events:
+            if order <= release.order:
+                continue
+            if kind == "ref" and name == attr:
+                return False
+            if kind == "call" and name in uses:
+                return False
+        return True
+
+    def _users(self, cls, attr: str) -> set[str]:
+        """Methods of the class that reference `self.attr`, directly or via calls."""
+        methods = self.ctx.methods(cls)
+        users = {
+            name for name, f in methods.items()
+            if any(k == "ref" and n == attr for k, n, _ in self._method_facts(f).events)
+        }
+        changed = True
+        while changed:
+            changed = False
+            for name, f in methods.items():
+                if name not in users and self._method_facts(f).calls_self & users:
+                    users.add(name)
+                    changed = True
+        return users
+
+    def _fix(self, release: _Release, attrs: list[str]):
+        new_small = [
+            cst.Assign(
+                targets=[cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(attr)))],
+                value=cst.Name("None"),
+            )
+            for attr in attrs
+        ]
+        line = release.line
+        if isinstance(line, cst.SimpleStatementLine):
+            replacement = cst.FlattenSentinel(
+                [line, *(cst.SimpleStatementLine(body=[s]) for s in new_small)]
+            )
+        elif isinstance(line, cst.SimpleStatementSuite):
+            body = list(line.body)
+            body[-1] = body[-1].with_changes(semicolon=cst.Semicolon(
+                whitespace_after=cst.SimpleWhitespace(" ")))
+            replacement = line.with_changes(body=[*body, *new_small])
+        else:
+            return None
+        names = ", ".join(f"`self.{a} = None`" for a in attrs)
+        return self.fix(f"Add {names} after the release of `self.{release.attr}`",
+                        {line: replacement})
