@@ -12,7 +12,8 @@ import click
 from rich.console import Console
 from rich.markdown import Markdown
 
-from retainlint import __version__, report
+from retainlint import __version__, formats, report
+from retainlint.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.config import ConfigError, load_settings
 from retainlint.discover import discover
 from retainlint.finding import INTERNAL_ERROR
@@ -20,6 +21,8 @@ from retainlint.registry import all_rules, lookup, select_rules
 from retainlint.runner import Mode, run
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+MACHINE_FORMATS = ("json", "github", "sarif")  # no colour, no summary line
 
 
 def _color(flag: str) -> bool:
@@ -51,7 +54,16 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_ERROR)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # every file is old or new: fixes are written atomically
+            click.echo("retainlint: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="retainlint")
 def main() -> None:
     """Find and fix Python code that keeps memory (models, tensors) alive after it should be freed."""
@@ -70,8 +82,13 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
               help="Include fixes that may change behaviour (with --fix or --diff).")
 @click.option("--diff", is_flag=True, help="Print the diff of what --fix would change; write nothing.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 if anything was fixed.")
-@click.option("--output-format", type=click.Choice(["full", "concise", "json"]),
-              envvar="RETAINLINT_OUTPUT_FORMAT", default="full", show_default=True)
+@click.option("--output-format", type=click.Choice(["full", "concise", "json", "github", "sarif"]),
+              envvar="RETAINLINT_OUTPUT_FORMAT", default="full", show_default=True,
+              help="github: workflow-command annotations; sarif: SARIF 2.1.0 for code scanning.")
+@click.option("--changed-since", "changed_since_ref", metavar="REF", default=None,
+              help="Report only findings on lines added or changed since the merge base of REF "
+                   "and HEAD (working tree included; new files count whole). All files are "
+                   "still analysed.")
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the result cache.")
@@ -83,8 +100,8 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: CPU count).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
-          output_format, exit_zero, statistics, no_cache, exclude, force_exclude, config_path,
-          color, jobs) -> None:
+          output_format, changed_since_ref, exit_zero, statistics, no_cache, exclude, force_exclude,
+          config_path, color, jobs) -> None:
     """Check PATHS (default: the current directory)."""
     paths = paths or (".",)
     try:
@@ -99,14 +116,29 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     except ConfigError as e:
         _fail(str(e))
         return
+    changed = None
+    if changed_since_ref is not None:
+        try:
+            changed = changed_since(changed_since_ref)
+        except ChangedError as e:
+            _fail(str(e))
+            return
+    machine = output_format in MACHINE_FORMATS
     unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-    mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe, edits=output_format == "json")
-    result = run(files, [r.code for r in chosen], settings, mode, jobs)
+    mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
+                edits=output_format in ("json", "sarif"))  # SARIF fixes need the line edits
+    cache_dir = None if no_cache else settings.root / ".retainlint_cache"
+    result = run(files, [r.code for r in chosen], settings, mode, jobs, cache_dir)
 
-    colored = _color(color) and output_format != "json"
+    colored = _color(color) and not machine
     out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)
     findings = result.findings
     internal = any(f.code == INTERNAL_ERROR[0] for f in findings)
+    if changed is not None and not diff:
+        findings, left_out = split_findings(findings, changed)
+        if left_out:
+            err.print(f"note: {len(left_out)} finding{'s' if len(left_out) != 1 else ''} on lines "
+                      f"not changed since {changed_since_ref} not shown", highlight=False)
     if not files:
         err.print("warning: no Python files found", highlight=False)
 
@@ -120,11 +152,17 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         report.print_statistics(out, findings, as_json=output_format == "json")
     elif output_format == "json":
         out.out(json.dumps(report.to_json(findings), indent=2), highlight=False)
+    elif output_format == "github":
+        for line in formats.github(findings, changed.root if changed else repo_root()):
+            out.out(line, highlight=False)
+    elif output_format == "sarif":
+        out.out(json.dumps(formats.sarif(findings, changed.root if changed else repo_root()),
+                           indent=2), highlight=False)
     elif output_format == "concise":
         report.concise(out, findings)
     else:
         report.full(out, findings)
-    if output_format != "json":
+    if not machine:
         out.print(report.summary(findings, result.fixed, unsafe), highlight=False)
 
     if internal:
@@ -162,6 +200,11 @@ def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
         console.print(Markdown(f"# {r.code} {r.name}\n\n{r.summary}.\n\n"
                                f"Fix: {r.fix_applicability.value}. "
                                f"Default: {'on' if r.default_enabled else 'off'}.\n{r.docs}"))
+
+
+from retainlint.verify.cli import verify as _verify  # noqa: E402
+
+main.add_command(_verify)
 
 
 if __name__ == "__main__":  # pragma: no cover

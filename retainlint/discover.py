@@ -14,11 +14,16 @@ from retainlint.config import DEFAULT_EXCLUDES, ConfigError
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
+def _real(path: Path) -> Path:
+    # Not Path.resolve(): on a symlink loop it raises; realpath returns a path regardless.
+    return Path(os.path.realpath(path))
+
+
 def _excluded(path: Path, root: Path, patterns: Iterable[str]) -> bool:
     """A pattern matches a path component (`build`), or a glob on the path relative to
     the config root (`tests/fixtures/*`)."""
     try:
-        relative = path.resolve().relative_to(root).as_posix()
+        relative = _real(path).relative_to(root).as_posix()
     except ValueError:
         relative = path.as_posix()
     parts = relative.split("/")
@@ -45,7 +50,7 @@ def _git_visible(directory: Path) -> Optional[set[Path]]:
         return None
     if out.returncode != 0:
         return None
-    return {(directory / p.decode("utf-8", "surrogateescape")).resolve()
+    return {_real(directory / p.decode("utf-8", "surrogateescape"))
             for p in out.stdout.split(b"\0") if p}
 
 
@@ -58,13 +63,13 @@ def discover(
         path = Path(raw)
         if not path.exists() and not path.is_symlink():
             raise ConfigError(f"{raw}: no such file or directory")
-        if path.is_file() or (path.is_symlink() and not path.is_dir()):
+        if not path.is_dir():  # a file, a dangling link, a FIFO: reading it tells
             if not (force_exclude and _excluded(path, root, patterns)):
                 found[os.path.normpath(raw)] = None
             continue
         visible = _git_visible(path)
         for file in _walk(path, root, patterns):
-            if visible is None or file.resolve() in visible:
+            if visible is None or _real(file) in visible:
                 found[os.path.normpath(str(file))] = None
     return list(found)
 

@@ -279,7 +279,8 @@ def summarize(path: str, data: bytes) -> Optional[FileSummary]:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return _Summarizer(path, tree, data.decode("utf-8", "replace")).summary()
+    # absolute: summaries are cached and shared, whatever the current directory
+    return _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace")).summary()
 
 
 class ProjectIndex:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import ast
 import fnmatch
 import io
+import os
 import re
 import tokenize
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Optional, Sequence
@@ -69,24 +71,86 @@ def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Findin
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         return None, source_error(path, "source contains a NUL byte", line)
+    py_error, refusal = _cpython_first(path, data)
+    if refusal is not None:
+        return None, refusal
     try:
         return cst.parse_module(data), None
     except cst.ParserSyntaxError as e:
         # CPython's own message and position are the ones users know; libcst's are vaguer.
-        try:
-            ast.parse(data)
-        except SyntaxError as py_error:
+        if isinstance(py_error, SyntaxError):
             return None, source_error(path, f"cannot parse: {py_error.msg}",
                                       py_error.lineno or 1, py_error.offset or 1)
-        except Exception:
-            pass
-        return None, source_error(path, f"cannot parse: {e.message}", e.raw_line, e.raw_column + 1)
+        valid = " (the file is valid Python; libcst cannot parse it)" if py_error is None else ""
+        return None, source_error(path, f"cannot parse: {e.message}{valid}", e.raw_line,
+                                  e.raw_column + 1)
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:  # bytes or coding cookie
         return None, _decode_error(path, data, e)
     except RecursionError:
         return None, source_error(path, "cannot parse: expressions nested too deeply")
     except Exception as e:  # the native parser can raise other errors on odd input
         return None, source_error(path, f"cannot parse: {type(e).__name__}: {e}")
+
+
+_BRACKETS = re.compile(rb"[][(){}]")
+_TOO_DEEP = "cannot parse: code nested too deeply"
+
+
+def _bracket_depth(data: bytes) -> int:
+    """Deepest bracket nesting, counting brackets in strings and comments too."""
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(data):
+        if m.group() in b"([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif depth:
+            depth -= 1
+    return deepest
+
+
+def _cpython_first(path: str, data: bytes) -> tuple[Optional[BaseException], Optional[Finding]]:
+    """Ask CPython's parser before libcst's. libcst's native parser overflows its stack on
+    deeply nested code - a segfault that kills the whole run, pool workers included - and
+    takes quadratic time on long chains; CPython bounds nesting (200 brackets, ~3000
+    levels) and fails fast. Returns CPython's error (None if it compiles) and a refusal
+    when the input is too deep to hand to libcst. Compiling executes nothing."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are not ours to print
+            compile(data, path, "exec", dont_inherit=True)
+    except (RecursionError, MemoryError):
+        return None, source_error(path, _TOO_DEEP)
+    except SyntaxError as e:
+        if e.msg.startswith("too many"):  # nested parentheses, levels of indentation, ...
+            return e, source_error(path, f"cannot parse: {e.msg}", e.lineno or 1, e.offset or 1)
+        # Perhaps syntax newer than this Python that libcst knows: libcst gets to try,
+        # but never with more nesting than CPython would accept.
+        if _bracket_depth(data) > 200:
+            return e, source_error(path, "cannot parse: too many nested parentheses")
+        return e, None
+    except Exception as e:  # noqa: BLE001 - libcst gets to try; it reports its own error
+        return e, None
+    # CPython keeps `a and b and ...` flat, libcst nests it one level per operand.
+    if len(_BOOL_OPS.findall(data)) > 1000 and _bool_chain(data) > 1000:
+        return None, source_error(path, _TOO_DEEP)
+    return None, None
+
+
+_BOOL_OPS = re.compile(rb"\b(?:and|or)\b")
+
+
+def _bool_chain(data: bytes) -> int:
+    longest = 0
+    try:
+        tree = ast.parse(data)
+    except (RecursionError, MemoryError):
+        return 1 << 30
+    except Exception:  # noqa: BLE001 - compile() accepted it; nothing deep to see
+        return 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp):
+            longest = max(longest, len(node.values))
+    return longest
 
 
 def _decode_error(path: str, data: bytes, error: Exception) -> Finding:
@@ -193,7 +257,7 @@ def _ignored_here(path: str, settings: Settings) -> set[str]:
     from retainlint.registry import codes_for
 
     try:
-        relative = Path(path).resolve().relative_to(settings.root).as_posix()
+        relative = Path(os.path.realpath(path)).relative_to(settings.root).as_posix()
     except ValueError:
         relative = PurePath(path).as_posix()
     ignored: set[str] = set()

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from retainlint.finding import Applicability, Finding
 from retainlint.registry import all_rules
+from retainlint.source import read_source
 
 RULES_BY_CODE = {}
 
@@ -48,8 +49,7 @@ class _Sources:
     def lines(self, path: str) -> list[str]:
         if path not in self._lines:
             try:
-                with open(path, "rb") as f:
-                    self._lines[path] = f.read().decode("utf-8", "replace").splitlines()
+                self._lines[path] = read_source(path).decode("utf-8", "replace").splitlines()
             except OSError:
                 self._lines[path] = []
         return self._lines[path]

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import difflib
+import multiprocessing
 import os
+import signal
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 from retainlint import fixer
 from retainlint.config import Settings
 from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity
+from retainlint.cache import SummaryCache
 from retainlint.index import FileSummary, ProjectIndex, summarize
 from retainlint.lint import FileResult, lint_bytes, parse, rules_triggered, source_error
 from retainlint.registry import all_rules
-from retainlint.source import WriteError, write_atomic
+from retainlint.source import WriteError, read_source, write_atomic
 
 # Below this many files to parse, a pool costs more than it saves.
 POOL_THRESHOLD = 8
@@ -57,8 +62,7 @@ def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
     outcome = FileOutcome(path)
     if data is None:
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_source(path)
         except OSError as e:
             outcome.findings.append(source_error(path, f"cannot read: {e.strerror or e}"))
             return outcome
@@ -137,28 +141,38 @@ def _check_guarded(path: str, codes, settings: Settings, mode: Mode,
 
 
 _WORKER_INDEX: ProjectIndex | None = None
+_WORKER_STOP = None  # an Event the main process sets when interrupted
 
 
-def _init_worker(index: ProjectIndex) -> None:
-    global _WORKER_INDEX
-    _WORKER_INDEX = index
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group: the main process alone decides what stops,
+    # so a worker never dies mid-file or prints a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _init_worker(index: ProjectIndex, stop=None) -> None:
+    global _WORKER_INDEX, _WORKER_STOP
+    _ignore_sigint()
+    _WORKER_INDEX, _WORKER_STOP = index, stop
 
 
 def _check_many(args) -> list[FileOutcome]:
     paths, codes, settings, mode = args
-    return [_check_guarded(p, codes, settings, mode, _WORKER_INDEX) for p in paths]
+    outcomes = []
+    for p in paths:
+        if _WORKER_STOP is not None and _WORKER_STOP.is_set():
+            break  # interrupted: finish the file in hand (written whole or not at all), no more
+        outcomes.append(_check_guarded(p, codes, settings, mode, _WORKER_INDEX))
+    return outcomes
 
 
-def _summarize_many(paths: list[str]) -> list[FileSummary]:
+def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
     found = []
     for path in paths:
         try:
-            with open(path, "rb") as f:
-                summary = summarize(path, f.read())
-        except OSError:
+            found.append((path, summarize(path, read_source(path))))
+        except Exception:  # noqa: BLE001 - unreadable, or too odd to summarize: no summary
             continue
-        if summary is not None:
-            found.append(summary)
     return found
 
 
@@ -167,15 +181,38 @@ def _batches(items: list, jobs: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def build_index(paths: Sequence[str], settings: Settings, jobs: int) -> ProjectIndex:
+def build_index(paths: Sequence[str], settings: Settings, jobs: int,
+                contents: dict[str, bytes] | None = None,
+                cache: SummaryCache | None = None) -> ProjectIndex:
     """The project index over every checked file (the cross-file rules need all of them,
-    even those no rule will parse)."""
-    if jobs > 1 and len(paths) > POOL_THRESHOLD:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            summaries = [s for batch in pool.map(_summarize_many, _batches(list(paths), jobs))
-                         for s in batch]
+    even those no rule will parse); summaries of unchanged files come from the cache."""
+    summaries: list[FileSummary] = []
+    missing: list[str] = []
+    for path in paths:
+        data = contents.get(path) if contents is not None else None
+        hit = cache.get(path, data) if cache is not None and data is not None else None
+        if hit is None:
+            missing.append(path)
+        elif isinstance(hit, FileSummary):
+            summaries.append(hit)
+    if jobs > 1 and len(missing) > POOL_THRESHOLD:
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+        try:
+            fresh = [pair for batch in pool.map(_summarize_many, _batches(missing, jobs))
+                     for pair in batch]
+        except BrokenProcessPool:  # a worker crashed: summarize here, one by one
+            fresh = _summarize_many(missing)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     else:
-        summaries = _summarize_many(list(paths))
+        fresh = _summarize_many(missing)
+    for path, summary in fresh:
+        if summary is not None:
+            summaries.append(summary)
+        if cache is not None and contents is not None and path in contents:
+            cache.put(path, contents[path], summary or False)  # False: does not parse
+    if cache is not None:
+        cache.save()
     return ProjectIndex(summaries, settings.heavy_types)
 
 
@@ -183,29 +220,54 @@ def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: P
                jobs: int) -> list[FileOutcome]:
     if jobs > 1 and len(paths) > POOL_THRESHOLD:
         outcomes: list[FileOutcome] = []
+        stop = multiprocessing.Event()
         # The index goes to each worker once, not with every batch.
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
-                                 initargs=(index,)) as pool:
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                                   initargs=(index, stop))
+        try:
             for batch in pool.map(_check_many, [(b, codes, settings, mode)
                                                 for b in _batches(paths, jobs)]):
                 outcomes.extend(batch)
+        except BrokenProcessPool:  # a worker died (say, a native crash): isolate the file
+            done = {o.path for o in outcomes}
+            outcomes.extend(_check_alone(p, codes, settings, mode, index)
+                            for p in paths if p not in done)
+        except KeyboardInterrupt:
+            stop.set()  # workers finish the file in hand and take no other
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         return outcomes
     return [_check_guarded(p, codes, settings, mode, index) for p in paths]
 
 
+def _check_alone(path: str, codes, settings: Settings, mode: Mode,
+                 index: ProjectIndex) -> FileOutcome:
+    """One file in a process of its own, so that a crash loses only that file."""
+    with ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(index,)) as pool:
+        try:
+            [outcome] = pool.submit(_check_many, ([path], codes, settings, mode)).result()
+            return outcome
+        except BrokenProcessPool:
+            return FileOutcome(path, [_internal(path, "internal error: the process checking "
+                                                      "this file crashed; please report it")])
+
+
 def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
-        jobs: int | None = None) -> RunResult:
+        jobs: int | None = None, cache_dir: Path | None = None) -> RunResult:
+    """`cache_dir`: where the index cache lives (None: no cache)."""
     rules = [r for r in all_rules() if r.code in codes]
     outcomes: list[FileOutcome] = []
     readable: dict[str, bytes] = {}
     for path in paths:
         try:
-            with open(path, "rb") as f:
-                readable[path] = f.read()
+            readable[path] = read_source(path)
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
     jobs = jobs or os.cpu_count() or 1
-    index = build_index(list(readable), settings, jobs) if rules and readable else ProjectIndex([])
+    cache = SummaryCache(cache_dir) if cache_dir is not None else None
+    index = (build_index(list(readable), settings, jobs, readable, cache)
+             if rules and readable else ProjectIndex([]))
     # A cheap substring scan decides which files are parsed at all.
     to_check = [p for p, data in readable.items() if rules_triggered(data, rules, settings, index)]
     del readable

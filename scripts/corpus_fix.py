@@ -1,5 +1,8 @@
 """Apply every fix (safe and unsafe) to a copy of a real tree, then check that every
-changed file still compiles and that a second run has nothing left to fix.
+changed file still compiles, that nothing changed outside what the fixes said they would
+edit (each diff hunk against the original lies within a predicted edit of the JSON output
+and adds only lines those edits add), that the total number of findings only went down,
+and that a second run has nothing left to fix.
 
     python scripts/corpus_fix.py vllm==0.33.0      # or a directory
 
@@ -7,6 +10,7 @@ Prints the figures; exits 1 on any failure."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import shutil
 import subprocess
@@ -29,6 +33,35 @@ def check(root: Path, *args: str) -> list[dict]:
     return json.loads(out.stdout) if out.stdout.strip() else []
 
 
+def unpredicted(before: bytes, after: bytes, edits: list[dict]) -> list[str]:
+    """Diff hunks of `after` against `before` that no predicted edit accounts for."""
+    old = before.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    new = after.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    covered: set[int] = set()  # old lines some edit replaces
+    edges: set[int] = set()  # where an edit starts or ends (an insertion point)
+    for e in edits:
+        start, end = e["location"]["row"], e["end_location"]["row"]
+        covered.update(range(start, end))
+        edges.update((start, end))
+    added = {line for e in edits for line in e["content"].splitlines(keepends=True)}
+    problems = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        # 1-based: the hunk replaces old lines i1+1 .. i2 (none: an insertion before i1+1)
+        first = i1 + 1
+        if i1 < i2:
+            inside = all(line in covered for line in range(first, i2 + 1))
+        else:
+            inside = first in covered or first in edges or i1 in covered
+        foreign = [line for line in new[j1:j2] if line not in added]
+        if not inside or foreign:
+            problems.append(f"lines {first}-{i2}: {tag} not predicted"
+                            + (f" (adds {foreign[0]!r})" if foreign else ""))
+    return problems
+
+
 def main(target: str) -> int:
     source = Path(target) if Path(target).is_dir() else fetch(target)
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,15 +82,23 @@ def main(target: str) -> int:
                 compile(path.read_bytes(), str(path), "exec")
             except SyntaxError as e:
                 broken.append(f"{path.relative_to(copy)}: {e}")
+        predicted: dict[Path, list[dict]] = {}
+        for f in fixable:
+            predicted.setdefault(copy / f["filename"], []).extend(f["fix"].get("edits") or [])
+        outside = [f"{path.relative_to(copy)}: {problem}" for path in changed
+                   for problem in unpredicted(before_files[path], path.read_bytes(),
+                                              predicted.get(path, []))]
         after = check(copy)
         left = [f for f in after if f["fix"] and f["fix"]["applicability"] != "none"]
         print(f"files: {len(before_files)}; findings before: {len(findings)} "
               f"({len(fixable)} fixable); fix run: {elapsed:.1f} s")
         print(f"changed files: {len(changed)}; not compiling: {len(broken)}; "
+              f"changes outside fix edits: {len(outside)}; "
               f"findings after: {len(after)}; still fixable: {len(left)}")
-        for line in broken + [f"{f['filename']}:{f['location']['row']} {f['code']}" for f in left]:
+        for line in broken + outside + [f"{f['filename']}:{f['location']['row']} {f['code']}"
+                                        for f in left]:
             print("  ", line)
-        return 1 if broken or left or len(after) > len(findings) else 0
+        return 1 if broken or outside or left or len(after) > len(findings) else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,265 @@
+"""The GitHub Action's logic (`action.yml` runs `python -m retainlint.action`).
+
+It reads its inputs from the environment (the composite action passes them through
+`env:`, never spliced into a script) and the `GITHUB_*` variables of the run:
+
+    RL_PATHS            paths to check, shell-split (default ".")
+    RL_ARGS             extra arguments for `retainlint check`, shell-split
+    RL_BASE_REF         revision to compare with (default: the pull request's base)
+    RL_CHANGED_ONLY     "true": report only findings on changed lines (default)
+    RL_FAIL_ON_FINDINGS "true": exit 1 when a finding on a changed line remains (default)
+    RL_SARIF_FILE       also write SARIF (all findings) to this path
+
+It runs `retainlint check` once over the whole tree, keeps the findings on lines the pull
+request added or changed, prints them as annotations (at most 10 per level, GitHub drops
+the rest silently, then one warning saying how many were left out), writes every one of
+them to the job summary as a Markdown table, and says how many older findings it left out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from collections import Counter
+from typing import Mapping, Optional, Sequence
+
+from retainlint import formats
+from retainlint.changed import (
+    ChangedError,
+    ChangedLines,
+    changed_since,
+    git_toplevel,
+    repo_root,
+    split_findings,
+)
+from retainlint.finding import Finding, Severity
+
+ANNOTATIONS_PER_LEVEL = 10  # GitHub keeps at most 10 errors and 10 warnings per step
+SUMMARY_LIMIT = 900_000  # bytes; GitHub refuses a step summary over 1 MiB
+LEVEL_ORDER = ("error", "warning", "notice")
+
+
+def _truthy(value: Optional[str], default: bool) -> bool:
+    if value is None or not value.strip():
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _event(env: Mapping[str, str]) -> dict:
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _resolves(ref: str, cwd: str) -> bool:
+    proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+                          cwd=cwd, capture_output=True)
+    return proc.returncode == 0
+
+
+def base_candidates(env: Mapping[str, str], event: dict) -> list[str]:
+    """Where a pull request run's base is: `origin/$GITHUB_BASE_REF` (the base branch as
+    checked out), then the event's `pull_request.base.sha`."""
+    out = []
+    if env.get("GITHUB_BASE_REF"):
+        out.append(f"origin/{env['GITHUB_BASE_REF']}")
+    pr = event.get("pull_request")
+    if isinstance(pr, dict) and isinstance(pr.get("base"), dict) and pr["base"].get("sha"):
+        out.append(str(pr["base"]["sha"]))
+    return out
+
+
+def choose_base(env: Mapping[str, str], event: dict, cwd: str) -> tuple[Optional[str], str]:
+    """(the revision to diff against or None, a note for the log). An explicit base-ref
+    input is used as given (an unknown one is an error later)."""
+    explicit = (env.get("RL_BASE_REF") or "").strip()
+    if explicit:
+        return explicit, f"comparing with {explicit} (base-ref input)"
+    candidates = base_candidates(env, event)
+    for ref in candidates:
+        if _resolves(ref, cwd):
+            return ref, f"comparing with {ref} (the pull request's base)"
+    if candidates:
+        raise ChangedError(
+            f"the pull request's base ({' or '.join(candidates)}) is not in this clone: "
+            "check out with `fetch-depth: 0`, or set the base-ref input")
+    return None, "no pull request base (not a pull_request event): reporting every finding"
+
+
+def _head_sha(env: Mapping[str, str], event: dict) -> str:
+    pr = event.get("pull_request")
+    if isinstance(pr, dict) and isinstance(pr.get("head"), dict) and pr["head"].get("sha"):
+        return str(pr["head"]["sha"])
+    return env.get("GITHUB_SHA", "")
+
+
+def annotations(findings: Sequence[Finding], root: str) -> list[str]:
+    """Workflow commands for at most 10 findings of each level, most severe first; when
+    some are left out, 9 warnings and one warning that says how many."""
+    ordered = sorted(findings, key=lambda f: (f.severity.rank, formats.display_path(f.path, root),
+                                              f.start.line, f.start.column, f.code))
+    by_level: dict[str, list[Finding]] = {level: [] for level in LEVEL_ORDER}
+    for f in ordered:
+        by_level[formats.GITHUB_LEVEL.get(f.severity, "error")].append(f)
+    caps = {level: ANNOTATIONS_PER_LEVEL for level in LEVEL_ORDER}
+    if any(len(items) > ANNOTATIONS_PER_LEVEL for items in by_level.values()):
+        caps["warning"] = ANNOTATIONS_PER_LEVEL - 1  # room for the "N more" warning
+    lines: list[str] = []
+    omitted = 0
+    for level in LEVEL_ORDER:
+        items = by_level[level]
+        lines.extend(formats.github_line(f, root) for f in items[:caps[level]])
+        omitted += max(0, len(items) - caps[level])
+    if omitted:
+        lines.append(f"::warning title=retainlint::{omitted} more finding{'s' if omitted != 1 else ''} "
+                     "not annotated (GitHub shows at most 10 per level); see the job summary")
+    return lines
+
+
+def _cell(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+    if text.count("`") % 2:
+        text = text.replace("`", "\\`")
+    return text
+
+
+def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: str,
+                     env: Mapping[str, str], event: dict, filtered: bool) -> str:
+    """The job summary: counts, then one table row per finding on changed lines."""
+    server, repo, sha = env.get("GITHUB_SERVER_URL", ""), env.get("GITHUB_REPOSITORY", ""), _head_sha(env, event)
+    n = len(kept)
+    head = ["## retainlint", ""]
+    scope = "on lines this change added or modified" if filtered else "in total"
+    if n:
+        by_sev = Counter(f.severity.value for f in kept)
+        counts = ", ".join(f"{by_sev[s.value]} {s.value}" for s in Severity if by_sev[s.value])
+        by_rule = Counter((f.code, f.name) for f in kept)
+        rules = ", ".join(f"`{code}` {name} ({c})" for (code, name), c in sorted(by_rule.items()))
+        head.append(f"**{n} finding{'s' if n != 1 else ''}** {scope} ({counts}): {rules}.")
+    else:
+        head.append(f"No findings {scope}.")
+    head.append("")
+    if filtered:
+        head.append(f"{older} older finding{'s' if older != 1 else ''} on lines this change did not "
+                    f"touch {'was' if older == 1 else 'were'} left out. {base_note[:1].upper()}{base_note[1:]}.")
+    else:
+        head.append(f"{base_note[:1].upper()}{base_note[1:]}.")
+    head.append("")
+    text = "\n".join(head) + "\n"
+    if not kept:
+        return text
+    rows = ["| location | rule | severity | message |", "|---|---|---|---|"]
+    size = len(text.encode()) + sum(len(r) + 1 for r in rows)
+    for i, f in enumerate(sorted(kept, key=lambda f: (formats.display_path(f.path, root), f.start.line,
+                                                      f.start.column, f.code))):
+        path = formats.display_path(f.path, root)
+        where = f"{path}:{f.start.line}:{f.start.column}"
+        if server and repo and sha and not os.path.isabs(path):
+            location = f"[`{_cell(where)}`]({server}/{repo}/blob/{sha}/{path}#L{f.start.line})"
+        else:
+            location = f"`{_cell(where)}`"
+        row = f"| {location} | `{f.code}` {f.name} | {f.severity.value} | {_cell(f.message)} |"
+        if size + len(row.encode()) + 200 > SUMMARY_LIMIT:
+            rest = len(kept) - i
+            rows.append(f"| … | | | {rest} more finding{'s' if rest != 1 else ''} not shown (summary size limit) |")
+            break
+        rows.append(row)
+        size += len(row.encode()) + 1
+    return text + "\n".join(rows) + "\n"
+
+
+def _append(path: Optional[str], text: str) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+
+
+def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str) -> tuple[int, list[Finding], str]:
+    """`retainlint check` over the whole tree, as json: (exit code, findings, stderr)."""
+    cmd = [python, "-m", "retainlint", "check", *args, "--output-format", "json", "--color", "never",
+           "--", *paths]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "NO_COLOR": "1"})
+    try:
+        items = json.loads(proc.stdout) if proc.stdout.strip() else None
+    except ValueError:
+        items = None
+    if not isinstance(items, list):
+        return (proc.returncode or 2), [], proc.stderr or proc.stdout
+    return proc.returncode, formats.from_json(items), proc.stderr
+
+
+def main(env: Optional[Mapping[str, str]] = None) -> int:
+    env = os.environ if env is None else env
+    cwd = env.get("GITHUB_WORKSPACE") or os.getcwd()
+    event = _event(env)
+    paths = shlex.split(env.get("RL_PATHS") or "") or ["."]
+    args = shlex.split(env.get("RL_ARGS") or "")
+    changed_only = _truthy(env.get("RL_CHANGED_ONLY"), True)
+    fail = _truthy(env.get("RL_FAIL_ON_FINDINGS"), True)
+
+    changed: Optional[ChangedLines] = None
+    base_note = "reporting every finding (changed-only is off)"
+    try:
+        if changed_only:
+            if git_toplevel(cwd) is None:
+                raise ChangedError(f"{cwd} is not a git repository: check it out with actions/checkout")
+            base, base_note = choose_base(env, event, cwd)
+            if base is not None:
+                changed = changed_since(base, cwd)
+                base_note += f", merge base {changed.base[:12]}"
+    except ChangedError as e:
+        print(f"::error title=retainlint::{formats.gh_escape_data(str(e))}")
+        print(f"retainlint: error: {e}", file=sys.stderr)
+        return 2
+    print(f"retainlint: {base_note}", flush=True)
+
+    rc, findings, stderr = run_check(sys.executable, paths, args, cwd)
+    if stderr.strip():
+        print(stderr.rstrip(), file=sys.stderr, flush=True)
+    if rc not in (0, 1) and not findings:
+        print(f"::error title=retainlint::{formats.gh_escape_data(stderr.strip() or f'retainlint exited {rc}')}")
+        return 2
+
+    root = changed.root if changed is not None else repo_root(cwd)
+    if changed is not None:
+        kept, left_out = split_findings(findings, changed)
+    else:
+        kept, left_out = list(findings), []
+
+    for line in annotations(kept, root):
+        print(line)
+    _append(env.get("GITHUB_STEP_SUMMARY"),
+            summary_markdown(kept, len(left_out), root, base_note, env, event, changed is not None))
+    sarif_path = (env.get("RL_SARIF_FILE") or "").strip()
+    if sarif_path:
+        target = os.path.normpath(os.path.join(cwd, sarif_path))
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "w", encoding="utf-8") as f:
+                json.dump(formats.sarif(findings, root), f, indent=2)
+        except OSError as e:
+            print(f"::error title=retainlint::{formats.gh_escape_data(f'cannot write {sarif_path}: {e}')}")
+            return 2
+        print(f"retainlint: wrote SARIF ({len(findings)} findings) to {sarif_path}")
+    _append(env.get("GITHUB_OUTPUT"),
+            f"findings={len(kept)}\nolder-findings={len(left_out)}\ntotal-findings={len(findings)}\n")
+    print(f"retainlint: {len(kept)} finding{'s' if len(kept) != 1 else ''}"
+          + (f" on changed lines, {len(left_out)} older left out" if changed is not None else "")
+          + "; see the job summary")
+    if rc not in (0, 1):
+        return 2
+    return 1 if kept and fail else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

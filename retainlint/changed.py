@@ -1,0 +1,229 @@
+"""Which lines changed since a git revision, and which findings lie on them.
+
+"Changed" means added or modified between the merge base of REF and HEAD on one side
+and the working tree on the other (staged and unstaged edits included); a file git
+does not track yet (and does not ignore) counts as changed as a whole. Deleted lines
+have no place in the new file, so they never count.
+
+The diff is read from ``git diff --unified=0`` and parsed by its hunk headers: each
+``@@ -a,b +c,d @@`` says how many old and new lines follow, so a removed line whose text
+starts with ``--`` (or an added one starting with ``++``) is never taken for a file header.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+from retainlint.finding import INTERNAL_ERROR, Finding
+
+
+class ChangedError(Exception):
+    """Not a git repository, an unknown revision, no merge base: a usage error (exit 2)."""
+
+
+# A changed file: the set of changed 1-based line numbers, or WHOLE_FILE.
+WHOLE_FILE = None
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
+            "\\": "\\", '"': '"'}
+
+
+def _git(args: Sequence[str], cwd: str, check_error: Optional[str] = None) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=300)
+    except FileNotFoundError:
+        raise ChangedError("git is not installed") from None
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ChangedError(f"git failed: {e}") from None
+    if check_error is not None and proc.returncode != 0:
+        raise ChangedError(check_error)
+    return proc
+
+
+def git_toplevel(cwd: Optional[str] = None) -> Optional[str]:
+    """The root of the git work tree containing `cwd`, or None outside one (or without git)."""
+    try:
+        proc = _git(["rev-parse", "--show-toplevel"], cwd or os.getcwd())
+    except ChangedError:
+        return None
+    if proc.returncode != 0:
+        return None
+    top = proc.stdout.decode("utf-8", "surrogateescape").strip()
+    return os.path.realpath(top) if top else None
+
+
+def repo_root(cwd: Optional[str] = None) -> str:
+    """The git top level of `cwd`, or `cwd` itself outside git (machine formats make
+    paths relative to it)."""
+    cwd = cwd or os.getcwd()
+    return git_toplevel(cwd) or os.path.realpath(cwd)
+
+
+def relative_to_root(path: str, root: str) -> Optional[str]:
+    """`path` (as given on the command line, relative to the cwd or absolute) relative to
+    `root`, with forward slashes; None when it lies outside `root`."""
+    full = os.path.realpath(path)
+    try:
+        rel = os.path.relpath(full, root)
+    except ValueError:  # another drive on Windows
+        return None
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        return None
+    return rel.replace(os.sep, "/")
+
+
+def unquote_path(raw: str) -> str:
+    """A path as git prints it in diff headers: C-quoted ("a\\tb", octal bytes) when it
+    has unusual characters."""
+    if not (len(raw) >= 2 and raw.startswith('"') and raw.endswith('"')):
+        return raw
+    body, out, i = raw[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if re.fullmatch(r"[0-7]{3}", body[i + 1:i + 4]):
+                out.append(int(body[i + 1:i + 4], 8))
+                i += 4
+                continue
+            out.extend(_ESCAPES.get(nxt, nxt).encode("utf-8"))
+            i += 2
+            continue
+        out.extend(c.encode("utf-8", "surrogateescape"))
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _strip_prefix(path: str, prefix: str) -> Optional[str]:
+    # git ends the name with a tab when it contains a space; a real tab would be quoted.
+    path = unquote_path(path.rstrip("\n").split("\t")[0])
+    if path == "/dev/null":
+        return None
+    return path[len(prefix):] if path.startswith(prefix) else path
+
+
+def parse_diff(text: str) -> dict[str, set[int]]:
+    """New-side line numbers of added lines, per new path, from a unified diff (any -U).
+
+    Header lines (``diff --git``, ``---``, ``+++``, ``index``, ...) are only looked at
+    between hunks; inside a hunk the header's counts say how many lines belong to it.
+    """
+    changed: dict[str, set[int]] = {}
+    path: Optional[str] = None
+    old_left = new_left = 0
+    new_line = 0
+    for line in text.splitlines():
+        if old_left > 0 or new_left > 0:
+            if line.startswith("\\"):  # "\ No newline at end of file": not a line
+                continue
+            tag = line[:1]
+            if tag == "+":
+                if path is not None:
+                    changed.setdefault(path, set()).add(new_line)
+                new_line += 1
+                new_left -= 1
+            elif tag == "-":
+                old_left -= 1
+            else:  # context (" ", or "" for an empty context line some tools emit)
+                new_line += 1
+                new_left -= 1
+                old_left -= 1
+            continue
+        if line.startswith("diff --git "):
+            path = None
+        elif line.startswith("+++ "):
+            path = _strip_prefix(line[4:], "b/")
+            if path is not None:
+                changed.setdefault(path, set())
+        elif line.startswith("@@"):
+            m = _HUNK.match(line)
+            if m is None:
+                continue
+            old_left = int(m.group(2)) if m.group(2) is not None else 1
+            new_line = int(m.group(3))
+            new_left = int(m.group(4)) if m.group(4) is not None else 1
+    return changed
+
+
+@dataclass
+class ChangedLines:
+    """The result of `changed_since`: lines per repo-relative path (WHOLE_FILE for new,
+    untracked files), the repository root and the merge base used."""
+
+    root: str
+    base: str
+    ref: str
+    files: dict[str, Optional[set[int]]] = field(default_factory=dict)
+
+    def covers(self, rel_path: str, first: int, last: int) -> bool:
+        if rel_path not in self.files:
+            return False
+        lines = self.files[rel_path]
+        if lines is WHOLE_FILE:
+            return True
+        return any(n in lines for n in range(first, last + 1))
+
+
+def changed_since(ref: str, cwd: Optional[str] = None) -> ChangedLines:
+    """Lines added or modified between merge-base(`ref`, HEAD) and the working tree of
+    the repository containing `cwd`. Raises ChangedError outside a git repository, for
+    an unknown `ref`, or when there is no merge base (a shallow clone, unrelated history)."""
+    cwd = cwd or os.getcwd()
+    root = git_toplevel(cwd)
+    if root is None:
+        raise ChangedError(f"--changed-since needs a git repository, and {os.path.abspath(cwd)} is not in one")
+    if not ref or ref.startswith("-"):
+        raise ChangedError(f"unknown git revision `{ref}`")
+    _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root,
+         f"unknown git revision `{ref}`")
+    _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], root,
+         "the repository has no commit yet (HEAD does not exist)")
+    proc = _git(["merge-base", "--end-of-options", ref, "HEAD"], root,
+                f"no merge base between `{ref}` and HEAD (a shallow clone? fetch the full history, "
+                f"e.g. actions/checkout with fetch-depth: 0)")
+    base = proc.stdout.decode().strip()
+    diff = _git(
+        ["-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
+         "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "--unified=0", "--find-renames",
+         base, "--"],
+        root, f"git diff against {base[:12]} failed",
+    )
+    files: dict[str, Optional[set[int]]] = dict(parse_diff(diff.stdout.decode("utf-8", "surrogateescape")))
+    untracked = _git(["ls-files", "-z", "--others", "--exclude-standard"], root,
+                     "git ls-files failed")
+    for raw in untracked.stdout.split(b"\0"):
+        if raw:
+            files[raw.decode("utf-8", "surrogateescape")] = WHOLE_FILE
+    return ChangedLines(root=root, base=base, ref=ref, files=files)
+
+
+def _last_line(f: Finding) -> int:
+    # End positions are exclusive: a range ending at column 1 does not touch its end line.
+    if f.end.line > f.start.line and f.end.column <= 1:
+        return f.end.line - 1
+    return max(f.end.line, f.start.line)
+
+
+def on_changed_lines(f: Finding, changed: ChangedLines) -> bool:
+    """A finding counts when any line of its range was added or modified. Internal
+    errors (RL999) are always reported."""
+    if f.code == INTERNAL_ERROR[0]:
+        return True
+    rel = relative_to_root(f.path, changed.root)
+    if rel is None:
+        return False
+    return changed.covers(rel, f.start.line, _last_line(f))
+
+
+def split_findings(findings: Iterable[Finding], changed: ChangedLines) -> tuple[list[Finding], list[Finding]]:
+    """(findings on changed lines, the others)."""
+    kept: list[Finding] = []
+    left_out: list[Finding] = []
+    for f in findings:
+        (kept if on_changed_lines(f, changed) else left_out).append(f)
+    return kept, left_out

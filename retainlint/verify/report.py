@@ -1,0 +1,138 @@
+"""Verdicts and output of `retainlint verify` (no torch here)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from retainlint.verify.probe import MiB, REPRODUCED_SHARE, tolerance_bytes
+
+FREED, NOT_REPRODUCED, INEFFECTIVE, ERROR = "freed", "not reproduced", "fix ineffective", "error"
+
+
+def verdict(before: dict, after: dict) -> str:
+    """`freed`: the buggy run retains >= 90 % of the target's bytes (a positive control) and
+    the fixed run frees it (dead, about 0 bytes). `not reproduced`: the buggy run did not
+    retain. `fix ineffective`: the fixed run still retains."""
+    if before.get("error") or after.get("error"):
+        return ERROR
+    target = before.get("target_bytes") or 0
+    if target <= 0:
+        return ERROR
+    if before["retained_bytes"] < REPRODUCED_SHARE * target:
+        return NOT_REPRODUCED
+    if after["alive"] or after["retained_bytes"] > tolerance_bytes(target):
+        return INEFFECTIVE
+    return FREED
+
+
+def _side(r: dict) -> dict:
+    holder = r.get("holder") or None
+    return {
+        "alive": r.get("alive"),
+        "retained_bytes": r.get("retained_bytes"),
+        "scan_bytes": r.get("scan_bytes"),
+        "cuda_bytes": r.get("cuda_bytes"),
+        "rss_delta_bytes": r.get("rss_delta_bytes"),
+        "holder": holder["chain"] if holder else None,
+        "holder_rule": holder["rule"] if holder else None,
+        "seconds": (r.get("seconds") or {}).get("total"),
+        "error": r.get("error"),
+    }
+
+
+def row(scenario, fix: str, model: str, repeat: int, before: dict, after: dict) -> dict:
+    v = verdict(before, after)
+    b, a = _side(before), _side(after)
+    # The holder that explains the verdict: what the fix failed to release, or what the bug
+    # held (and the fix released).
+    if v == INEFFECTIVE:
+        holder, holder_rule = a["holder"], a["holder_rule"]
+    elif v == FREED:
+        holder, holder_rule = b["holder"], b["holder_rule"]
+    else:
+        holder, holder_rule = None, None
+    return {
+        "rule": scenario.rule,
+        "scenario": scenario.name,
+        "model": model,
+        "device": before.get("device") or after.get("device"),
+        "probe": before.get("probe") or after.get("probe"),
+        "fix": fix,
+        "repeat": repeat,
+        "target_bytes": before.get("target_bytes") or after.get("target_bytes"),
+        "before": b,
+        "after": a,
+        "verdict": v,
+        "holder": holder,
+        "holder_rule": holder_rule,
+    }
+
+
+def _mib(n: Optional[int]) -> str:
+    return "-" if n is None else f"{n / MiB:.1f}"
+
+
+def _yn(x: Any) -> str:
+    return "-" if x is None else ("yes" if x else "no")
+
+
+def _key(r: dict) -> tuple:
+    return (r["before"]["alive"], r["before"]["retained_bytes"], r["after"]["alive"],
+            r["after"]["retained_bytes"], r["verdict"], r["holder"])
+
+
+def grouped(rows: list[dict]) -> list[tuple[dict, str]]:
+    """One line per scenario when all repeats agree, else one per repeat."""
+    out: list[tuple[dict, str]] = []
+    order: dict[tuple, list] = {}
+    for r in rows:
+        order.setdefault((r["rule"], r["scenario"], r["model"]), []).append(r)
+    for group in order.values():
+        n = len(group)
+        if len({_key(r) for r in group}) == 1:
+            out.append((group[0], f"{n}/{n} identical" if n > 1 else "1"))
+        else:
+            for r in group:
+                out.append((r, f"run {r['repeat']} of {n} (differs)"))
+    return out
+
+
+VERDICT_STYLE = {FREED: "bold green", NOT_REPRODUCED: "bold yellow", INEFFECTIVE: "bold red", ERROR: "bold red"}
+
+
+def table(console, rows: list[dict]) -> None:
+    from rich.table import Table
+
+    t = Table(title="retainlint verify: memory still held after teardown", title_justify="left")
+    for col, just in (("rule", "left"), ("scenario", "left"), ("fix", "left"), ("model", "left"),
+                      ("device", "left"), ("model MiB", "right"), ("retained before MiB", "right"),
+                      ("retained after MiB", "right"), ("alive before / after", "center"),
+                      ("verdict", "left"), ("runs", "left")):
+        t.add_column(col, justify=just, no_wrap=True)
+    lines = grouped(rows)
+    for r, runs in lines:
+        t.add_row(r["rule"], r["scenario"], r["fix"], r["model"], r["device"] or "-",
+                  _mib(r["target_bytes"]), _mib(r["before"]["retained_bytes"]),
+                  _mib(r["after"]["retained_bytes"]),
+                  f"{_yn(r['before']['alive'])} / {_yn(r['after']['alive'])}",
+                  f"[{VERDICT_STYLE.get(r['verdict'], '')}]{r['verdict']}[/]", runs)
+    console.print(t)
+    console.print("Who held it:", style="bold")
+    for r, _ in lines:
+        if r["verdict"] == ERROR:
+            err = r["before"]["error"] or r["after"]["error"] or "the scenario named nothing to free"
+            console.print(f"  {r['rule']} {r['scenario']}: error: {err.strip().splitlines()[-1]}",
+                          highlight=False, markup=False)
+            continue
+        side = "fixed run" if r["verdict"] == INEFFECTIVE else "buggy run"
+        chain = r["holder"] or "-"
+        rule = f"  [{r['holder_rule']}]" if r["holder_rule"] else ""
+        console.print(f"  {r['rule']} {r['scenario']} ({side}): {chain}{rule}", highlight=False,
+                      markup=False)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    console.print(f"{len(rows)} run pair(s): {summary}. Retained = "
+                  f"{'CUDA memory_allocated delta' if rows and rows[0]['probe'] == 'cuda_memory_allocated' else 'bytes of the tracked tensor storages still alive'}"
+                  "; RSS is reported in --output-format json only, never judged.", highlight=False)

@@ -1,0 +1,175 @@
+"""--changed-since REF: only findings on lines added or changed since merge-base(REF, HEAD)."""
+
+import json
+import subprocess
+import textwrap
+
+from conftest import BUGGY, CLEAN, run_cli
+from retainlint.changed import parse_diff, unquote_path
+
+HOOK = "    torch._dynamo.convert_frame.register_bytecode_hook(self.hook)\n"
+
+
+def git(root, *args):
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false",
+         "-c", "init.defaultBranch=main", *args],
+        cwd=root, check=True, capture_output=True, text=True,
+    ).stdout
+
+
+def commit_all(root, message):
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def lines_of(result):
+    return sorted((f["filename"], f["location"]["row"]) for f in json.loads(result.stdout))
+
+
+def test_parse_diff_uses_hunk_counts_not_header_lookalikes():
+    # The removed line "-- weird" and the added line "++ bar" look like file headers to a
+    # naive parser; the counts in the hunk header say they belong to the hunk.
+    diff = textwrap.dedent("""\
+        diff --git a/n1.py b/n1.py
+        index 1111111..2222222 100644
+        --- a/n1.py
+        +++ b/n1.py
+        @@ -3,2 +3,0 @@ def f():
+        --- weird but removed
+        --- another
+        @@ -10 +8,2 @@
+        -old
+        +++ bar added
+        +new
+        diff --git a/n2.py b/n2.py
+        --- a/n2.py
+        +++ b/n2.py
+        @@ -2 +2 @@
+        -x
+        \\ No newline at end of file
+        +y
+        \\ No newline at end of file
+        diff --git a/new.py b/new.py
+        new file mode 100644
+        --- /dev/null
+        +++ b/new.py
+        @@ -0,0 +1,3 @@
+        +a
+        +b
+        +c
+        diff --git a/gone.py b/gone.py
+        deleted file mode 100644
+        --- a/gone.py
+        +++ /dev/null
+        @@ -1,2 +0,0 @@
+        -a
+        -b
+    """)
+    assert parse_diff(diff) == {"n1.py": {8, 9}, "n2.py": {2}, "new.py": {1, 2, 3}}
+
+
+def test_parse_diff_with_context_lines_and_quoted_names():
+    diff = textwrap.dedent("""\
+        --- "a/we\\"ird name.py"
+        +++ "b/we\\"ird name.py"
+        @@ -1,4 +1,5 @@
+         a
+        -b
+        +B
+        +C
+         d
+         e
+    """)
+    assert parse_diff(diff) == {'we"ird name.py': {2, 3}}
+    assert unquote_path('"b/caf\\303\\251.py"') == "b/café.py"
+    assert unquote_path("plain.py") == "plain.py"
+
+
+def test_only_lines_changed_since_merge_base_are_reported(tree):
+    base_src = BUGGY  # RL501 at line 7, already on main
+    root = tree({"old.py": base_src, "pkg/keep.py": BUGGY, "clean.py": CLEAN})
+    git(root, "init", "-q")
+    commit_all(root, "base")
+    git(root, "checkout", "-q", "-b", "feature")
+    # add one buggy line in old.py (a new hook registration at line 8)
+    lines = base_src.splitlines(keepends=True)
+    lines.insert(7, HOOK.replace("self.hook", "self.other"))
+    (root / "old.py").write_text("".join(lines))
+    commit_all(root, "feature work")
+    # main moves on independently: the merge base is still "base"
+    git(root, "checkout", "-q", "main")
+    (root / "main_only.py").write_text(BUGGY)
+    commit_all(root, "main moves")
+    git(root, "checkout", "-q", "feature")
+    # working-tree changes count too: an untracked new file, and an unstaged edit
+    (root / "untracked.py").write_text(BUGGY)
+    r = run_cli("check", "--changed-since", "main", "--output-format", "json", cwd=root)
+    assert r.returncode == 1, r.stderr
+    assert lines_of(r) == [("old.py", 8), ("untracked.py", 7)]
+    assert "2 findings on lines not changed since main not shown" in r.stderr
+
+    # everything still analysed: without the flag all findings come back
+    everything = run_cli("check", "--output-format", "json", cwd=root)
+    assert len(json.loads(everything.stdout)) == 4
+
+
+def test_unstaged_edit_counts_and_deleted_lines_do_not(tree):
+    root = tree({"a.py": BUGGY})
+    git(root, "init", "-q")
+    commit_all(root, "base")
+    r = run_cli("check", "--changed-since", "HEAD", "--output-format", "concise", cwd=root)
+    assert r.returncode == 0 and "All checks passed!" in r.stdout
+    # delete lines 1-2: only deletions; the finding moves to line 5 but that line is
+    # unchanged, so it is not reported
+    (root / "a.py").write_text(BUGGY.split("\n", 2)[2])
+    r = run_cli("check", "--changed-since", "HEAD", "--output-format", "concise", cwd=root)
+    assert r.returncode == 0, r.stdout
+    # touching the flagged line itself makes it new
+    (root / "a.py").write_text(BUGGY.replace("register_bytecode_hook(self.hook)",
+                                             "register_bytecode_hook(self.hook2)"))
+    r = run_cli("check", "--changed-since", "HEAD", "--output-format", "concise", cwd=root)
+    assert r.returncode == 1 and "a.py:7:" in r.stdout
+
+
+def test_multiline_finding_reported_when_any_of_its_lines_changed(tree):
+    src = textwrap.dedent("""\
+        import torch
+
+
+        class Wrapper:
+            def __init__(self, model):
+                torch._dynamo.convert_frame.register_bytecode_hook(
+                    self.hook,
+                )
+    """)
+    root = tree({"a.py": src})
+    git(root, "init", "-q")
+    commit_all(root, "base")
+    (root / "a.py").write_text(src.replace("self.hook,", "self.hook2,"))
+    r = run_cli("check", "--changed-since", "HEAD", "--output-format", "json", cwd=root)
+    assert lines_of(r) == [("a.py", 6)]
+
+
+def test_paths_relative_to_the_cwd_inside_a_subdirectory(tree):
+    root = tree({"sub/a.py": CLEAN})
+    git(root, "init", "-q")
+    commit_all(root, "base")
+    (root / "sub" / "a.py").write_text(BUGGY)
+    r = run_cli("check", ".", "--changed-since", "HEAD", "--output-format", "concise", cwd=root / "sub")
+    assert r.returncode == 1 and "a.py:7:" in r.stdout
+
+
+def test_outside_git_and_unknown_ref_are_one_line_errors_exit_2(tree):
+    root = tree({"a.py": BUGGY})
+    r = run_cli("check", "--changed-since", "main", cwd=root)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "git repository" in r.stderr, r.stderr
+    git(root, "init", "-q")
+    commit_all(root, "base")
+    r = run_cli("check", "--changed-since", "no-such-branch", cwd=root)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "retainlint: error: unknown git revision `no-such-branch`"
+    r = run_cli("check", "--changed-since=--output=x", cwd=root)  # never passed to git as an option
+    assert r.returncode == 2 and "unknown git revision" in r.stderr
+    assert not (root / "x").exists()

@@ -1,0 +1,65 @@
+"""--output-format github: one workflow command per finding, escaped like actions/toolkit."""
+
+import subprocess
+
+from conftest import BUGGY, CLEAN, run_cli
+from retainlint.finding import Applicability, Finding, Fix, Position, Severity
+from retainlint.formats import gh_escape_data, gh_escape_prop, github_line
+
+
+def _finding(path="a.py", start=(7, 9), end=(7, 61), severity=Severity.ERROR, message="msg", fix=None):
+    return Finding("RL501", "discarded-hook-handle", message, path, Position(*start), Position(*end),
+                   severity, fix=fix)
+
+
+def test_escaping_matches_the_toolkit():
+    assert gh_escape_data("100% done\r\nnext::x") == "100%25 done%0D%0Anext::x"
+    assert gh_escape_prop("we,ird:name 50%.py") == "we%2Cird%3Aname 50%25.py"
+    # % first, so an escape is never escaped twice
+    assert gh_escape_prop("%3A") == "%253A"
+
+
+def test_golden_line_with_awkward_message_and_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    f = _finding(path="src/we,ird:name 1.py", message="50% of it\nsecond line :: not a separator")
+    assert github_line(f, str(tmp_path)) == (
+        "::error file=src/we%2Cird%3Aname 1.py,line=7,endLine=7,col=9,endColumn=61,"
+        "title=retainlint RL501 discarded-hook-handle::50%25 of it%0Asecond line :: not a separator"
+    )
+
+
+def test_columns_only_on_single_line_ranges_and_levels(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    multi = github_line(_finding(start=(3, 5), end=(6, 2), severity=Severity.WARNING), str(tmp_path))
+    assert multi.startswith("::warning file=a.py,line=3,endLine=6,title=")
+    assert "col=" not in multi and "endColumn=" not in multi
+    info = github_line(_finding(severity=Severity.INFO), str(tmp_path))
+    assert info.startswith("::notice ")
+
+
+def test_fix_help_goes_on_a_second_message_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    f = _finding(fix=Fix(Applicability.SAFE, "Keep the handle"))
+    assert github_line(f, str(tmp_path)).endswith("::msg%0A  help (fix): Keep the handle")
+
+
+def test_cli_paths_relative_to_git_root_from_a_subdirectory(tree):
+    root = tree({"pkg/a.py": BUGGY, "pkg/clean.py": CLEAN})
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    r = run_cli("check", "a.py", "--output-format", "github", cwd=root / "pkg")
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == [
+        "::error file=pkg/a.py,line=7,endLine=7,col=9,endColumn=70,"
+        "title=retainlint RL501 discarded-hook-handle::handle returned by `register_bytecode_hook` "
+        "is discarded: the global hook registry keeps the hook `self.hook` (and all it references) "
+        "alive, and nothing can remove it%0A  help (fix): Keep the handle as `self._bytecode_hook_handle` "
+        "and remove it in `close()`"
+    ], r.stdout
+    assert "\x1b[" not in run_cli("check", "a.py", "--output-format", "github", "--color", "always",
+                                  cwd=root / "pkg").stdout
+
+
+def test_cli_outside_git_uses_the_cwd_and_clean_prints_nothing(tree):
+    root = tree({"a.py": CLEAN})
+    r = run_cli("check", "--output-format", "github", cwd=root)
+    assert r.returncode == 0 and r.stdout == ""

@@ -1,0 +1,237 @@
+"""Odd, broken and hostile files: each gives at most a one-line error naming the file, the
+other files of the run are still checked, and no traceback ever reaches the user.
+
+Every hostile file names a trigger token (`register_bytecode_hook`): files no rule could
+fire on are never parsed, so without one the test would prove nothing."""
+
+import os
+
+import libcst as cst
+import pytest
+
+from conftest import BUGGY, run_cli
+
+TRIGGER = "# register_bytecode_hook\n"
+BOM = b"\xef\xbb\xbf"
+GOOD_FINDING = "ok.py:7:9: RL501"
+
+
+def check(root, *args):
+    r = run_cli("check", "--output-format", "concise", *args, cwd=root)
+    assert "Traceback" not in r.stdout + r.stderr
+    return r
+
+
+def errors_for(r, name):
+    return [line for line in r.stdout.splitlines() if line.startswith(f"{name}:")]
+
+
+def assert_one_error(r, name, text):
+    [line] = errors_for(r, name)
+    assert " RL000 " in line and text in line, line
+    assert GOOD_FINDING in r.stdout  # the run went on
+    assert r.returncode == 1
+
+
+def test_syntax_error(tree):
+    root = tree({"bad.py": TRIGGER + "def f(:\n    pass\n", "ok.py": BUGGY})
+    r = check(root)
+    assert_one_error(r, "bad.py", "bad.py:2:7: RL000 cannot parse: ")
+
+
+def test_undecodable_bytes_and_unknown_coding(tree):
+    root = tree({"bad.py": TRIGGER.encode() + b"x = '\xff\xfe'\n",
+                 "cookie.py": b"# -*- coding: no-such-codec -*-\n" + TRIGGER.encode(),
+                 "ok.py": BUGGY})
+    r = check(root)
+    assert_one_error(r, "bad.py", "bad.py:2:6: RL000 cannot decode source as utf-8")
+    assert_one_error(r, "cookie.py", "cannot decode source")
+
+
+def test_utf8_bom_keeps_positions_and_survives_fix(tree):
+    root = tree({"bom.py": BOM + BUGGY.encode(), "ok.py": BUGGY})
+    r = check(root)
+    assert "bom.py:7:9: RL501" in r.stdout and GOOD_FINDING in r.stdout
+    assert run_cli("check", "bom.py", "--fix", cwd=root).returncode == 0
+    data = (root / "bom.py").read_bytes()
+    assert data.startswith(BOM) and data.count(BOM) == 1
+    assert b"self._bytecode_hook_handle = torch._dynamo" in data
+
+
+def _unchanged_outside_edit(before: bytes, after: bytes, edited_line: int) -> None:
+    """Every original line but the edited one is still there, byte for byte, in order."""
+    old = before.splitlines(keepends=True)
+    new = after.splitlines(keepends=True)
+    kept = [line for i, line in enumerate(old, 1) if i != edited_line]
+    if not before.endswith(b"\n"):  # a line added after the last one gives it an ending
+        kept[-1] = kept[-1].rstrip(b"\r")
+        new = [n.rstrip(b"\r\n") if n.startswith(kept[-1]) else n for n in new]
+    it = iter(new)
+    assert all(any(line == n for n in it) for line in kept), (old, new)
+
+
+@pytest.mark.parametrize("endings", ["crlf", "mixed", "crlf-no-final-newline"])
+def test_line_endings_kept_byte_for_byte_outside_the_fix(tree, endings):
+    lines = BUGGY.splitlines(keepends=True)
+    if endings == "crlf":
+        data = "".join(l.replace("\n", "\r\n") for l in lines).encode()
+    elif endings == "mixed":
+        data = "".join(l.replace("\n", "\r\n") if i % 2 else l for i, l in enumerate(lines)).encode()
+    else:
+        data = BUGGY.rstrip("\n").replace("\n", "\r\n").encode()
+    root = tree({"a.py": data, "ok.py": BUGGY})
+    r = check(root, "--fix")
+    assert r.returncode == 0, r.stdout
+    after = (root / "a.py").read_bytes()
+    assert b"self._bytecode_hook_handle.remove()" in after
+    _unchanged_outside_edit(data, after, edited_line=7)
+    if endings != "mixed":
+        assert after.count(b"\r\n") == after.count(b"\n")
+
+
+def test_nul_bytes(tree):
+    root = tree({"nul.py": TRIGGER.encode() + b"x = 1\n\x00\n", "ok.py": BUGGY})
+    assert_one_error(check(root), "nul.py", "nul.py:3:1: RL000 source contains a NUL byte")
+
+
+def test_empty_and_blank_files(tree):
+    root = tree({"empty.py": b"", "blank.py": b"\n\n  \n", "bom_only.py": BOM, "ok.py": BUGGY})
+    r = check(root)
+    assert r.returncode == 1 and GOOD_FINDING in r.stdout
+    assert not [l for l in r.stdout.splitlines() if l.startswith(("empty", "blank", "bom_only"))]
+    assert check(root, "empty.py").returncode == 0
+
+
+def test_ten_megabyte_generated_file(tree):
+    # Shaped like a generated module (_pb2, embedded assets): one huge literal.
+    blob = b"BLOB = b'" + b"\\x00" * (10_000_000 // 4) + b"'\n"
+    root = tree({"big.py": BUGGY.encode() + blob, "ok.py": BUGGY})
+    r = check(root)
+    assert r.returncode == 1
+    assert "big.py:7:9: RL501" in r.stdout and GOOD_FINDING in r.stdout
+
+
+DEEP = {
+    "parens.py": TRIGGER + "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n",
+    "chain.py": TRIGGER + "x = " + "+".join(["a"] * 100_000) + "\n",
+    "boolops.py": TRIGGER + "x = a" + " and a" * 20_000 + "\n",
+    "unary.py": TRIGGER + "x = " + "-" * 50_000 + "a\n",
+    "newer_syntax_parens.py": TRIGGER + "type X = int\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+}
+
+
+def test_deeply_nested_expressions(tree):
+    # libcst's native parser overflows its stack (a segfault) or takes quadratic time here.
+    root = tree({**DEEP, "ok.py": BUGGY})
+    r = check(root, "-j", "1")
+    for name in DEEP:
+        [line] = errors_for(r, name)
+        assert "RL000 cannot parse: " in line, line
+    assert GOOD_FINDING in r.stdout and r.returncode == 1
+
+
+def test_deeply_nested_expressions_in_the_process_pool(tree):
+    ok = {f"ok{i}.py": BUGGY for i in range(9)}
+    root = tree({**DEEP, **ok})
+    r = check(root, "-j", "2")
+    assert r.returncode == 1
+    for name in DEEP:
+        assert len(errors_for(r, name)) == 1
+    assert sorted(l.split(":")[0] for l in r.stdout.splitlines() if "RL501" in l) == sorted(ok)
+
+
+def test_symlink_loop_and_link_outside_the_tree(tree, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "far.py").write_text(BUGGY)
+    root = tree({"ok.py": BUGGY})
+    os.symlink(root, root / "loop")  # a directory loop
+    os.symlink(outside, root / "away")  # a directory outside the tree
+    os.symlink("b.py", root / "a.py")  # a file loop
+    os.symlink("a.py", root / "b.py")
+    r = check(root)
+    assert "far.py" not in r.stdout and "loop/" not in r.stdout
+    assert_one_error(r, "a.py", "cannot read: Too many levels of symbolic links")
+    assert_one_error(r, "b.py", "cannot read: Too many levels of symbolic links")
+    named = check(root, "a.py", "ok.py")
+    assert_one_error(named, "a.py", "cannot read: Too many levels of symbolic links")
+
+
+def test_file_gone_or_unreadable_at_read_time(tree):
+    root = tree({"ok.py": BUGGY, "locked.py": BUGGY})
+    os.symlink("deleted-after-discovery.py", root / "gone.py")  # what a vanished file looks like
+    os.mkfifo(root / "fifo.py")  # reading would block forever
+    os.symlink("/dev/zero", root / "zero.py")  # reading would never end
+    os.chmod(root / "locked.py", 0)
+    r = check(root)
+    assert_one_error(r, "gone.py", "gone.py:1:1: RL000 cannot read: No such file or directory")
+    assert_one_error(r, "fifo.py", "fifo.py:1:1: RL000 cannot read: not a regular file")
+    assert_one_error(r, "zero.py", "zero.py:1:1: RL000 cannot read: not a regular file")
+    if os.geteuid() != 0:  # root reads through mode 000
+        assert_one_error(r, "locked.py", "cannot read: Permission denied")
+    full = run_cli("check", cwd=root)  # the code frame reader must not block either
+    assert "Traceback" not in full.stdout + full.stderr and full.returncode == 1
+
+
+def test_file_deleted_between_discovery_and_reading(tree):
+    from retainlint.config import load_settings
+    from retainlint.discover import discover
+    from retainlint.registry import all_rules
+    from retainlint.runner import Mode, run
+
+    root = tree({"a.py": BUGGY, "b.py": BUGGY, "c.py": BUGGY})
+    settings = load_settings(root, None)
+    files = discover([str(root)], settings.root, (), False)
+    os.unlink(root / "b.py")
+    result = run(files, [r.code for r in all_rules()], settings, Mode(), jobs=1)
+    by_file = {(os.path.basename(f.path), f.code) for f in result.findings}
+    assert by_file == {("a.py", "RL501"), ("b.py", "RL000"), ("c.py", "RL501")}
+
+
+def test_python2_source(tree):
+    root = tree({"py2.py": TRIGGER + 'print "x"\n', "ok.py": BUGGY})
+    assert_one_error(check(root), "py2.py", "py2.py:2:1: RL000 cannot parse: Missing parentheses")
+
+
+NEWEST = """\
+match command:
+    case [action, *rest] if rest:
+        pass
+    case {"x": x, **kw}:
+        pass
+
+
+def first[T](items: list[T]) -> T:
+    return items[0]
+
+
+class Box[T: (int, str), *Ts, **P]:
+    pass
+
+
+type Pair[K] = tuple[K, K]
+
+
+"""
+
+
+def test_newest_syntax_is_parsed_and_checked(tree):
+    root = tree({"new.py": NEWEST + BUGGY, "ok.py": BUGGY})
+    r = check(root)
+    offset = NEWEST.count("\n")
+    assert f"new.py:{7 + offset}:9: RL501" in r.stdout and " RL000 " not in r.stdout
+    assert check(root, "new.py", "--fix").returncode == 0
+    fixed = (root / "new.py").read_text()
+    assert fixed.startswith(NEWEST) and "self._bytecode_hook_handle.remove()" in fixed
+
+
+def test_template_strings(tree):
+    source = 'greeting = t"hello {name!r:>10}"\n'
+    try:
+        cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        pytest.skip(f"libcst {cst.__version__ if hasattr(cst, '__version__') else ''} "
+                    "does not parse t-strings")
+    root = tree({"t.py": source + BUGGY, "ok.py": BUGGY})
+    r = check(root)
+    assert "t.py:8:9: RL501" in r.stdout and " RL000 " not in r.stdout
+
