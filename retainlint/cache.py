@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from retainlint import __version__
+from retainlint.source import interrupts_deferred
 
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is retainlint's cache.\n"
 
@@ -55,9 +56,14 @@ class SummaryCache:
                 marker = self.directory / name
                 if not marker.exists():
                     marker.write_text(content)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.file)
+            with interrupts_deferred():  # Ctrl-C must not strand the temp file
+                fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+                    os.replace(tmp, self.file)
+                except BaseException:
+                    os.unlink(tmp)
+                    raise
         except OSError:
             pass  # a cache that cannot be written only costs time

@@ -37,12 +37,12 @@ def write_atomic(path: str, data: bytes) -> None:
     if not os.access(path, os.W_OK) or not mode & 0o222:
         raise WriteError("cannot write fix: file is read-only (left unchanged)")
     directory = os.path.dirname(os.path.abspath(path))
-    with _interrupts_deferred():  # Ctrl-C lands after the rename, never leaves a temp file
+    with interrupts_deferred():  # Ctrl-C lands after the rename, never leaves a temp file
         _replace(path, data, mode, directory)
 
 
 @contextmanager
-def _interrupts_deferred():
+def interrupts_deferred():
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
         yield
         return

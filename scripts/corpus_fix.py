@@ -62,6 +62,33 @@ def unpredicted(before: bytes, after: bytes, edits: list[dict]) -> list[str]:
     return problems
 
 
+def replayed(path: Path, before: bytes, after: bytes) -> bool:
+    """True when `after` is what fixing `before` round by round gives, and every round's
+    change lies within the edits that round's findings predict: a fix that only becomes
+    possible once another is applied (a transitive alias) is not in the first JSON."""
+    from retainlint.config import Settings
+    from retainlint.fixer import MAX_ROUNDS, apply, edits_of
+    from retainlint.lint import lint_bytes
+    from retainlint.registry import all_rules
+    from retainlint.runner import Mode, _applies
+
+    rules, mode, data = list(all_rules()), Mode(fix=True, unsafe_fixes=True), before
+    for _ in range(MAX_ROUNDS):
+        result = lint_bytes(str(path), data, rules, Settings(), keep_module=True)
+        fixes = [f.fix for f in result.findings if _applies(f, mode)]
+        if not fixes or result.module is None:
+            break
+        new, applied = apply(result.module, fixes)
+        if not applied:
+            break
+        edits = [{"location": {"row": a.line}, "end_location": {"row": b.line}, "content": c}
+                 for fix in applied for a, b, c in edits_of(result.module, fix)]
+        if unpredicted(data, new.bytes, edits):
+            return False
+        data = new.bytes
+    return data == after
+
+
 def main(target: str) -> int:
     source = Path(target) if Path(target).is_dir() else fetch(target)
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,15 +112,20 @@ def main(target: str) -> int:
         predicted: dict[Path, list[dict]] = {}
         for f in fixable:
             predicted.setdefault(copy / f["filename"], []).extend(f["fix"].get("edits") or [])
-        outside = [f"{path.relative_to(copy)}: {problem}" for path in changed
-                   for problem in unpredicted(before_files[path], path.read_bytes(),
-                                              predicted.get(path, []))]
+        outside, rounds = [], 0
+        for path in changed:
+            problems = unpredicted(before_files[path], path.read_bytes(), predicted.get(path, []))
+            if problems and replayed(path, before_files[path], path.read_bytes()):
+                rounds += 1  # later fix rounds, each within its own predicted edits
+            else:
+                outside += [f"{path.relative_to(copy)}: {problem}" for problem in problems]
         after = check(copy)
         left = [f for f in after if f["fix"] and f["fix"]["applicability"] != "none"]
         print(f"files: {len(before_files)}; findings before: {len(findings)} "
               f"({len(fixable)} fixable); fix run: {elapsed:.1f} s")
         print(f"changed files: {len(changed)}; not compiling: {len(broken)}; "
-              f"changes outside fix edits: {len(outside)}; "
+              f"changes outside fix edits: {len(outside)} "
+              f"({rounds} files needed later fix rounds, each within its own edits); "
               f"findings after: {len(after)}; still fixable: {len(left)}")
         for line in broken + outside + [f"{f['filename']}:{f['location']['row']} {f['code']}"
                                         for f in left]:

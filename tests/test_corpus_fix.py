@@ -39,7 +39,7 @@ def test_fix_everything_on_a_mini_corpus(tmp_path, capsys):
     assert int(figures["changed files"]) == count  # every file had something to fix
     assert int(figures["findings after"]) < int(figures["findings before"].split()[0])
     for key in ("not compiling", "changes outside fix edits", "still fixable"):
-        assert figures[key] == "0", out
+        assert figures[key].split()[0] == "0", out
 
 
 @pytest.mark.parametrize("after,ok", [
