@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
@@ -50,12 +50,6 @@ def body_statements(block) -> list:
 
 def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
     return [s for s in body_statements(cls) if isinstance(s, cst.FunctionDef)]
-
-
-def small_statements(block) -> Iterator[cst.BaseSmallStatement]:
-    for stmt in body_statements(block):
-        if isinstance(stmt, cst.SimpleStatementLine):
-            yield from stmt.body
 
 
 class FileContext:

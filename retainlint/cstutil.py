@@ -51,10 +51,6 @@ def is_instance_method(ctx: FileContext, fn: cst.FunctionDef) -> bool:
     return bool(params) and params[0].name.value == "self"
 
 
-def statement(code: str, like: Optional[cst.CSTNode] = None) -> cst.BaseStatement:
-    return cst.parse_statement(code)
-
-
 def _with_body(fn: cst.FunctionDef, body: Sequence[cst.BaseStatement]) -> cst.FunctionDef:
     if isinstance(fn.body, cst.IndentedBlock):
         return fn.with_changes(body=fn.body.with_changes(body=body))
