@@ -6,6 +6,8 @@ import difflib
 import multiprocessing
 import os
 import signal
+import threading
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -218,9 +220,13 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
 
 def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: ProjectIndex,
                jobs: int) -> list[FileOutcome]:
-    if jobs > 1 and len(paths) > POOL_THRESHOLD:
+    pooled = jobs > 1 and len(paths) > POOL_THRESHOLD
+    stop = multiprocessing.Event() if pooled else threading.Event()
+    with _interrupts_between_files(stop):
+        if not pooled:
+            return [_check_guarded(p, codes, settings, mode, index)
+                    for p in paths if not stop.is_set()]
         outcomes: list[FileOutcome] = []
-        stop = multiprocessing.Event()
         # The index goes to each worker once, not with every batch.
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                                    initargs=(index, stop))
@@ -231,14 +237,28 @@ def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: P
         except BrokenProcessPool:  # a worker died (say, a native crash): isolate the file
             done = {o.path for o in outcomes}
             outcomes.extend(_check_alone(p, codes, settings, mode, index)
-                            for p in paths if p not in done)
-        except KeyboardInterrupt:
-            stop.set()  # workers finish the file in hand and take no other
-            raise
+                            for p in paths if p not in done and not stop.is_set())
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return outcomes
-    return [_check_guarded(p, codes, settings, mode, index) for p in paths]
+
+
+@contextmanager
+def _interrupts_between_files(stop):
+    """Ctrl-C while files are checked and fixed sets `stop`: the file in hand is finished
+    (written whole or not at all), no other is taken, then KeyboardInterrupt is raised.
+    A KeyboardInterrupt raised at an arbitrary point can land in libcst's position
+    provider, which turns it into a KeyError: an internal error, and the run went on."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if stop.is_set():
+        raise KeyboardInterrupt
 
 
 def _check_alone(path: str, codes, settings: Settings, mode: Mode,
@@ -280,7 +300,9 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         again = {o.path: o for o in _check_all(to_check, codes, settings,
                                                Mode(edits=mode.edits), index, jobs)}
         for o in checked:
-            o.findings = again[o.path].findings + o.fix_errors
+            fresh = again[o.path].findings
+            crashed = [f for f in o.findings if f.code == INTERNAL_ERROR[0] and f not in fresh]
+            o.findings = fresh + o.fix_errors + crashed
     outcomes.extend(checked)
     findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
     diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
