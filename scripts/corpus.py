@@ -1,4 +1,4 @@
-"""Fetch the .py files of a pinned wheel from PyPI into a cache outside the repository.
+"""Fetch the .py files of a pinned wheel (or sdist) from PyPI into a cache outside the repository.
 
     python scripts/corpus.py vllm==0.28.0      # prints the directory
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
@@ -25,11 +26,14 @@ def fetch(requirement: str) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
                         "-d", tmp, requirement], check=True)
-        [wheel] = Path(tmp).glob("*.whl")
-        with zipfile.ZipFile(wheel) as z:
-            for member in z.namelist():
-                if member.endswith(".py"):
-                    z.extract(member, target)
+        [archive] = Path(tmp).iterdir()
+        if archive.suffix == ".whl":
+            with zipfile.ZipFile(archive) as z:
+                z.extractall(target, [m for m in z.namelist() if m.endswith(".py")])
+        else:  # a project that publishes only an sdist (DeepSpeed)
+            with tarfile.open(archive) as t:
+                t.extractall(target, [m for m in t.getmembers()
+                                      if m.isfile() and m.name.endswith(".py")], filter="data")
     (target / ".complete").touch()
     return target
 
