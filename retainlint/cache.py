@@ -1,8 +1,14 @@
-"""The on-disk cache: per-file project-index summaries keyed by content hash, so a
-re-run only re-reads what changed. Lives in `.retainlint_cache/` (tagged as a cache
-directory and git-ignored); `--no-cache` skips it. A missing, corrupt or foreign cache
-is simply a miss; writes are atomic, so concurrent runs (pre-commit) never see a torn
-file."""
+"""The on-disk cache, in `.retainlint_cache/` (tagged as a cache directory and
+git-ignored; `--no-cache` skips it, `--cache-dir` moves it):
+
+- per-file project-index summaries keyed by content hash, so the index of a re-run only
+  re-reads what changed;
+- per-file findings, valid while the file's content, the run's configuration (version,
+  settings, selected rules), the project-wide facts (`ProjectIndex.fingerprint`) and
+  every other file whose facts its lint consulted are unchanged.
+
+A missing, corrupt or foreign cache is simply a miss; writes are atomic, so concurrent
+runs (pre-commit) never see a torn file."""
 
 from __future__ import annotations
 
@@ -10,10 +16,13 @@ import hashlib
 import os
 import pickle
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from retainlint import __version__
+from retainlint.finding import Finding
+from retainlint.index import Consulted, ProjectIndex, module_name
 from retainlint.source import interrupts_deferred
 
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is retainlint's cache.\n"
@@ -23,11 +32,17 @@ def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
 
 
-class SummaryCache:
+# Bumped when what is stored changes shape within one version (during development).
+SCHEMA = 2
+
+
+class _PickleFile:
+    kind = ""
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.file = directory / f"index-{__version__}.pickle"
-        self.entries: dict[str, tuple[str, object]] = {}
+        self.file = directory / f"{self.kind}-{__version__}-{SCHEMA}.pickle"
+        self.entries: dict = {}
         try:
             with open(self.file, "rb") as f:
                 loaded = pickle.load(f)
@@ -37,33 +52,78 @@ class SummaryCache:
             self.entries = {}
         self.dirty = False
 
+
+class SummaryCache(_PickleFile):
+    kind = "index"
+
     def get(self, path: str, data: bytes) -> Optional[object]:
         entry = self.entries.get(os.path.abspath(path))
-        if entry is not None and entry[0] == digest(data):
+        if entry is not None and entry[0] == self._key(path, data):
             return entry[1]
         return None
 
     def put(self, path: str, data: bytes, summary: object) -> None:
-        self.entries[os.path.abspath(path)] = (digest(data), summary)
+        self.entries[os.path.abspath(path)] = (self._key(path, data), summary)
+        self.dirty = True
+
+    @staticmethod
+    def _key(path: str, data: bytes) -> str:
+        # The summary names the module, which depends on the `__init__.py` files around it.
+        return f"{digest(data)} {module_name(path)}"
+
+    def save(self) -> None:
+        if self.dirty:
+            _store(self.directory, self.file, self.entries)
+
+
+@dataclass
+class Entry:
+    digest: str  # of the file's content
+    config: str  # version, settings, rules
+    facts: str  # ProjectIndex.fingerprint()
+    consulted: Consulted  # other files' facts used, with their digests
+    findings: list[Finding]
+
+
+class FindingsCache(_PickleFile):
+    kind = "findings"
+
+    def get(self, path: str, digest_: str, config: str, facts: str, index: ProjectIndex,
+            digests: dict[str, str]) -> Optional[list[Finding]]:
+        entry = self.entries.get(path)
+        if (entry is None or entry.digest != digest_ or entry.config != config
+                or entry.facts != facts or not index.still_valid(entry.consulted, digests)):
+            return None
+        return entry.findings
+
+    def put(self, path: str, entry: Entry) -> None:
+        self.entries[path] = entry
         self.dirty = True
 
     def save(self) -> None:
-        if not self.dirty:
-            return
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            for name, content in (("CACHEDIR.TAG", _TAG), (".gitignore", "*\n")):
-                marker = self.directory / name
-                if not marker.exists():
-                    marker.write_text(content)
-            with interrupts_deferred():  # Ctrl-C must not strand the temp file
-                fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-                try:
-                    with os.fdopen(fd, "wb") as f:
-                        pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
-                    os.replace(tmp, self.file)
-                except BaseException:
-                    os.unlink(tmp)
-                    raise
-        except OSError:
-            pass  # a cache that cannot be written only costs time
+        if self.dirty:
+            _store(self.directory, self.file, self.entries)
+
+
+def config_key(settings, codes, edits: bool) -> str:
+    return digest(repr((__version__, SCHEMA, settings, sorted(codes), edits)).encode())
+
+
+def _store(directory: Path, file: Path, entries: dict) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, content in (("CACHEDIR.TAG", _TAG), (".gitignore", "*\n")):
+            marker = directory / name
+            if not marker.exists():
+                marker.write_text(content)
+        with interrupts_deferred():  # Ctrl-C must not strand the temp file
+            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    pickle.dump(entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, file)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+    except OSError:
+        pass  # a cache that cannot be written only costs time

@@ -92,6 +92,9 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the result cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              envvar="RETAINLINT_CACHE_DIR", show_envvar=True,
+              help="Where the cache lives (default: .retainlint_cache beside the configuration).")
 @click.option("--exclude", multiple=True, help="Extra exclude patterns (comma-separated).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
@@ -100,8 +103,8 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: CPU count).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
-          output_format, changed_since_ref, exit_zero, statistics, no_cache, exclude, force_exclude,
-          config_path, color, jobs) -> None:
+          output_format, changed_since_ref, exit_zero, statistics, no_cache, cache_dir, exclude,
+          force_exclude, config_path, color, jobs) -> None:
     """Check PATHS (default: the current directory)."""
     paths = paths or (".",)
     try:
@@ -127,7 +130,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
     mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
                 edits=output_format in ("json", "sarif"))  # SARIF fixes need the line edits
-    cache_dir = None if no_cache else settings.root / ".retainlint_cache"
+    cache_dir = None if no_cache else cache_dir or settings.root / ".retainlint_cache"
     result = run(files, [r.code for r in chosen], settings, mode, jobs, cache_dir)
 
     colored = _color(color) and not machine

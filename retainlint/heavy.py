@@ -73,7 +73,8 @@ class HeavyOracle:
 
     @property
     def local_heavy_classes(self) -> set[str]:
-        """Classes of this file deriving from a heavy type, directly or through each other."""
+        """Classes of this file deriving from a heavy type, directly or through each other,
+        or holding heavy attributes (the project index knows those)."""
         if self._local_classes is None:
             heavy: set[str] = set()
             self._local_classes = heavy
@@ -83,7 +84,8 @@ class HeavyOracle:
                 for name, cls in self.ctx.classes.items():
                     if name in heavy:
                         continue
-                    if any(self.is_heavy_qualname(self.ctx.qualname(b.value)) for b in cls.bases):
+                    if self.ctx.index.is_heavy_class(f"{self.ctx.module_name}.{name}") or any(
+                            self.is_heavy_qualname(self.ctx.qualname(b.value)) for b in cls.bases):
                         heavy.add(name)
                         changed = True
         return self._local_classes

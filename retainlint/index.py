@@ -4,8 +4,9 @@ Built once per run over every checked file with the standard library's `ast` (ab
 ten times cheaper than libcst, and nothing here needs formatting): module names from
 paths, each module's imports (relative ones made absolute), classes and their bases,
 functions with their decorators, calls, `gc.freeze`/`gc.unfreeze` use and return
-annotations. From those it derives project-wide facts: heavy classes (deriving from
-`torch.nn.Module` through any chain of project classes, across files and re-exports),
+annotations, what each class assigns to `self.x`. From those it derives project-wide
+facts: heavy classes (deriving from `torch.nn.Module`, or holding tensors or heavy
+objects, through any chain of project classes, across files and re-exports),
 cache-decorated functions (including project decorators that wrap `functools.lru_cache`),
 and functions that freeze or unfreeze the GC heap directly or through other project
 functions. Per-file summaries are plain data so they can cross process boundaries."""
@@ -13,12 +14,14 @@ functions. Per-file summaries are plain data so they can cross process boundarie
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
-from retainlint.heavy import HEAVY_TYPES
+from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES
 from retainlint.imports import absolute_import
 
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
@@ -48,6 +51,8 @@ class ClassSummary:
     line: int
     bases: list[str]
     methods: dict[str, FunctionSummary] = field(default_factory=dict)
+    # `self.x = f(...)` in any method -> {"x": [qualified f, ...]}: what the class holds
+    attributes: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -103,7 +108,32 @@ def _dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
+_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_IMPORTS = (ast.Import, ast.ImportFrom)
+
+
+def _innermost_call(value: ast.AST) -> ast.AST:
+    """`torch.empty(n).cuda().half()` -> `torch.empty(n)`: the call that made the object."""
+    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+           and isinstance(value.func.value, ast.Call)):
+        value = value.func.value
+    return value
+
+
+class _Body:
+    """What one summarized function (module-level or a method) contains."""
+
+    def __init__(self, fn: ast.AST) -> None:
+        self.fn = fn
+        self.calls: list[ast.Call] = []
+        self.defs: list[ast.AST] = []  # nested functions
+        self.self_assigns: list[tuple[str, ast.AST]] = []  # `self.x = value`
+
+
 class _Summarizer:
+    """One pass over the tree collects the raw nodes; names are qualified afterwards, when
+    every import is known. (`ast.walk` per question was four times slower.)"""
+
     def __init__(self, path: str, tree: ast.Module, source: str) -> None:
         self.path = path
         self.source = source
@@ -111,28 +141,83 @@ class _Summarizer:
         self.is_package = os.path.basename(path).startswith("__init__.")
         self.imports: dict[str, str] = {}
         self.tree = tree
-        self.local = {
-            n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        }
-        self.calls: list[ast.Call] = []
+        self.local = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, *_FUNCTION_DEFS))}
+        self.calls: list[ast.Call] = []  # outside logger classes: for bound_calls
         self.assigns: list[ast.Assign] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                self.calls.append(node)
-            elif isinstance(node, ast.Assign):
+        self.bodies: dict[int, _Body] = {}  # id(function node) -> its contents
+        for node in tree.body:  # module-level imports win over function-local ones
+            if isinstance(node, _IMPORTS):
+                self._import(node)
+        self._scan()
+
+    def _import(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports.setdefault(alias.asname, alias.name)
+                else:
+                    head = alias.name.split(".")[0]
+                    self.imports.setdefault(head, head)
+            return
+        base = absolute_import(self.module, self.is_package, node.level, node.module)
+        for alias in node.names:
+            if alias.name != "*":
+                self.imports.setdefault(alias.asname or alias.name,
+                                        f"{base}.{alias.name}" if base else alias.name)
+
+    def _scan(self) -> None:
+        # (node, the summarized function it is in, inside a logger class, is a method)
+        stack: list[tuple[ast.AST, Optional[_Body], bool, bool]] = [
+            (n, None, False, False) for n in reversed(self.tree.body)]
+        while stack:
+            node, body, in_logger, is_method = stack.pop()
+            kind = type(node)
+            if kind is ast.Call:
+                if not in_logger:
+                    self.calls.append(node)
+                if body is not None:
+                    body.calls.append(node)
+            elif kind is ast.Assign:
                 self.assigns.append(node)
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        self.imports.setdefault(alias.asname, alias.name)
-                    else:
-                        head = alias.name.split(".")[0]
-                        self.imports.setdefault(head, head)
-            elif isinstance(node, ast.ImportFrom):
-                base = absolute_import(self.module, self.is_package, node.level, node.module)
-                for alias in node.names:
-                    if alias.name != "*":
-                        self.imports.setdefault(alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name)
+                if body is not None and body.fn is not None:
+                    for target in node.targets:
+                        self._self_assign(body, target, node.value)
+            elif kind is ast.AnnAssign:
+                if body is not None and node.value is not None:
+                    self._self_assign(body, node.target, node.value)
+            elif kind in _IMPORTS:
+                if body is not None or in_logger or is_method:
+                    self._import(node)
+            elif kind in _FUNCTION_DEFS:
+                if body is None and (node in self.tree.body or is_method):
+                    inner = self.bodies[id(node)] = _Body(node)
+                    for d in node.decorator_list:
+                        stack.append((d, None, in_logger, False))
+                    stack.append((node.args, None, in_logger, False))
+                    for statement in reversed(node.body):
+                        stack.append((statement, inner, in_logger, False))
+                    continue
+                if body is not None:
+                    body.defs.append(node)
+            elif kind is ast.ClassDef:
+                logger = in_logger or any(
+                    self.qualify(b) in ("logging.Logger", "logging.LoggerAdapter") for b in node.bases)
+                top = body is None and node in self.tree.body
+                for child in reversed(node.body):
+                    stack.append((child, body, logger, top))
+                for child in (*node.bases, *node.keywords, *node.decorator_list):
+                    stack.append((child, body, in_logger, False))
+                continue
+            elif kind is ast.Module or kind is ast.Expression:
+                pass
+            for child in _children(node):
+                stack.append((child, body, in_logger, False))
+
+    @staticmethod
+    def _self_assign(body: _Body, target: ast.AST, value: ast.AST) -> None:
+        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "self"):
+            body.self_assigns.append((target.attr, value))
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         name = _dotted(node)
@@ -183,24 +268,21 @@ class _Summarizer:
                     bounded = q in _BOUNDED_BY_DEFAULT
                 else:
                     bounded = not (isinstance(size, ast.Constant) and size.value is None)
+        body = self.bodies[id(fn)]
         calls: set[str] = set()
         wraps_cache = False
-        for statement in fn.body:
-            for node in ast.walk(statement):
-                if isinstance(node, ast.Call):
-                    q = self.qualify(node.func)
-                    if q:
-                        calls.add(q)
-                    # `lru_cache(maxsize=n)(fn)`, `functools.cache(fn)`: applies a cache
-                    if isinstance(node.func, ast.Call) and self.qualify(node.func.func) in CACHE_DECORATORS:
-                        wraps_cache = True
-                    elif q in CACHE_DECORATORS and node.args and isinstance(node.args[0], ast.Name):
-                        wraps_cache = True
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    self.qualify(d.func if isinstance(d, ast.Call) else d) in CACHE_DECORATORS
-                    for d in node.decorator_list
-                ):
-                    wraps_cache = True  # a nested cached function, returned as the wrapper
+        for node in body.calls:
+            q = self.qualify(node.func)
+            if q:
+                calls.add(q)
+            # `lru_cache(maxsize=n)(fn)`, `functools.cache(fn)`: applies a cache
+            if isinstance(node.func, ast.Call) and self.qualify(node.func.func) in CACHE_DECORATORS:
+                wraps_cache = True
+            elif q in CACHE_DECORATORS and node.args and isinstance(node.args[0], ast.Name):
+                wraps_cache = True
+        if any(self.qualify(d.func if isinstance(d, ast.Call) else d) in CACHE_DECORATORS
+               for nested in body.defs for d in nested.decorator_list):
+            wraps_cache = True  # a nested cached function, returned as the wrapper
         return FunctionSummary(
             qualname=f"{prefix}.{fn.name}",
             path=self.path,
@@ -213,6 +295,17 @@ class _Summarizer:
             bounded=bounded,
             wraps_cache=wraps_cache,
         )
+
+    def attribute_makers(self, methods: Iterable[ast.AST]) -> dict[str, list[str]]:
+        """`self.x = f(...)` anywhere in the class's methods -> {"x": [qualified f]}."""
+        found: dict[str, list[str]] = {}
+        for fn in methods:
+            for attr, value in self.bodies[id(fn)].self_assigns:
+                value = _innermost_call(value)
+                q = self.qualify(value.func) if isinstance(value, ast.Call) else None
+                if q and q not in found.get(attr, ()):
+                    found.setdefault(attr, []).append(q)
+        return found
 
     def _maybe_bound(self, arg: ast.AST, bound_names: set[str]) -> bool:
         """`self`; `x.m` where `m` is `forward`/`__call__`/`__init__` or called as a method
@@ -235,21 +328,15 @@ class _Summarizer:
         return False
 
     def bound_calls(self) -> dict[str, list[int]]:
-        """Callee -> lines of calls passing something that may be a bound method."""
+        """Callee -> lines of calls passing something that may be a bound method
+        (calls inside logger classes left out: a logger lives as long as the process)."""
         found: dict[str, list[int]] = {}
         bound_names = {
             t.id for a in self.assigns for t in a.targets
             if isinstance(t, ast.Name) and (
                 self._maybe_bound(a.value, set()) or _getattr_of_method(a.value))
         }
-        loggers = {  # `self` of a logger lives as long as the process anyway
-            id(node) for cls in ast.walk(self.tree) if isinstance(cls, ast.ClassDef)
-            and any(self.qualify(b) in ("logging.Logger", "logging.LoggerAdapter") for b in cls.bases)
-            for node in ast.walk(cls)
-        }
         for call in self.calls:
-            if id(call) in loggers:
-                continue
             args = [*call.args, *(k.value for k in call.keywords)]
             if any(self._maybe_bound(a, bound_names) for a in args):
                 q = self.qualify(call.func)
@@ -260,18 +347,35 @@ class _Summarizer:
     def summary(self) -> FileSummary:
         classes, functions = {}, {}
         for node in self.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(node, _FUNCTION_DEFS):
                 functions[node.name] = self.function(node, self.module, False)
             elif isinstance(node, ast.ClassDef):
                 qual = f"{self.module}.{node.name}"
+                methods = [item for item in node.body if isinstance(item, _FUNCTION_DEFS)]
                 cls = ClassSummary(qual, self.path, node.lineno,
-                                   [q for q in (self.qualify(b) for b in node.bases) if q])
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        cls.methods[item.name] = self.function(item, qual, True)
+                                   [q for q in (self.qualify(b) for b in node.bases) if q],
+                                   attributes=self.attribute_makers(methods))
+                for item in methods:
+                    cls.methods[item.name] = self.function(item, qual, True)
                 classes[node.name] = cls
         return FileSummary(self.path, self.module, self.imports, classes, functions,
                            self.bound_calls())
+
+
+# Children that can hold nothing the summary needs (no call, assignment, import, def).
+_LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
+           ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue)
+
+
+def _children(node: ast.AST):
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
+                    yield item
+        elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+            yield value
 
 
 def summarize(path: str, data: bytes) -> Optional[FileSummary]:
@@ -283,12 +387,69 @@ def summarize(path: str, data: bytes) -> Optional[FileSummary]:
     return _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace")).summary()
 
 
+@dataclass
+class Consulted:
+    files: dict[str, Optional[str]] = field(default_factory=dict)  # path -> digest (filled later)
+    absent: set[tuple[str, str]] = field(default_factory=set)  # (table, name) looked up in vain
+    everything: bool = False  # iterated a whole table: depends on every file
+
+
+class _Recorded(dict):
+    """A lookup table of the index that, while a lint is recorded, notes which files'
+    facts were consulted (values carry their `path`; `modules` and `files` values are
+    file summaries)."""
+
+    log: Optional[Consulted] = None
+    name: str = ""
+
+    def _note(self, key, value) -> None:
+        if value is None:
+            self.log.absent.add((self.name, key))
+        else:
+            self.log.files.setdefault(value.path, None)
+
+    def get(self, key, default=None):
+        value = dict.get(self, key)
+        if self.log is not None:
+            self._note(key, value)
+        return default if value is None else value
+
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)
+        if self.log is not None:
+            self._note(key, value)
+        return value
+
+    def __contains__(self, key) -> bool:
+        value = dict.get(self, key)
+        if self.log is not None:
+            self._note(key, value)
+        return value is not None
+
+    def __iter__(self):
+        if self.log is not None:
+            self.log.everything = True
+        return dict.__iter__(self)
+
+    def items(self):
+        if self.log is not None:
+            self.log.everything = True
+        return dict.items(self)
+
+    def values(self):
+        if self.log is not None:
+            self.log.everything = True
+        return dict.values(self)
+
+
 class ProjectIndex:
     def __init__(self, summaries: Iterable[FileSummary], heavy_types: Iterable[str] = ()) -> None:
-        self.files: dict[str, FileSummary] = {}
-        self.modules: dict[str, FileSummary] = {}
-        self.classes: dict[str, ClassSummary] = {}
-        self.functions: dict[str, FunctionSummary] = {}
+        self.files: dict[str, FileSummary] = _Recorded()
+        self.modules: dict[str, FileSummary] = _Recorded()
+        self.classes: dict[str, ClassSummary] = _Recorded()
+        self.functions: dict[str, FunctionSummary] = _Recorded()
+        for name in ("files", "modules", "classes", "functions"):
+            getattr(self, name).name = name
         for s in summaries:
             self.files[os.path.abspath(s.path)] = s
             self.modules.setdefault(s.module, s)
@@ -308,6 +469,44 @@ class ProjectIndex:
         self.heavy_classes = self._heavy_classes()
         self.cache_decorators = self._cache_decorators()
         self.freezers, self.unfreezers = self._gc_effects()
+        # Simple names, as bytes, for prefilters (computed now: a lint may be recorded later).
+        self.heavy_names = frozenset(q.rsplit(".", 1)[1].encode() for q in self.heavy_classes)
+        self.cached_names = frozenset(  # cached module-level functions
+            f.qualname.rsplit(".", 1)[1].encode() for f in self.functions.values()
+            if not f.is_method and any(self.is_cache_decorator(d) for d in f.decorators))
+
+    # -- what a file's findings depend on (for the result cache) -----------------
+    @contextmanager
+    def recording(self) -> Iterator[Consulted]:
+        """Note every file whose facts are looked up (and every name looked up in vain)
+        while the block runs: a file's findings depend on those, and on `fingerprint()`."""
+        consulted = Consulted()
+        tables = (self.files, self.modules, self.classes, self.functions)
+        for table in tables:
+            table.log = consulted
+        try:
+            yield consulted
+        finally:
+            for table in tables:
+                table.log = None
+
+    def still_valid(self, consulted: "Consulted", digests: dict[str, str]) -> bool:
+        """Would the lookups noted in `consulted` give the same answers in this index?
+        `digests`: path -> content digest of every file now."""
+        if consulted.everything:
+            return False
+        return (all(digests.get(p) == d for p, d in consulted.files.items())
+                and not any(name in table for table, name in (
+                    (getattr(self, t), n) for t, n in consulted.absent)))
+
+    def fingerprint(self) -> str:
+        """A digest of the project-wide facts that any file's findings may depend on."""
+        cached = sorted((q, f.bounded) for q, f in dict.items(self.functions)
+                        if any(self.is_cache_decorator(d) for d in f.decorators))
+        callers = sorted((q, sorted(self.bound_callers.get(q, ()))) for q, _ in cached)
+        facts = (sorted(self.heavy_classes), sorted(self.cache_decorators), cached, callers,
+                 sorted(self.freezers), sorted(self.unfreezers), sorted(self.heavy_types))
+        return hashlib.sha1(repr(facts).encode()).hexdigest()
 
     # -- names ---------------------------------------------------------------------
     def resolve(self, qualified: Optional[str], _depth: int = 0) -> Optional[str]:
@@ -332,19 +531,32 @@ class ProjectIndex:
 
     # -- derived facts -------------------------------------------------------------
     def _heavy_classes(self) -> frozenset[str]:
+        """Project classes deriving from a heavy type, or holding a heavy attribute (one
+        assigned a tensor factory's result, a heavy class instance, or the result of a
+        function annotated to return one), through any chain of project classes."""
         heavy: set[str] = set()
+
+        def makes_heavy(callee: str) -> bool:
+            resolved = self.resolve(callee)
+            if callee in TENSOR_FACTORIES or resolved in TENSOR_FACTORIES:
+                return True
+            if self._heavy_builtin(callee) or self._heavy_builtin(resolved) or resolved in heavy:
+                return True
+            f = self.functions.get(resolved or "")
+            return f is not None and any(
+                self._heavy_builtin(r) or self.resolve(r) in heavy for r in f.returns)
+
         changed = True
         while changed:
             changed = False
             for name, cls in self.classes.items():
                 if name in heavy:
                     continue
-                for base in cls.bases:
-                    resolved = self.resolve(base)
-                    if self._heavy_builtin(base) or self._heavy_builtin(resolved) or resolved in heavy:
-                        heavy.add(name)
-                        changed = True
-                        break
+                if any(self._heavy_builtin(b) or self._heavy_builtin(r) or r in heavy
+                       for b in cls.bases for r in (self.resolve(b),)) or any(
+                        makes_heavy(c) for makers in cls.attributes.values() for c in makers):
+                    heavy.add(name)
+                    changed = True
         return frozenset(heavy)
 
     def _heavy_builtin(self, qualified: Optional[str]) -> bool:
@@ -378,22 +590,6 @@ class ProjectIndex:
         if f is not None and any(self.is_cache_decorator(d) for d in f.decorators):
             return f
         return None
-
-    @property
-    def heavy_names(self) -> frozenset[bytes]:
-        """Simple names of heavy project classes, as bytes (for prefilters)."""
-        if not hasattr(self, "_heavy_names"):
-            self._heavy_names = frozenset(q.rsplit(".", 1)[1].encode() for q in self.heavy_classes)
-        return self._heavy_names
-
-    @property
-    def cached_names(self) -> frozenset[bytes]:
-        """Simple names of every cached module-level function (for prefilters)."""
-        if not hasattr(self, "_cached_names"):
-            self._cached_names = frozenset(
-                f.qualname.rsplit(".", 1)[1].encode() for f in self.functions.values()
-                if not f.is_method and any(self.is_cache_decorator(d) for d in f.decorators))
-        return self._cached_names
 
     @property
     def cache_decorator_names(self) -> frozenset[bytes]:

@@ -29,6 +29,7 @@ from retainlint.finding import (
     Severity,
 )
 from retainlint.index import ProjectIndex, summarize
+from retainlint.prefilter import Source
 from retainlint.rule import Rule
 from retainlint.suppress import Suppressions
 from retainlint.walk import children
@@ -63,8 +64,9 @@ def source_error(path: str, message: str, line: int = 1, column: int = 1) -> Fin
 
 
 def rules_triggered(data: bytes, rules: Sequence[type[Rule]], settings: Settings,
-                    index: ProjectIndex) -> list[type[Rule]]:
-    return [r for r in rules if r.might_match(data, settings, index)]
+                    index: ProjectIndex, path: str = "") -> list[type[Rule]]:
+    source = Source.of(data, path, index.files.get(os.path.abspath(path)) if path else None)
+    return [r for r in rules if r.might_match(source, settings, index)]
 
 
 def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Finding]]:
@@ -184,7 +186,7 @@ def lint_bytes(
     if index is None:
         index = ProjectIndex(filter(None, [summarize(path, data)]), settings.heavy_types)
     ignored = _ignored_here(path, settings)
-    active = [r for r in rules_triggered(data, rules, settings, index) if r.code not in ignored]
+    active = [r for r in rules_triggered(data, rules, settings, index, path) if r.code not in ignored]
     if not active:
         return result
     module, error = parse(path, data)

@@ -12,13 +12,13 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from retainlint import fixer
 from retainlint.config import Settings
 from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity
-from retainlint.cache import SummaryCache
-from retainlint.index import FileSummary, ProjectIndex, summarize
+from retainlint.cache import Entry, FindingsCache, SummaryCache, config_key, digest
+from retainlint.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
 from retainlint.lint import FileResult, lint_bytes, parse, rules_triggered, source_error
 from retainlint.registry import all_rules
 from retainlint.source import WriteError, read_source, write_atomic
@@ -42,6 +42,7 @@ class FileOutcome:
     fixed: int = 0
     diff: str = ""
     fix_errors: list[Finding] = field(default_factory=list)  # unwritable file, broken fix
+    consulted: Optional[Consulted] = None  # other files' facts its lint used (for the cache)
 
 
 @dataclass
@@ -71,6 +72,9 @@ def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
     rules = [r for r in all_rules() if r.code in codes]
     if mode.fix or mode.diff:
         result = _fix_and_write(path, data, rules, settings, mode, outcome, index)
+    elif index is not None:
+        with index.recording() as outcome.consulted:
+            result = lint_bytes(path, data, rules, settings, keep_module=mode.edits, index=index)
     else:
         result = lint_bytes(path, data, rules, settings, keep_module=mode.edits, index=index)
     if mode.edits and result.module is not None:
@@ -275,7 +279,8 @@ def _check_alone(path: str, codes, settings: Settings, mode: Mode,
 
 def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
         jobs: int | None = None, cache_dir: Path | None = None) -> RunResult:
-    """`cache_dir`: where the index cache lives (None: no cache)."""
+    """`cache_dir`: where the caches live (None: no cache). Findings are cached only for
+    runs that write nothing (no --fix, no --diff)."""
     rules = [r for r in all_rules() if r.code in codes]
     outcomes: list[FileOutcome] = []
     readable: dict[str, bytes] = {}
@@ -285,11 +290,37 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
     jobs = jobs or os.cpu_count() or 1
-    cache = SummaryCache(cache_dir) if cache_dir is not None else None
-    index = (build_index(list(readable), settings, jobs, readable, cache)
+    read = list(readable)
+    results = None
+    if cache_dir is not None and not (mode.fix or mode.diff) and rules:
+        results = FindingsCache(cache_dir)
+        # A file's identity is its content and its module name (an `__init__.py` deleted
+        # elsewhere renames it, and every lookup of its names).
+        digests = {os.path.abspath(p): f"{digest(d)} {module_name(p)}" for p, d in readable.items()}
+        config = config_key(settings, [r.code for r in rules], mode.edits)
+        tree = digest(repr((config, sorted(readable), sorted(digests.items()))).encode())
+        if results.entries.get(_TREE) == tree:  # nothing changed since the last run
+            cached = [FileOutcome(p, list(results.entries[p].findings)) for p in readable]
+            return _result(paths, outcomes + cached, 0)
+    index = (build_index(list(readable), settings, jobs, readable,
+                         SummaryCache(cache_dir) if cache_dir is not None else None)
              if rules and readable else ProjectIndex([]))
+    if results is not None:
+        facts = index.fingerprint()
+        for path in list(readable):
+            found = results.get(path, digests[os.path.abspath(path)], config, facts, index, digests)
+            if found is not None:
+                outcomes.append(FileOutcome(path, list(found)))
+                del readable[path]
     # A cheap substring scan decides which files are parsed at all.
-    to_check = [p for p, data in readable.items() if rules_triggered(data, rules, settings, index)]
+    to_check, skipped = [], []
+    for p, data in readable.items():
+        with index.recording() as consulted:
+            triggered = rules_triggered(data, rules, settings, index, p)
+        if triggered:
+            to_check.append(p)
+        else:
+            skipped.append(FileOutcome(p, consulted=consulted))
     del readable
     checked = _check_all(to_check, codes, settings, mode, index, jobs)
     fixed = sum(o.fixed for o in checked)
@@ -304,6 +335,30 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
             crashed = [f for f in o.findings if f.code == INTERNAL_ERROR[0] and f not in fresh]
             o.findings = fresh + o.fix_errors + crashed
     outcomes.extend(checked)
+    outcomes.extend(skipped)
+    if results is not None:
+        _remember(results, checked + skipped, digests, config, facts)
+        complete = all((e := results.entries.get(p)) is not None and e.config == config
+                       and e.digest == digests[os.path.abspath(p)] for p in read)
+        results.entries[_TREE] = tree if complete else None
+        results.save()
+    return _result(paths, outcomes, fixed)
+
+
+_TREE = "<tree>"  # the findings cache's digest of the whole last run
+
+
+def _remember(results: FindingsCache, outcomes: list[FileOutcome], digests: dict[str, str],
+              config: str, facts: str) -> None:
+    for o in outcomes:
+        if o.consulted is None or any(f.code == INTERNAL_ERROR[0] for f in o.findings):
+            continue  # a crash is not a result to keep
+        own = os.path.abspath(o.path)
+        o.consulted.files = {p: digests.get(p) for p in o.consulted.files if p != own}
+        results.put(o.path, Entry(digests[own], config, facts, o.consulted, o.findings))
+
+
+def _result(paths: Sequence[str], outcomes: list[FileOutcome], fixed: int) -> RunResult:
     findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
     diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
     return RunResult(len(paths), findings, fixed, diffs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Optional
 
 import libcst as cst
@@ -11,10 +10,10 @@ import libcst as cst
 from retainlint.cstutil import decorator_names
 from retainlint.finding import Applicability, Position, Related, Severity
 from retainlint.index import METHOD_NAMES, CACHE_DECORATORS
+from retainlint.prefilter import words
 from retainlint.rule import Example, RelatedNode, Rule
 
 _DECORATOR_TOKENS = (b"lru_cache", b"functools.cache", b"@cache", b"import cache", b"alru_cache")
-_CALLED = re.compile(rb"@?([A-Za-z_]\w*)\s*\(")
 _PROPERTIES = frozenset({"property", "builtins.property", "functools.cached_property"})
 _LOGGERS = frozenset({"logging.Logger", "logging.LoggerAdapter"})
 
@@ -209,12 +208,15 @@ def get_fqns(model: nn.Module, name: str):
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        """A cache decorator here, or a call of a cached function of the project."""
+        """A cache decorator here, or a call of a cached function of the project that
+        passes something that may be a bound method (the index lists those calls)."""
         if any(token in data for token in _DECORATOR_TOKENS):
             return True
-        names = set(_CALLED.findall(data))
-        return not names.isdisjoint(index.cached_names) or not names.isdisjoint(
-            index.cache_decorator_names)
+        summary = getattr(data, "summary", None)
+        if summary is not None:
+            return any(index.cached_function(callee) is not None or index.is_cache_decorator(callee)
+                       for callee in summary.bound_calls)
+        return not words(data).isdisjoint(index.cached_names | index.cache_decorator_names)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

@@ -10,6 +10,7 @@ import libcst as cst
 from retainlint.cstutil import call_args
 from retainlint.finding import Applicability, Severity
 from retainlint.index import CACHE_DECORATORS
+from retainlint.prefilter import words
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -66,7 +67,7 @@ class CachedInstanceMethod(Rule):
             return True
         return any(
             re.search(rb"^[ \t]+@[\w.]*\b" + re.escape(name) + rb"\b", data, re.MULTILINE)
-            for name in index.cache_decorator_names
+            for name in index.cache_decorator_names & words(data)
         )
 
     docs = """

@@ -11,6 +11,7 @@ import libcst as cst
 from retainlint.context import FileContext, body_functions
 from retainlint.cstutil import append_to_function, is_instance_method
 from retainlint.finding import Applicability, Severity
+from retainlint.prefilter import words
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -334,9 +335,10 @@ class Worker:
         called through its module (`from x import warm_up`, `x.warm_up(`)."""
         if b"freeze" in data:
             return True
+        present = words(data)
         for q in index.freezers:
             f = index.functions.get(q)
-            if f is None or f.is_method:
+            if f is None or f.is_method or q.rsplit(".", 1)[1].encode() not in present:
                 continue
             name = re.escape(q.rsplit(".", 1)[1].encode())
             # `import` then the name within a (parenthesised, multi-line) import list

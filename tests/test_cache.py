@@ -1,0 +1,123 @@
+"""The result cache: a re-run reuses what cannot have changed, and never shows findings
+that a run without the cache would not."""
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from retainlint import runner
+from retainlint.config import Settings
+from retainlint.registry import all_rules
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CODES = [r.code for r in all_rules()]
+
+
+def _findings(cwd, *args):
+    done = run_cli("check", ".", "--output-format", "json", *args, cwd=cwd)
+    assert done.returncode in (0, 1), done.stderr
+    return sorted((f["filename"], f["location"]["row"], f["code"], f["message"])
+                  for f in json.loads(done.stdout))
+
+
+def test_findings_identical_with_and_without_cache_and_at_any_process_count(tmp_path):
+    tree = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES, tree)
+    fresh = _findings(tree, "--no-cache", "-j", "1")
+    assert len(fresh) > 40
+    assert _findings(tree, "--no-cache", "-j", "2") == fresh
+    assert _findings(tree, "-j", "2") == fresh  # cold: fills the cache
+    assert (tree / ".retainlint_cache" / "CACHEDIR.TAG").exists()
+    assert (tree / ".retainlint_cache" / ".gitignore").read_text() == "*\n"
+    assert _findings(tree, "-j", "1") == fresh  # warm
+
+
+def _multi_file_cases():
+    return sorted(d for d in FIXTURES.glob("RL*/*") if d.is_dir() and not d.name.endswith(".fixed"))
+
+
+@pytest.mark.parametrize("case", _multi_file_cases(), ids=lambda d: f"{d.parent.name}/{d.name}")
+def test_deleting_a_file_another_depends_on_refreshes_the_others(tmp_path, case):
+    """Each multi-file fixture's findings depend on its other files: delete each file in
+    turn and the warm run must agree with a run without the cache."""
+    for victim in sorted(p.relative_to(case) for p in case.rglob("*.py")):
+        tree = tmp_path / victim.as_posix().replace("/", "_")
+        shutil.copytree(case, tree)
+        cache = tmp_path / f"cache-{tree.name}"
+        assert _run(tree, cache).findings == _run(tree, None).findings
+        (tree / victim).unlink()
+        assert _run(tree, cache).findings == _run(tree, None).findings, victim
+
+
+def _run(root: Path, cache: Path | None):
+    return runner.run(sorted(str(p) for p in root.rglob("*.py")), CODES,
+                      Settings(root=root), runner.Mode(), jobs=1, cache_dir=cache)
+
+
+def test_warm_run_lints_only_what_changed_and_what_depends_on_it(tmp_path, monkeypatch):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text(textwrap.dedent("""\
+        import functools
+
+        @functools.lru_cache(maxsize=None)
+        def signature_of(fn):
+            return fn.__name__
+        """))
+    (pkg / "runner.py").write_text(textwrap.dedent("""\
+        from pkg.helpers import signature_of
+
+        class Runner:
+            def __init__(self, model):
+                self.model = model
+                self.sig = signature_of(self.model.forward)
+        """))
+    for i in range(5):
+        (pkg / f"other{i}.py").write_text(f"import torch\n\nVALUE_{i} = torch.zeros(3)\n")
+    cache = tmp_path / "cache"
+    linted: list[str] = []
+    check_all = runner._check_all
+
+    def spy(paths, *args):
+        linted.extend(Path(p).name for p in paths)
+        return check_all(paths, *args)
+
+    monkeypatch.setattr(runner, "_check_all", spy)
+    first = _run(tmp_path, cache)
+    assert [(Path(f.path).name, f.start.line, f.code) for f in first.findings] == [
+        ("helpers.py", 4, "RL101"), ("runner.py", 6, "RL101")]
+    assert "runner.py" in linted
+
+    linted.clear()
+    assert _run(tmp_path, cache).findings == first.findings
+    assert linted == []  # nothing changed: nothing parsed
+
+    (pkg / "other3.py").write_text("import torch\n\nVALUE_3 = torch.ones(3)\n")
+    linted.clear()
+    assert _run(tmp_path, cache).findings == first.findings
+    assert "runner.py" not in linted  # it does not depend on other3.py
+
+    # The cached function is no longer cached: runner.py's finding must go.
+    (pkg / "helpers.py").write_text("def signature_of(fn):\n    return fn.__name__\n")
+    assert _run(tmp_path, cache).findings == []
+
+
+def test_unreadable_or_corrupt_cache_is_a_miss(tmp_path):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""\
+        import torch
+
+        class Wrapper:
+            def __init__(self, model):
+                torch._dynamo.convert_frame.register_bytecode_hook(self.hook)
+        """))
+    first = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
+    assert first.returncode == 1 and "m.py:5:9: RL501" in first.stdout
+    for pickle_file in (tmp_path / ".retainlint_cache").glob("*.pickle"):
+        pickle_file.write_bytes(b"not a pickle")
+    again = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
+    assert again.returncode == 1 and again.stdout == first.stdout
