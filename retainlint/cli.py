@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
 import click
 from rich.console import Console
-from rich.markdown import Markdown
 
 from retainlint import __version__, formats, report
 from retainlint.changed import ChangedError, changed_since, repo_root, split_findings
@@ -52,6 +52,25 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 def _fail(message: str) -> None:
     click.echo(f"retainlint: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
+
+
+PROGRESS_MIN_FILES = 300  # below this a run is over before a bar would help
+
+
+@contextmanager
+def _progress_bar(enabled: bool):
+    """A transient bar on stderr (a terminal only): yields the `progress` callback."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+        def start(what: str, total: int):
+            task = bar.add_task(what, total=total)
+            return lambda done: bar.advance(task, done)
+        yield start
 
 
 class _Group(click.Group):
@@ -131,7 +150,8 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
                 edits=output_format in ("json", "sarif"))  # SARIF fixes need the line edits
     cache_dir = None if no_cache else cache_dir or settings.root / ".retainlint_cache"
-    result = run(files, [r.code for r in chosen], settings, mode, jobs, cache_dir)
+    with _progress_bar(sys.stderr.isatty() and not machine and len(files) >= PROGRESS_MIN_FILES) as bar:
+        result = run(files, [r.code for r in chosen], settings, mode, jobs, cache_dir, bar)
 
     colored = _color(color) and not machine
     out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)
@@ -198,6 +218,8 @@ def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
             for r in rules
         ], indent=2))
         return
+    from rich.markdown import Markdown  # only here: it costs start-up time
+
     console = _console(_color("auto"))
     for r in rules:
         console.print(Markdown(f"# {r.code} {r.name}\n\n{r.summary}.\n\n"

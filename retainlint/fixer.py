@@ -6,8 +6,6 @@ import difflib
 from typing import Sequence
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from retainlint.finding import Fix, Position
@@ -55,6 +53,10 @@ def add_imports(module: cst.Module, modules: set[str]) -> cst.Module:
     missing = sorted(m for m in modules if bound.get(m) != m)
     if not missing:
         return module
+    # Imported here: libcst.codemod pulls in libcst.matchers, most of a second of start-up.
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
     context = CodemodContext()
     for name in missing:
         AddImportsVisitor.add_needed_import(context, name)

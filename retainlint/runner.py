@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from retainlint import fixer
 from retainlint.config import Settings
@@ -183,13 +183,14 @@ def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
 
 
 def _batches(items: list, jobs: int) -> list[list]:
-    size = max(1, len(items) // (jobs * 4))
+    # Small enough to spread uneven files over the workers and to move a progress bar.
+    size = max(1, min(32, len(items) // (jobs * 8)))
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def build_index(paths: Sequence[str], settings: Settings, jobs: int,
                 contents: dict[str, bytes] | None = None,
-                cache: SummaryCache | None = None) -> ProjectIndex:
+                cache: SummaryCache | None = None, progress: "Progress | None" = None) -> ProjectIndex:
     """The project index over every checked file (the cross-file rules need all of them,
     even those no rule will parse); summaries of unchanged files come from the cache."""
     summaries: list[FileSummary] = []
@@ -201,17 +202,22 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
             missing.append(path)
         elif isinstance(hit, FileSummary):
             summaries.append(hit)
+    advance = (progress or _no_progress)("Indexing", len(missing))
+    fresh: list[tuple[str, FileSummary | None]] = []
     if jobs > 1 and len(missing) > POOL_THRESHOLD:
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
         try:
-            fresh = [pair for batch in pool.map(_summarize_many, _batches(missing, jobs))
-                     for pair in batch]
+            for batch in pool.map(_summarize_many, _batches(missing, jobs)):
+                fresh.extend(batch)
+                advance(len(batch))
         except BrokenProcessPool:  # a worker crashed: summarize here, one by one
             fresh = _summarize_many(missing)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     else:
-        fresh = _summarize_many(missing)
+        for batch in _batches(missing, 1):
+            fresh.extend(_summarize_many(batch))
+            advance(len(batch))
     for path, summary in fresh:
         if summary is not None:
             summaries.append(summary)
@@ -223,14 +229,19 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
 
 
 def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: ProjectIndex,
-               jobs: int) -> list[FileOutcome]:
+               jobs: int, progress: "Progress | None" = None) -> list[FileOutcome]:
     pooled = jobs > 1 and len(paths) > POOL_THRESHOLD
     stop = multiprocessing.Event() if pooled else threading.Event()
+    advance = (progress or _no_progress)("Fixing" if mode.fix else "Checking", len(paths))
+    outcomes: list[FileOutcome] = []
     with _interrupts_between_files(stop):
         if not pooled:
-            return [_check_guarded(p, codes, settings, mode, index)
-                    for p in paths if not stop.is_set()]
-        outcomes: list[FileOutcome] = []
+            for p in paths:
+                if stop.is_set():
+                    break
+                outcomes.append(_check_guarded(p, codes, settings, mode, index))
+                advance(1)
+            return outcomes
         # The index goes to each worker once, not with every batch.
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                                    initargs=(index, stop))
@@ -238,6 +249,7 @@ def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: P
             for batch in pool.map(_check_many, [(b, codes, settings, mode)
                                                 for b in _batches(paths, jobs)]):
                 outcomes.extend(batch)
+                advance(len(batch))
         except BrokenProcessPool:  # a worker died (say, a native crash): isolate the file
             done = {o.path for o in outcomes}
             outcomes.extend(_check_alone(p, codes, settings, mode, index)
@@ -265,6 +277,14 @@ def _interrupts_between_files(stop):
         raise KeyboardInterrupt
 
 
+# (what, how many) -> a function told how many more are done; the CLI draws a bar.
+Progress = Callable[[str, int], Callable[[int], None]]
+
+
+def _no_progress(what: str, total: int) -> Callable[[int], None]:
+    return lambda done: None
+
+
 def _check_alone(path: str, codes, settings: Settings, mode: Mode,
                  index: ProjectIndex) -> FileOutcome:
     """One file in a process of its own, so that a crash loses only that file."""
@@ -278,7 +298,8 @@ def _check_alone(path: str, codes, settings: Settings, mode: Mode,
 
 
 def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
-        jobs: int | None = None, cache_dir: Path | None = None) -> RunResult:
+        jobs: int | None = None, cache_dir: Path | None = None,
+        progress: Progress | None = None) -> RunResult:
     """`cache_dir`: where the caches live (None: no cache). Findings are cached only for
     runs that write nothing (no --fix, no --diff)."""
     rules = [r for r in all_rules() if r.code in codes]
@@ -303,7 +324,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
             cached = [FileOutcome(p, list(results.entries[p].findings)) for p in readable]
             return _result(paths, outcomes + cached, 0)
     index = (build_index(list(readable), settings, jobs, readable,
-                         SummaryCache(cache_dir) if cache_dir is not None else None)
+                         SummaryCache(cache_dir) if cache_dir is not None else None, progress)
              if rules and readable else ProjectIndex([]))
     if results is not None:
         facts = index.fingerprint()
@@ -322,7 +343,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         else:
             skipped.append(FileOutcome(p, consulted=consulted))
     del readable
-    checked = _check_all(to_check, codes, settings, mode, index, jobs)
+    checked = _check_all(to_check, codes, settings, mode, index, jobs, progress)
     fixed = sum(o.fixed for o in checked)
     if mode.fix and fixed:
         # Fixes may change what other files see (a cached function made uncached), so
