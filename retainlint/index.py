@@ -120,6 +120,10 @@ def _innermost_call(value: ast.AST) -> ast.AST:
     return value
 
 
+# Container methods that store an argument: name -> which positional argument.
+_INSERTERS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1, "setdefault": 1}
+
+
 class _Body:
     """What one summarized function (module-level or a method) contains."""
 
@@ -177,6 +181,7 @@ class _Summarizer:
                     self.calls.append(node)
                 if body is not None:
                     body.calls.append(node)
+                    self._self_insert(body, node)
             elif kind is ast.Assign:
                 self.assigns.append(node)
                 if body is not None and body.fn is not None:
@@ -215,9 +220,20 @@ class _Summarizer:
 
     @staticmethod
     def _self_assign(body: _Body, target: ast.AST, value: ast.AST) -> None:
+        """`self.x = v`, and `self.x[k] = v`: either way `self` holds `v`."""
+        if isinstance(target, ast.Subscript):
+            target = target.value
         if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                 and target.value.id == "self"):
             body.self_assigns.append((target.attr, value))
+
+    @staticmethod
+    def _self_insert(body: _Body, call: ast.Call) -> None:
+        """`self.x.append(v)` and the like: `self` holds `v`."""
+        func = call.func
+        position = _INSERTERS.get(func.attr) if isinstance(func, ast.Attribute) else None
+        if position is not None and len(call.args) > position:
+            _Summarizer._self_assign(body, func.value, call.args[position])
 
     def qualify(self, node: ast.AST) -> Optional[str]:
         name = _dotted(node)

@@ -1,0 +1,884 @@
+"""RL203 global-callback-pins-instance."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.context import body_functions
+from retainlint.cstutil import append_to_function, call_args, decorator_names, is_instance_method
+from retainlint.finding import Applicability, Severity
+from retainlint.heavy import find_param
+from retainlint.module_caches import removed_in_project
+from retainlint.rule import Example, Rule
+from retainlint.walk import visit
+
+ATEXIT_REGISTER = "atexit.register"
+ATEXIT_UNREGISTER = "atexit.unregister"
+SIGNAL = "signal.signal"
+_PARTIALS = frozenset({"functools.partial", "functools.partialmethod"})
+_STATIC = frozenset({"staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod"})
+_PROPERTIES = frozenset({"property", "builtins.property", "functools.cached_property"})
+_LOGGERS = frozenset({"logging.Logger", "logging.LoggerAdapter"})
+# module-level containers that hold what is put in them strongly
+_LIST_CTORS = frozenset({"list", "builtins.list", "set", "builtins.set", "collections.deque"})
+# methods that put an element in a list / set / deque (argument position of the element)
+_ADDERS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1}
+# methods that take elements out
+_REMOVERS = frozenset({"remove", "discard", "pop", "popleft", "popitem", "clear", "__delitem__"})
+# builtins that only read a container handed to them
+_READERS = frozenset({
+    "len", "list", "tuple", "sorted", "iter", "bool", "any", "all", "repr", "str", "print",
+    "id", "isinstance", "set", "frozenset", "enumerate", "reversed", "min", "max", "sum",
+    "next", "zip", "map", "filter",
+})
+# `NAME = []` / `NAME: list[...] = set()` / `NAME = collections.deque(...)` at column 0
+_MODULE_CONTAINER = re.compile(
+    rb"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]+)?=[ \t]*(?:\[|set\(|list\(|deque\(|collections\.deque\()",
+    re.MULTILINE,
+)
+_NON_RELEASING = frozenset({"__del__"})  # never runs while a registry holds the instance
+
+
+@dataclass
+class _Registration:
+    kind: str  # "atexit" | "signal" | "append"
+    call: cst.Call
+    callback: cst.BaseExpression
+    what: str  # what the callback is, for the message
+    pins_self: bool  # True: pins the instance; False: pins another heavy object
+    cls: cst.ClassDef
+    function: cst.FunctionDef
+    statement: Optional[cst.CSTNode]
+    container: Optional[str] = None  # the module global appended to
+    saved_as: Optional[str] = None  # `self.<attr> = signal.signal(...)`: the old handler
+
+
+def _mentions_self(node: cst.CSTNode) -> bool:
+    found = False
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            nonlocal found
+            if name.value == "self":
+                found = True
+
+    visit(node, _Finder())
+    return found
+
+
+class GlobalCallbackPinsInstance(Rule):
+    code = "RL203"
+    name = "global-callback-pins-instance"
+    summary = (
+        "A bound method or the instance itself is registered in a process-wide registry "
+        "(atexit, signal handlers, a module-level list) and never taken out"
+    )
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    triggers = ("atexit", "signal", ".append(self", ".add(self")
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """`atexit` named, `signal.signal` called (or imported from `signal`), or `self`
+        appended / added to a list, set or deque the file defines at module level."""
+        if b"atexit" in data:
+            return True
+        if b"signal" in data and (
+            b"signal.signal(" in data or b"from signal import" in data or b"import signal as" in data
+        ):
+            return True
+        if b".append(self" not in data and b".add(self" not in data and b".appendleft(self" not in data:
+            return False
+        for match in _MODULE_CONTAINER.finditer(data):
+            name = match.group(1)
+            if any(name + adder in data for adder in (b".append(self", b".add(self", b".appendleft(self")):
+                return True
+        return False
+
+    docs = """
+## What it does
+Reports, in an instance method, a registration in a process-wide registry of something
+that keeps the instance alive:
+
+- `atexit.register(self.close)`, `atexit.register(self.stop, True)`,
+  `atexit.register(partial(cleanup, self))`, `atexit.register(lambda: self.close())`;
+- `signal.signal(sig, self.handler)` (or a lambda / nested function using `self`, or a
+  method of the class that returns such a closure);
+- `_LIVE.append(self)`, `_CALLBACKS.append(self.on_event)`, `_SEEN.add(self)` where the
+  list, set or deque is a module global of the same file that is read somewhere (in the
+  file, or imported by another one: a container that is only ever added to is a
+  keep-alive anchor, retaining on purpose);
+- the same with a bound method of another object known to be heavy
+  (`atexit.register(self.model.cleanup)`, `atexit.register(model.close)`);
+
+when nothing undoes it: no method of the class (other than `__del__`, which cannot run
+while the registry holds the instance) calls `atexit.unregister(...)` for that callback or
+installs another handler for the signal (restoring the old one, `SIG_DFL`), the saved old
+handler (`self._old = signal.signal(...)`) is never reinstalled anywhere in the file, and
+nothing in the project takes entries out of the list (`.remove`, `.discard`, `.pop`,
+`.clear`, `del`, slice assignment, rebinding, handing it to other code).
+
+Objects that live as long as the process anyway are left alone: registrations at
+module level or in plain functions, classes instantiated at module level (and nowhere
+else), singletons (`_instance` class attributes, `__new__`, a singleton decorator or
+metaclass, a `@functools.cache` getter, `global x; x = Cls()`), and logger classes. A
+callable stored on the instance that is not a bound method (`self._finalizer =
+weakref.finalize(...)`) pins only itself. Findings are errors when what is pinned is heavy
+(an `nn.Module` subclass, a class holding tensors), warnings otherwise.
+
+## Why it leaks
+`atexit`'s list, the interpreter's signal-handler table and a module global are GC
+roots. A bound method holds its `__self__`, a closure holds `self`: the instance - and
+its model, KV caches, buffers - stays alive until the interpreter exits (or the handler
+is replaced), long after its owner shut it down and dropped it. Each new instance adds
+another pinned one.
+
+## Incident
+A KV-cache storage connector registered `atexit.register(self.close)` and signal handlers
+`lambda sig, frame: self.close()` in its `__init__`; its `close()` never unregistered
+them, so every connector built in a process - with the KV caches it referenced - survived
+engine shutdown.
+
+## Example
+```python
+import atexit
+
+class Connector:
+    def __init__(self, caches):
+        self.caches = caches
+        atexit.register(self.close)  # RL203
+
+    def close(self):
+        self.caches = None
+```
+
+## Fix (safe, where a release method exists)
+For `atexit.register(self.<method>, ...)`, `atexit.unregister(self.<method>)` is appended
+to the class's release method (the first of `shutdown`, `close`, ... it defines, other
+than `__del__`), importing `atexit` when the module does not import it at top level.
+`atexit.unregister` does nothing when the callback is not registered, and bound methods of
+the same instance compare equal, so this is safe in every order. Signal handlers and
+module-level lists have no automatic fix: restore the previous handler
+(`self._old = signal.signal(...)` ... `signal.signal(sig, self._old)`), or remove the
+instance from the list, in the release method - or keep a `weakref.WeakSet`.
+"""
+
+    valid = [
+        # module level: the object is a module global, alive until exit anyway
+        """
+import atexit
+from concurrent.futures import ThreadPoolExecutor
+
+pool = ThreadPoolExecutor()
+atexit.register(pool.shutdown)
+""",
+        # undone in the release method
+        """
+import atexit
+import signal
+
+class Server:
+    def __init__(self):
+        atexit.register(self.close)
+        self._old = signal.signal(signal.SIGTERM, self._on_term)
+
+    def _on_term(self, signum, frame):
+        self.close()
+
+    def close(self):
+        atexit.unregister(self.close)
+        signal.signal(signal.SIGTERM, self._old)
+""",
+        # a module-level singleton
+        """
+import atexit
+
+class _Stats:
+    def __init__(self):
+        atexit.register(self.dump)
+
+    def dump(self):
+        pass
+
+stats = _Stats()
+""",
+        # a weak set; a list pruned on shutdown
+        """
+import weakref
+
+_live = weakref.WeakSet()
+_all = []
+
+class Worker:
+    def __init__(self):
+        _live.add(self)
+        _all.append(self)
+
+    def shutdown(self):
+        _all.remove(self)
+""",
+    ]
+    invalid = [
+        Example(
+            """
+import atexit
+
+import torch
+
+class Connector:
+    def __init__(self, caches: dict[str, torch.Tensor]):
+        self.caches = caches
+        atexit.register(self.close)
+
+    def close(self):
+        \"\"\"Drop the caches.\"\"\"
+        self.caches = None
+""",
+            lines=[9],
+            fixed="""
+import atexit
+
+import torch
+
+class Connector:
+    def __init__(self, caches: dict[str, torch.Tensor]):
+        self.caches = caches
+        atexit.register(self.close)
+
+    def close(self):
+        \"\"\"Drop the caches.\"\"\"
+        self.caches = None
+        atexit.unregister(self.close)
+""",
+        ),
+        # `atexit` imported inside the method: the fix imports it at top level
+        Example(
+            """
+import logging
+
+class Recorder:
+    def start(self):
+        from atexit import register
+        register(self.flush)
+
+    def flush(self):
+        logging.info("flushing")
+
+    def stop(self):
+        self.flush()
+""",
+            lines=[7],
+            fixed="""
+import logging
+import atexit
+
+class Recorder:
+    def start(self):
+        from atexit import register
+        register(self.flush)
+
+    def flush(self):
+        logging.info("flushing")
+
+    def stop(self):
+        self.flush()
+        atexit.unregister(self.flush)
+""",
+        ),
+        # signal handlers and module-level lists: reported, no fix
+        Example(
+            """
+import signal
+
+_instances = []
+
+class Runner:
+    def __init__(self):
+        signal.signal(signal.SIGTERM, self.on_term)
+        _instances.append(self)
+
+    def on_term(self, signum, frame):
+        pass
+
+    def shutdown(self):
+        pass
+
+def running():
+    return len(_instances)
+""",
+            lines=[8, 9],
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._registrations: list[_Registration] = []
+        # per class name: texts of `atexit.unregister(...)` arguments, `signal.signal`
+        # calls (the call nodes) outside `__del__`
+        self._unregistered: dict[str, list[cst.BaseExpression]] = {}
+        self._signals: dict[str, list[tuple[cst.Call, cst.FunctionDef]]] = {}
+        self._handlers_reinstalled: list[cst.BaseExpression] = []  # any signal.signal handler
+        self._containers: dict[str, cst.CSTNode] = {}  # module-level list/set/deque -> name node
+        self._emptied: set[str] = set()  # names removed from / rebound / handed away
+        self._instantiated: dict[str, set[str]] = {}  # class -> {"module", "singleton", "other"}
+        self._global_names: dict[int, set[str]] = {}
+        # module containers: every mention, and the mentions that do not read them (the
+        # definition, `global` declarations, receivers of append/add): the difference says
+        # whether the file ever reads the container
+        self._uses: dict[str, int] = {}
+        self._not_reads: dict[str, int] = {}
+
+    # -- collection ----------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        for stmt in node.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    target, value = small.targets[0].target, small.value
+                elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                    target, value = small.target, small.value
+                else:
+                    continue
+                if isinstance(target, cst.Name) and self._strong_container(value):
+                    self._containers[target.value] = target
+                    self._not_reads[target.value] = self._not_reads.get(target.value, 0) + 1
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self._containers:
+            self._uses[node.value] = self._uses.get(node.value, 0) + 1
+
+    def _strong_container(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, (cst.List, cst.Set)):
+            return True
+        if isinstance(value, cst.Call):
+            func = value.func.value if isinstance(value.func, cst.Subscript) else value.func
+            return self.ctx.qualname(func) in _LIST_CTORS
+        return False
+
+    def visit_Global(self, node: cst.Global) -> None:
+        fn = self.ctx.scope.function
+        for n in node.names:
+            self._not_reads[n.name.value] = self._not_reads.get(n.name.value, 0) + 1
+        if fn is not None:
+            names = {n.name.value for n in node.names}
+            self._global_names.setdefault(id(fn), set()).update(names)
+            assigned = self.ctx.heavy.local_assignments(fn)
+            self._emptied.update(n for n in names if n in self._containers and n in assigned)  # rebound
+
+    def visit_Del(self, node: cst.Del) -> None:
+        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+        for t in targets:
+            t = t.value if isinstance(t, cst.Element) else t
+            base = t.value if isinstance(t, cst.Subscript) else t
+            if isinstance(base, cst.Name) and self._container_here(base.value):
+                self._emptied.add(base.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            target = t.target
+            if (
+                isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name)
+                and self._container_here(target.value.value)
+            ):
+                self._emptied.add(target.value.value)  # `_l[:] = [...]`
+        self._escape(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if (
+            isinstance(node.target, cst.Name) and not isinstance(node.operator, cst.AddAssign)
+            and self._container_here(node.target.value)
+        ):
+            self._emptied.add(node.target.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._escape(node.value)
+
+    def _escape(self, value: cst.BaseExpression) -> None:
+        """`x = _l`, `return _l`: other code may prune it."""
+        if isinstance(value, cst.Name) and self._container_here(value.value):
+            self._emptied.add(value.value)
+
+    def _container_here(self, name: str) -> bool:
+        """Does `name` denote one of the module-level containers where the traversal is?"""
+        if name not in self._containers:
+            return False
+        for fn in reversed(self.ctx.scope.functions):
+            if name in self._global_names.get(id(fn), ()):
+                return True
+            if self._local(name, fn):
+                return False
+        return True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if (
+            node.attr.value in _REMOVERS and isinstance(node.value, cst.Name)
+            and self._container_here(node.value.value)
+        ):
+            self._emptied.add(node.value.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.ctx.qualname(node.func)
+        scope = self.ctx.scope
+        cls = scope.classes[-1] if scope.classes else None
+        if isinstance(node.func, cst.Name) and node.func.value in self.ctx.classes:
+            self._instantiation(node.func.value)
+        if qualified not in _READERS:
+            for arg in node.args:  # handed to code that may prune it
+                self._escape(arg.value)
+        if qualified == ATEXIT_UNREGISTER and cls is not None and node.args:
+            if not (scope.function is not None and scope.function.name.value in _NON_RELEASING):
+                self._unregistered.setdefault(cls.name.value, []).append(node.args[0].value)
+        if qualified == SIGNAL and len(node.args) >= 2:
+            self._handlers_reinstalled.append(node.args[1].value)
+            if cls is not None and scope.function is not None and (
+                scope.function.name.value not in _NON_RELEASING
+            ):
+                self._signals.setdefault(cls.name.value, []).append((node, scope.function))
+        adder = (
+            isinstance(node.func, cst.Attribute) and node.func.attr.value in _ADDERS
+            and isinstance(node.func.value, cst.Name) and node.func.value.value in self._containers
+        )
+        if adder:
+            name = node.func.value.value
+            self._not_reads[name] = self._not_reads.get(name, 0) + 1
+        fn = scope.function
+        cls = scope.method_class
+        if cls is None or fn is None or not is_instance_method(self.ctx, fn):
+            return
+        if qualified == ATEXIT_REGISTER and node.args:
+            positional, _ = call_args(node)
+            self._consider("atexit", node, node.args[0].value, cls, fn,
+                           extra=[a.value for a in positional[1:]])
+        elif qualified == SIGNAL and len(node.args) >= 2:
+            self._consider("signal", node, node.args[1].value, cls, fn)
+        elif adder:
+            container = node.func.value.value
+            position = _ADDERS[node.func.attr.value]
+            positional, _ = call_args(node)
+            if len(positional) > position and not self._local(container, fn):
+                self._consider("append", node, positional[position].value, cls, fn,
+                               container=container)
+
+    def _instantiation(self, name: str) -> None:
+        scope = self.ctx.scope
+        fn = scope.function
+        if fn is None:
+            kind = "module" if not scope.classes else "other"
+        elif self._cached(fn) or self._assigns_global(fn):
+            kind = "singleton"
+        else:
+            kind = "other"
+        self._instantiated.setdefault(name, set()).add(kind)
+
+    def _cached(self, fn: cst.FunctionDef) -> bool:
+        return any(self.ctx.index.is_cache_decorator(d) for d in decorator_names(self.ctx, fn))
+
+    def _assigns_global(self, fn: cst.FunctionDef) -> bool:
+        """`global _x` then `_x = Cls(...)` in this statement."""
+        statement = self.ctx.scope.statement
+        names = self._global_names.get(id(fn), set())
+        if not names or not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        return any(
+            isinstance(small, cst.Assign)
+            and any(isinstance(t.target, cst.Name) and t.target.value in names for t in small.targets)
+            for small in statement.body
+        )
+
+    def _local(self, name: str, fn: cst.FunctionDef) -> bool:
+        """Is `name` a local of `fn` (a parameter or assigned without `global`)?"""
+        if name in self._global_names.get(id(fn), set()):
+            return False
+        return find_param(fn, name) is not None or name in self.ctx.heavy.local_assignments(fn)
+
+    def _consider(self, kind, call, callback, cls, fn, extra=(), container=None) -> None:
+        what = self._pins_self(callback, fn, cls, 0)
+        pins_self = what is not None
+        if what is None:
+            for value in extra:  # `atexit.register(cleanup, self)`
+                if isinstance(value, cst.Name) and value.value == "self":
+                    what, pins_self = "`self` (passed as an argument)", True
+                    break
+        if what is None:
+            what = self._pins_heavy_other(callback, fn, cls)
+        if what is None:
+            return
+        statement = self.ctx.scope.statement
+        saved_as = None
+        if kind == "signal" and isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1:
+                    target = small.targets[0].target
+                    if isinstance(target, cst.Attribute):
+                        saved_as = target.attr.value
+                    elif isinstance(target, cst.Name):
+                        saved_as = target.value
+        self._registrations.append(
+            _Registration(kind, call, callback, what, pins_self, cls, fn, statement,
+                          container=container, saved_as=saved_as)
+        )
+
+    # -- what a callback keeps alive -----------------------------------------------
+    def _pins_self(self, expr, fn, cls, depth: int) -> Optional[str]:
+        """A description of how `expr` holds the instance, or None."""
+        if depth > 3:
+            return None
+        code = self.ctx.code
+        if isinstance(expr, cst.Name):
+            if expr.value == "self":
+                return "the instance itself"
+            nested = _nested_function(fn, expr.value)
+            if nested is not None and _mentions_self(nested.body):
+                return f"the closure `{expr.value}` (it uses `self`)"
+            for value, _ in self.ctx.heavy.local_assignments(fn).get(expr.value, ()):
+                if value is not None and self._pins_self(value, fn, cls, depth + 1):
+                    return f"`{expr.value}` (built from `self`)"
+            return None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            if self._bound_method(cls, expr.attr.value, depth):
+                return f"the bound method `{code(expr)}`"
+            return None
+        if isinstance(expr, cst.Lambda):
+            return "a lambda using `self`" if _mentions_self(expr.body) else None
+        if isinstance(expr, cst.Call):
+            if self.ctx.qualname(expr.func) in _PARTIALS:
+                if any(self._pins_self(a.value, fn, cls, depth + 1) for a in expr.args):
+                    return f"`{code(expr.func)}(...)` over `self`"
+                return None
+            func = expr.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                method = self._method(cls, func.attr.value)
+                if method is not None and _returns_closure_over_self(method):
+                    return f"the closure returned by `{code(func)}()` (it uses `self`)"
+        return None
+
+    def _bound_method(self, cls: cst.ClassDef, attr: str, depth: int) -> bool:
+        """Is `self.<attr>` a bound method of the instance (or an attribute holding one)?"""
+        method = self._method(cls, attr)
+        if method is not None:
+            decorators = decorator_names(self.ctx, method)
+            return not (decorators & _STATIC or decorators & _PROPERTIES)
+        assigned = False
+        for m in self._class_chain_methods(cls):
+            for value, _ in self.ctx.heavy.local_assignments(m).get(f"self.{attr}", ()):
+                assigned = True
+                if value is not None and self._pins_self(value, m, cls, depth + 1):
+                    return True
+        if assigned or self._class_level(cls, attr):
+            return False
+        # not defined in this file: a method of a base class in another file?
+        return self._inherited_method(cls, attr)
+
+    def _method(self, cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+        for c in self._class_chain(cls):
+            method = self.ctx.methods(c).get(name)
+            if method is not None:
+                return method
+        return None
+
+    def _class_chain(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """`cls` and its base classes defined in this file."""
+        chain, pending = [], [cls]
+        while pending:
+            c = pending.pop(0)
+            if c in chain:
+                continue
+            chain.append(c)
+            for base in c.bases:
+                if isinstance(base.value, cst.Name) and base.value.value in self.ctx.classes:
+                    pending.append(self.ctx.classes[base.value.value])
+        return chain
+
+    def _class_chain_methods(self, cls: cst.ClassDef) -> list[cst.FunctionDef]:
+        return [m for c in self._class_chain(cls) for m in body_functions(c)]
+
+    def _class_level(self, cls: cst.ClassDef, attr: str) -> bool:
+        for c in self._class_chain(cls):
+            body = c.body.body if isinstance(c.body, cst.IndentedBlock) else ()
+            for stmt in body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        targets = (
+                            [t.target for t in small.targets] if isinstance(small, cst.Assign)
+                            else [small.target] if isinstance(small, cst.AnnAssign) else []
+                        )
+                        if any(isinstance(t, cst.Name) and t.value == attr for t in targets):
+                            return True
+        return False
+
+    def _inherited_method(self, cls: cst.ClassDef, attr: str) -> bool:
+        """Through the project index: a method of a base class in another file; for bases
+        outside the project (or unknown), assume it is one."""
+        index = self.ctx.index
+        pending = [self.ctx.qualname(b.value) for c in self._class_chain(cls) for b in c.bases
+                   if not (isinstance(b.value, cst.Name) and b.value.value in self.ctx.classes)]
+        pending = [q for q in pending if q and q not in ("object", "builtins.object")]
+        seen: set[str] = set()
+        while pending:
+            qualified = index.resolve(pending.pop(0))
+            if not qualified or qualified in seen:
+                continue
+            seen.add(qualified)
+            summary = index.classes.get(qualified)
+            if summary is None:
+                return True  # outside the project: `nn.Module`, `threading.Thread`, ...
+            method = summary.methods.get(attr)
+            if method is not None:
+                return not any(d in _STATIC or d in _PROPERTIES for d in method.decorators)
+            pending.extend(summary.bases)
+        return False
+
+    def _pins_heavy_other(self, expr, fn, cls) -> Optional[str]:
+        """`x.method` (a bound method of another object) where `x` is heavy."""
+        if not isinstance(expr, cst.Attribute):
+            return None
+        owner = expr.value
+        if isinstance(owner, cst.Name) and (owner.value == "self" or owner.value in self.ctx.classes):
+            return None
+        if not self._local_or_self(owner, fn):
+            return None  # an imported module or class (`shutil.rmtree`), a module global
+        if self.ctx.heavy.is_heavy_value(owner, fn, cls):
+            return f"the bound method `{self.ctx.code(expr)}` of a heavy object"
+        return None
+
+    def _local_or_self(self, owner, fn) -> bool:
+        root = owner
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return isinstance(root, cst.Name) and (root.value == "self" or self._local(root.value, fn))
+
+    # -- decision ------------------------------------------------------------------
+    def leave_Module(self, node: cst.Module) -> None:
+        for reg in self._registrations:
+            if self._undone(reg):
+                continue
+            if reg.pins_self and self._lives_as_long_as_process(reg.cls):
+                continue
+            self._report(reg)
+
+    def _undone(self, reg: _Registration) -> bool:
+        names = [c.name.value for c in self._class_chain(reg.cls)]
+        code = self.ctx.code
+        if reg.kind == "atexit":
+            wanted = code(reg.callback)
+            last = reg.callback.attr.value if isinstance(reg.callback, cst.Attribute) else None
+            for name in names:
+                for arg in self._unregistered.get(name, ()):
+                    if code(arg) == wanted:
+                        return True
+                    if last is not None and isinstance(arg, cst.Attribute) and arg.attr.value == last:
+                        return True
+            return False
+        if reg.kind == "signal":
+            for name in names:
+                for call, fn in self._signals.get(name, ()):
+                    if (
+                        call is not reg.call and _same_signal(call.args[0].value, reg.call.args[0].value, code)
+                        and self._pins_self(call.args[1].value, fn, reg.cls, 0) is None
+                    ):
+                        return True  # another handler installed: the old one restored, SIG_DFL
+            if reg.saved_as is not None:
+                for handler in self._handlers_reinstalled:
+                    if (
+                        (isinstance(handler, cst.Attribute) and handler.attr.value == reg.saved_as)
+                        or (isinstance(handler, cst.Name) and handler.value == reg.saved_as)
+                    ):
+                        return True
+            return False
+        # appended to a module-level container
+        if reg.container in self._emptied:
+            return True
+        qualified = f"{self.ctx.module_name}.{reg.container}"
+        if not self._read_anywhere(reg.container, qualified):
+            # only ever added to: a keep-alive anchor, retaining on purpose ("poisoned
+            # clients keep their buffers until process exit")
+            return True
+        return removed_in_project(self.ctx.index, qualified)
+
+    def _read_anywhere(self, name: str, qualified: str) -> bool:
+        """Is the container read in this file, or imported by another file?"""
+        if self._uses.get(name, 0) > self._not_reads.get(name, 0):
+            return True
+        index = self.ctx.index
+        here = os.path.abspath(self.ctx.path)
+        suffix = f".{name}"
+        for summary in index.files.values():
+            if summary.path != here and any(
+                target == qualified or (target.endswith(suffix) and index.resolve(target) == qualified)
+                for target in summary.imports.values()
+            ):
+                return True
+        return False
+
+    def _lives_as_long_as_process(self, cls: cst.ClassDef) -> bool:
+        """Process-lifetime objects: singletons, module-level instances, loggers."""
+        for base in cls.bases:
+            if self.ctx.qualname(base.value) in _LOGGERS:
+                return True
+        for keyword in cls.keywords:
+            if keyword.keyword is not None and keyword.keyword.value == "metaclass":
+                if "singleton" in self.ctx.code(keyword.value).lower():
+                    return True
+        if any("singleton" in name.lower() for name in self._decorators(cls)):
+            return True
+        methods = self.ctx.methods(cls)
+        if "__new__" in methods or self._class_level(cls, "_instance") or self._class_level(cls, "_instances"):
+            return True
+        kinds = self._instantiated.get(cls.name.value, set())
+        if not kinds or "other" in kinds:
+            return False
+        # created only at import time or by a singleton getter in this file: and by no
+        # function of another file
+        qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        index = self.ctx.index
+        here = os.path.abspath(self.ctx.path)
+        for function in index.functions.values():
+            if function.path != here and any(index.resolve(c) == qualified for c in function.calls):
+                return False
+        return True
+
+    def _decorators(self, cls: cst.ClassDef) -> list[str]:
+        names = []
+        for d in cls.decorators:
+            target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            names.append(self.ctx.qualname(target) or self.ctx.code(target))
+        return names
+
+    def _report(self, reg: _Registration) -> None:
+        cls_name = reg.cls.name.value
+        where = f"`{cls_name}.{reg.function.name.value}`"
+        heavy = self._holds_heavy(reg.cls) if reg.pins_self else True
+        held = "the instance" if reg.pins_self else "that object"
+        held += " and the models/tensors it holds stay" if heavy else " stays"
+        until = "the handler is replaced" if reg.kind == "signal" else "the interpreter exits"
+        if reg.kind == "atexit":
+            registry = "`atexit`'s callback list"
+            undo = f"no method of `{cls_name}` calls `atexit.unregister(...)` for it"
+            if any(m.name.value in _NON_RELEASING for m in self._class_chain_methods(reg.cls)
+                   if self._unregisters_in(m, reg.callback)):
+                undo += " (`__del__` cannot: it never runs while the registry holds the instance)"
+        elif reg.kind == "signal":
+            registry = "the signal-handler table"
+            undo = f"no method of `{cls_name}` restores the previous handler"
+        else:
+            registry = f"module global `{reg.container}`"
+            undo = "nothing takes it out again"
+        message = (
+            f"{reg.what} is registered in {registry} by {where}: {held} alive until {until}; "
+            f"{undo}"
+        )
+        self.report(
+            reg.call,
+            message,
+            severity=Severity.ERROR if heavy else Severity.WARNING,
+            fix=self._fix(reg) if reg.kind == "atexit" else None,
+            statement=reg.statement,
+        )
+
+    def _holds_heavy(self, cls: cst.ClassDef) -> bool:
+        """A heavy class, or one that assigns a heavy value to an attribute in this file
+        (`self.model = model` with `model: nn.Module`)."""
+        oracle = self.ctx.heavy
+        if oracle.is_heavy_class(cls):
+            return True
+        for method in self._class_chain_methods(cls):
+            for key, assignments in oracle.local_assignments(method).items():
+                if not key.startswith("self."):
+                    continue
+                for value, ann in assignments:
+                    if oracle.is_heavy_annotation(ann) or (
+                        value is not None and oracle.is_heavy_value(value, method, cls)
+                    ):
+                        return True
+        return False
+
+    def _unregisters_in(self, method: cst.FunctionDef, callback) -> bool:
+        code = self.ctx.code(callback)
+        found = False
+
+        class _Finder(cst.CSTVisitor):
+            def visit_Call(inner, node: cst.Call) -> None:
+                nonlocal found
+                if (
+                    self.ctx.qualname(node.func) == ATEXIT_UNREGISTER and node.args
+                    and self.ctx.code(node.args[0].value) == code
+                ):
+                    found = True
+
+        visit(method.body, _Finder())
+        return found
+
+    # -- fix -----------------------------------------------------------------------
+    def _fix(self, reg: _Registration):
+        callback = reg.callback
+        if not (
+            isinstance(callback, cst.Attribute) and isinstance(callback.value, cst.Name)
+            and callback.value.value == "self" and self._method(reg.cls, callback.attr.value) is not None
+        ):
+            return None  # only `self.<method>` can be named again in the release method
+        release = self._release_method(reg.cls)
+        if release is None or release is reg.function:
+            return None
+        spelling, imports = _unregister_spelling(self.ctx)
+        stmt = cst.parse_statement(f"{spelling}({self.ctx.code(callback)})")
+        return self.fix(
+            f"Call `atexit.unregister({self.ctx.code(callback)})` at the end of `{release.name.value}()`",
+            {release: append_to_function(release, [stmt])},
+            imports=imports,
+        )
+
+    def _release_method(self, cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
+        methods = self.ctx.methods(cls)
+        for name in self.ctx.settings.release_methods:
+            method = methods.get(name)
+            if method is not None and name not in _NON_RELEASING and is_instance_method(self.ctx, method):
+                return method
+        return None
+
+
+def _same_signal(a: cst.BaseExpression, b: cst.BaseExpression, code) -> bool:
+    """The same signal, or one of them a variable (`for sig in (...): signal.signal(sig, h)`)."""
+    return code(a) == code(b) or isinstance(a, cst.Name) or isinstance(b, cst.Name)
+
+
+def _nested_function(fn: cst.FunctionDef, name: str) -> Optional[cst.FunctionDef]:
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            return stmt
+    return None
+
+
+def _returns_closure_over_self(method: cst.FunctionDef) -> bool:
+    """`def make_handler(self): def handler(...): self.x(); return handler`."""
+    body = method.body.body if isinstance(method.body, cst.IndentedBlock) else ()
+    nested = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Return) and small.value is not None:
+                    value = small.value
+                    if isinstance(value, cst.Lambda) and _mentions_self(value.body):
+                        return True
+                    if isinstance(value, cst.Name) and value.value in nested and _mentions_self(nested[value.value].body):
+                        return True
+    return False
+
+
+def _unregister_spelling(ctx) -> tuple[str, tuple[str, ...]]:
+    """How a method spells `atexit.unregister`: only module-level imports count."""
+    top = ctx.module_imports
+    local = top.local_name_for("atexit")
+    if local is not None:
+        return f"{local}.unregister", ()
+    local = top.local_name_for(ATEXIT_UNREGISTER)
+    if local is not None:
+        return local, ()
+    return ATEXIT_UNREGISTER, ("atexit",)

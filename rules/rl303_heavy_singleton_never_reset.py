@@ -1,0 +1,391 @@
+"""RL303 heavy-singleton-never-reset."""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.finding import Applicability, Severity
+from retainlint.module_caches import names_heavy_type
+from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.rules.rl602_release_keeps_heavy_attribute import substantial_value
+from retainlint.walk import visit
+
+# Simple names of everything any project function calls or any file imports, per index:
+# a reset function whose name is in none of them (nor used in its own file) is dead code.
+_USED_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _used_names(index) -> frozenset[str]:
+    # Every file's functions and imports are read: asking tells a recording index so,
+    # even when the answer is memoised.
+    functions, files = index.functions.values(), index.files.values()
+    names = _USED_NAMES.get(index)
+    if names is None:
+        found: set[str] = set()
+        for f in functions:
+            found.update(c.rsplit(".", 1)[-1] for c in f.calls)
+        for summary in files:
+            found.update(v.rsplit(".", 1)[-1] for v in summary.imports.values())
+        names = _USED_NAMES[index] = frozenset(found)
+    return names
+
+
+def _imported_as_module(index, module: str, here: str) -> bool:
+    """Does another project file bind `module` itself (`from pkg import mod`,
+    `import pkg.mod as m`), so that it could write `mod.X = None`? (A plain
+    `import pkg.mod` is recorded as binding `pkg` only, like every `import pkg.other`:
+    not counted, or every public global of a package would be exempt.)"""
+    for path, summary in index.files.items():
+        if summary.module == here:
+            continue
+        if module in summary.imports.values():
+            return True
+    return False
+
+
+def _is_globals_call(expr) -> bool:
+    return (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)
+        and expr.func.value == "globals" and not expr.args
+    )
+
+
+def _const(expr) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+@dataclass
+class _Assignment:
+    node: cst.CSTNode
+    statement: Optional[cst.CSTNode]
+    function: cst.FunctionDef
+
+
+@dataclass
+class _Global:
+    heavy: list = field(default_factory=list)  # [_Assignment]
+    resets: list = field(default_factory=list)  # [FunctionDef] that reset it
+
+
+class HeavySingletonNeverReset(Rule):
+    code = "RL303"
+    name = "heavy-singleton-never-reset"
+    summary = "A module global assigned a heavy object by a function is never reset"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+    triggers = ("global ",)
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """`global` and a heavy type named (`torch`, `transformers`, a configured heavy
+        type or a heavy project class)."""
+        return b"global " in data and names_heavy_type(data, ("torch", "transformers"), settings, index)
+
+    docs = """
+## What it does
+Reports a module-level global that a function assigns a heavy object
+(`global _manager; _manager = WorkspaceManager(device)`, where the class holds tensors;
+a model, a tensor, the result of a function annotated to return one) while nothing ever
+resets it: no function sets it to another value (`_manager = None`), deletes it
+(`del _manager`, `globals()["_manager"] = None`) or clears it (`_manager.clear()`).
+
+A reset only counts when it can run: a module-level reset function whose name is never
+called, imported or otherwise used anywhere in the project (its file included) is dead
+code, and the global is reported with it as related location. Dropping the old object
+before assigning a new one, in the same function, is no reset.
+
+Not reported: globals only assigned at module level (import-time constants), globals
+that a function resets, values that pin no real memory (a tensor of a few literal
+elements such as `torch.zeros(4)`, a module without weights such as an op, a project
+object holding only such things), public globals (no leading underscore) of a module
+that another project file imports as a module (it may reset `mod.X = None` itself), and
+files that write `globals()` with computed names.
+
+## Why it leaks
+A module global is a GC root: what it references lives until the interpreter exits. A
+singleton created while an engine starts (a workspace manager with GPU buffers, a cached
+model) outlives the engine's shutdown, and every engine created later in the same
+process either leaks another one or reuses stale state.
+
+## Incident
+vLLM's workspace-manager singleton (`init_workspace_manager()` assigning
+`_manager = WorkspaceManager(...)`, which holds GPU workspace buffers) survived engine
+shutdown. A `reset_workspace_manager()` existed "for testing", but nothing called it;
+the fix called it from the model runner's `shutdown()`.
+
+## Example
+```python
+_manager = None
+
+def init_workspace_manager(device):
+    global _manager
+    _manager = WorkspaceManager(device)  # RL303: nothing ever resets `_manager`
+```
+
+## Suggestion (no automatic fix)
+Add a reset function (`global _manager; _manager = None`) and call it from the release
+path of whatever created the singleton (an engine's or model runner's `shutdown()`).
+"""
+
+    valid = [
+        # reset by a function that is called
+        """
+import torch
+
+_table = None
+
+def build(n):
+    global _table
+    _table = torch.zeros(n, n)
+
+def reset():
+    global _table
+    _table = None
+
+def shutdown():
+    reset()
+""",
+        # not heavy; and a local that only shares the name
+        """
+import torch.nn as nn
+
+_config = None
+
+def load(path):
+    global _config
+    _config = read(path)
+
+def make():
+    _config = nn.Linear(2, 2)
+    return _config
+""",
+    ]
+    invalid = [
+        Example(
+            """
+import torch.nn as nn
+
+_model = None
+
+def get_model():
+    global _model
+    if _model is None:
+        _model = nn.Linear(8, 8)
+    return _model
+""",
+            lines=[9],
+        ),
+        # a reset function that nothing calls
+        Example(
+            """
+import torch
+
+_buffers = None
+
+def init(n):
+    global _buffers
+    _buffers = torch.empty(n)
+
+def reset_buffers():
+    global _buffers
+    _buffers = None
+""",
+            lines=[8],
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._declared: dict[int, set[str]] = {}  # id(function) -> its `global` names
+        self._globals: dict[str, _Global] = {}
+        self._dynamic = False
+
+    # -- collection (during the shared traversal) -----------------------------------
+    def _declared_here(self) -> tuple[Optional[cst.FunctionDef], set[str]]:
+        fn = self.ctx.scope.function
+        if fn is None:
+            return None, set()
+        return fn, self._declared.get(id(fn), set())
+
+    def visit_Global(self, node: cst.Global) -> None:
+        fn = self.ctx.scope.function
+        if fn is not None:
+            self._declared.setdefault(id(fn), set()).update(n.name.value for n in node.names)
+
+    def _entry(self, name: str) -> _Global:
+        return self._globals.setdefault(name, _Global())
+
+    def _target(self, target, value, node) -> None:
+        fn, declared = self._declared_here()
+        if fn is None:
+            return
+        if isinstance(target, cst.Name):
+            if target.value not in declared:
+                return
+            entry = self._entry(target.value)
+            if value is not None and self.ctx.heavy.is_heavy_value(value, fn, self.ctx.scope.method_class):
+                entry.heavy.append(_Assignment(node, self.ctx.scope.statement, fn))
+            else:
+                entry.resets.append(fn)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._target(element.value, None, node)
+        elif isinstance(target, cst.Subscript) and _is_globals_call(target.value):
+            self._globals_item(target)
+
+    def _globals_item(self, subscript: cst.Subscript) -> None:
+        fn = self.ctx.scope.function
+        keys = [
+            _const(e.slice.value) for e in subscript.slice if isinstance(e.slice, cst.Index)
+        ]
+        if len(keys) != 1 or keys[0] is None:
+            self._dynamic = True
+        elif fn is not None:
+            self._entry(keys[0]).resets.append(fn)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._target(t.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._target(node.target, node.value, node)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        fn, declared = self._declared_here()
+        targets = [node.target]
+        while targets:
+            t = targets.pop()
+            if isinstance(t, (cst.Tuple, cst.List)):
+                targets.extend(e.value for e in t.elements)
+            elif isinstance(t, cst.Name) and t.value in declared:
+                self._entry(t.value).resets.append(fn)
+            elif isinstance(t, cst.Subscript) and _is_globals_call(t.value):
+                self._globals_item(t)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        fn = self.ctx.scope.function
+        if _is_globals_call(func.value):
+            if func.attr.value in ("pop", "__delitem__", "__setitem__") and node.args:
+                name = _const(node.args[0].value)
+                if name is None:
+                    self._dynamic = True
+                elif fn is not None:
+                    self._entry(name).resets.append(fn)
+            elif func.attr.value in ("update", "clear", "popitem", "setdefault"):
+                self._dynamic = True
+            return
+        if fn is not None and isinstance(func.value, cst.Name) and func.attr.value == "clear":
+            self._entry(func.value.value).resets.append(fn)
+
+    # -- verdict -------------------------------------------------------------------
+    def leave_Module(self, node: cst.Module) -> None:
+        if self._dynamic:
+            return
+        for entry in self._globals.values():
+            entry.heavy = [a for a in entry.heavy if self._substantial(a)]
+        candidates = {name: g for name, g in self._globals.items() if g.heavy}
+        if not candidates:
+            return
+        module_level = self._module_level_names(node)
+        used_here: Optional[dict[str, int]] = None
+        for name, entry in candidates.items():
+            assigners = {id(a.function) for a in entry.heavy}
+            resets = [fn for fn in entry.resets if id(fn) not in assigners]
+            unused: list[cst.FunctionDef] = []
+            reachable = False
+            for fn in resets:
+                if fn.name.value not in module_level:
+                    reachable = True  # a method or a nested function: assume it runs
+                    break
+                if used_here is None:
+                    used_here = self._name_uses(node)
+                if used_here.get(fn.name.value, 0) > 0 or fn.name.value in _used_names(self.ctx.index):
+                    reachable = True
+                    break
+                unused.append(fn)
+            if reachable:
+                continue
+            if not name.startswith("_") and _imported_as_module(
+                    self.ctx.index, self.ctx.module_name, self.ctx.module_name):
+                continue
+            self._report(name, entry, unused)
+
+    def _origin(self, assignment: _Assignment) -> Optional[cst.BaseExpression]:
+        """The value assigned, followed through locals (`t = torch.zeros(n); _t = t`)."""
+        value = assignment.node.value if isinstance(assignment.node, (cst.Assign, cst.AnnAssign)) else None
+        for _ in range(6):
+            if not isinstance(value, cst.Name):
+                break
+            entries = [v for v, _ in self.ctx.heavy.local_assignments(assignment.function).get(value.value, ())
+                       if v is not None]
+            if not entries:
+                break
+            value = entries[0]
+        return value
+
+    def _substantial(self, assignment: _Assignment) -> bool:
+        """Not a tensor of a few literal elements, a module without weights, or a project
+        object that holds only such things."""
+        value = self._origin(assignment)
+        return not isinstance(value, cst.Call) or substantial_value(self.ctx, value, assignment.function)
+
+    def _module_level_names(self, module: cst.Module) -> dict[str, cst.FunctionDef]:
+        return dict(self.ctx.functions)
+
+    def _name_uses(self, module: cst.Module) -> dict[str, int]:
+        """How often each name is used in this file (definitions' own names left out)."""
+        counts: dict[str, int] = {}
+
+        class _Uses(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                for part in (node.params, node.body, *node.decorators):
+                    visit(part, self)
+                if node.returns is not None:
+                    visit(node.returns, self)
+                return False
+
+            def visit_Name(self, node: cst.Name) -> None:
+                counts[node.value] = counts.get(node.value, 0) + 1
+
+        visit(module, _Uses())
+        return counts
+
+    def _report(self, name: str, entry: _Global, unused: list) -> None:
+        first = entry.heavy[0]
+        value = self._origin(first)
+        what = "a heavy object"
+        if isinstance(value, cst.Call):
+            callee = " ".join(self.ctx.code(value.func).split())
+            what = f"the `{callee}(...)`"
+        elif value is not None:
+            what = f"the heavy `{' '.join(self.ctx.code(value).split())[:40]}`"
+        assigner = first.function.name.value
+        if unused:
+            resetters = ", ".join(f"`{fn.name.value}()`" for fn in unused)
+            why = (f"{resetters} would reset it, but nothing in the project calls "
+                   f"{'it' if len(unused) == 1 else 'them'}")
+        else:
+            why = "no function ever resets it (`= None`, `del`, `.clear()`)"
+        related = [RelatedNode(f"`{fn.name.value}()` resets `{name}` but is never called", fn.name)
+                   for fn in unused]
+        related += [RelatedNode(f"`{name}` is also assigned a heavy object here", a.node)
+                    for a in entry.heavy[1:]]
+        self.report(
+            first.node,
+            f"`{name}` (module global) keeps {what} that `{assigner}()` assigns alive until "
+            f"the interpreter exits: {why}. Reset it (`{name} = None`) on the release path "
+            "of whatever created it",
+            related=related,
+            statement=first.statement,
+        )

@@ -1,0 +1,1307 @@
+"""RL602 release-keeps-heavy-attribute."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+import weakref
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.config import DEFAULT_RELEASE_METHODS
+from retainlint.context import body_functions, body_statements
+from retainlint.cstutil import append_to_function, decorator_names, is_instance_method, is_self, self_attribute
+from retainlint.finding import Applicability, Severity
+from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, find_param
+from retainlint.module_caches import names_heavy_type
+from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.walk import visit
+
+# Words that, as a part of a method or function name (split on `_`), release what
+# they are called on or handed: `self.runner.shutdown()`, `free_cache(self.kv)`.
+_RELEASE_WORDS = frozenset(
+    {
+        "shutdown", "close", "cleanup", "release", "teardown", "free", "stop", "destroy",
+        "terminate", "dispose", "unload", "offload", "clear", "reset", "delete", "del",
+        "dealloc", "deallocate", "kill", "exit", "drop", "remove", "finalize", "unregister",
+    }
+)
+# Methods that move a model or tensor off the accelerator (`self.model.to("cpu")`).
+_OFFLOADS = frozenset({"cpu", "to"})
+# Calls that only read what they are handed (`logger.info("closing %s", self)`).
+_READERS = frozenset(
+    {
+        "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print",
+        "info_once", "warning_once", "debug_once", "repr", "str", "id", "type", "isinstance",
+        "hasattr", "getattr", "format", "unregister",
+    }
+)
+# Release methods that cannot be called from a fix (they need arguments or run anyway).
+_DUNDER_RELEASE = frozenset({"__del__", "__exit__", "__aexit__"})
+_MAX_DEPTH = 8
+
+
+def _words(name: str) -> set[str]:
+    return {w for w in name.lower().split("_") if w}
+
+
+def _releases(name: str) -> bool:
+    return bool(_words(name) & _RELEASE_WORDS)
+
+
+# -- facts about one method body -------------------------------------------------------
+
+
+@dataclass
+class _Facts:
+    drops: set = field(default_factory=set)  # attributes this body drops
+    dynamic: bool = False  # drops attributes we cannot name, or hands `self` over
+    self_calls: set = field(default_factory=set)  # self.m(...)
+    super_calls: set = field(default_factory=set)  # super().m(...)
+    base_calls: list = field(default_factory=list)  # (Base expression, m) for Base.m(self)
+
+
+class _Collector(cst.CSTVisitor):
+    """What a release path does to `self`'s attributes (nested functions left out)."""
+
+    def __init__(self) -> None:
+        self.facts = _Facts()
+        self.aliases: dict[str, set[str]] = {}  # local name -> attributes it holds
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    # -- which attribute does an expression name? ---------------------------------
+    @staticmethod
+    def _attribute(expr) -> Optional[str]:
+        """`x` for `self.x` and `getattr(self, "x"[, default])`."""
+        attr = self_attribute(expr)
+        if attr is not None:
+            return attr
+        if (
+            isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)
+            and expr.func.value == "getattr" and len(expr.args) >= 2
+            and is_self(expr.args[0].value) and isinstance(expr.args[1].value, cst.SimpleString)
+        ):
+            value = expr.args[1].value.evaluated_value
+            return value if isinstance(value, str) else None
+        return None
+
+    def _held(self, expr) -> set[str]:
+        attr = self._attribute(expr)
+        if attr is not None:
+            return {attr}
+        if isinstance(expr, cst.Name):
+            return set(self.aliases.get(expr.value, ()))
+        return set()
+
+    def _bind(self, target, value) -> None:
+        if isinstance(target, cst.Name):
+            held = self._held(value)
+            if isinstance(value, (cst.Tuple, cst.List)):
+                held = set().union(*(self._held(e.value) for e in value.elements)) if value.elements else set()
+            if held:
+                self.aliases.setdefault(target.value, set()).update(held)
+
+    # -- statements -----------------------------------------------------------------
+    def visit_Del(self, node: cst.Del) -> None:
+        targets = [node.target]
+        while targets:
+            t = targets.pop()
+            if isinstance(t, (cst.Tuple, cst.List)):
+                targets.extend(e.value for e in t.elements)
+                continue
+            attr = self_attribute(t)
+            if attr is not None:
+                self.facts.drops.add(attr)
+            elif isinstance(t, cst.Subscript) and _is_self_dict(t.value):
+                self.facts.dynamic = True
+            elif isinstance(t, cst.Subscript) and self_attribute(t.value) is not None:
+                self.facts.drops.add(self_attribute(t.value))  # `del self.caches[:]`
+
+    def _assigned(self, target, value) -> None:
+        attr = self_attribute(target)
+        if attr is not None:
+            self.facts.drops.add(attr)  # `= None`, or any new value: the old one goes
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._assigned(element.value, None)
+            return
+        if isinstance(target, cst.Subscript) and _is_self_dict(target.value):
+            self.facts.dynamic = True
+            return
+        if value is not None:
+            self._bind(target, value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._assigned(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._assigned(node.target, node.value)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, node.iter)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name):
+            if func.value in ("delattr", "setattr") and node.args and is_self(node.args[0].value):
+                name = node.args[1].value if len(node.args) > 1 else None
+                if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
+                    self.facts.drops.add(name.evaluated_value)
+                else:
+                    self.facts.dynamic = True
+                return
+            if func.value == "vars" and any(is_self(a.value) for a in node.args):
+                self.facts.dynamic = True
+                return
+        method = func.attr.value if isinstance(func, cst.Attribute) else (
+            func.value if isinstance(func, cst.Name) else None)
+        if isinstance(func, cst.Attribute):
+            receiver = func.value
+            if is_self(receiver):
+                self.facts.self_calls.add(method)
+            elif (
+                isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)
+                and receiver.func.value == "super"
+            ):
+                self.facts.super_calls.add(method)
+            elif _is_self_dict(receiver):
+                if method in ("clear", "pop", "popitem", "update", "__delitem__", "__setitem__"):
+                    self.facts.dynamic = True
+            elif _releases(method) or method in _OFFLOADS:
+                self.facts.drops |= self._held(receiver)
+        for i, arg in enumerate(node.args):
+            if is_self(arg.value):
+                if method in _READERS:
+                    continue
+                if i == 0 and isinstance(func, cst.Attribute) and not is_self(func.value):
+                    self.facts.base_calls.append((func.value, method))  # Base.close(self)
+                else:
+                    self.facts.dynamic = True  # `_teardown(self)`: may drop anything
+            elif method is not None and _releases(method):
+                self.facts.drops |= self._held(arg.value)
+
+
+def _is_self_dict(expr) -> bool:
+    if isinstance(expr, cst.Attribute) and is_self(expr.value) and expr.attr.value == "__dict__":
+        return True
+    return (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "vars"
+        and len(expr.args) == 1 and is_self(expr.args[0].value)
+    )
+
+
+def _facts(fn: cst.FunctionDef) -> _Facts:
+    collector = _Collector()
+    visit(fn.body, collector)
+    return collector.facts
+
+
+# -- source of other files ------------------------------------------------------------
+# The project index knows where a class or method is; its source is read with `ast`
+# (and one method re-parsed with libcst) only when a rule needs it. Kept per index: a
+# new run sees the files as they are then. What the rule learns this way depends on
+# the files the index lookups named, which a recording index notes.
+class _Sources:
+    def __init__(self) -> None:
+        self.parsed: dict[str, Optional[tuple[ast.Module, list[str]]]] = {}
+        self.functions: dict[tuple[str, int], Optional[cst.FunctionDef]] = {}
+
+    def tree(self, path: str) -> Optional[tuple[ast.Module, list[str]]]:
+        if path not in self.parsed:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+                self.parsed[path] = (ast.parse(data), data.decode("utf-8", "replace").splitlines(True))
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                self.parsed[path] = None
+            if len(self.parsed) > 64:
+                self.parsed.pop(next(iter(self.parsed)))
+        return self.parsed[path]
+
+    def function(self, path: str, line: int) -> Optional[cst.FunctionDef]:
+        """The libcst tree of the function defined at `path`:`line`."""
+        key = (path, line)
+        if key not in self.functions:
+            self.functions[key] = self._function(path, line)
+        return self.functions[key]
+
+    def _function(self, path: str, line: int) -> Optional[cst.FunctionDef]:
+        parsed = self.tree(path)
+        if parsed is None:
+            return None
+        tree, lines = parsed
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == line:
+                start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                text = textwrap.dedent("".join(lines[start - 1:node.end_lineno]))
+                try:
+                    module = cst.parse_module(text)
+                except Exception:  # noqa: BLE001 - an odd body: treated as unknown
+                    return None
+                found = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+                return found[0] if found else None
+        return None
+
+
+_SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _sources(index) -> _Sources:
+    found = _SOURCES.get(index)
+    if found is None:
+        found = _SOURCES[index] = _Sources()
+    return found
+
+
+# -- is a heavy object worth reporting? -------------------------------------------------
+# The index calls a class heavy as soon as one attribute is assigned a tensor; what
+# matters here is whether an object pins real memory. Not worth reporting: tensors of a
+# few literal elements (`torch.zeros(3)`, `torch.tensor([0, n])`, a pointer table built
+# from a Python list), modules with no weights (an op such as `QuantFP8(...)`), and
+# project classes that hold nothing else. Decided with `ast`, only for what a rule is
+# about to report. (Shared by RL602 and RL303.)
+_SMALL_ELEMENTS = 4096
+_SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange"})
+_DATA_FACTORIES = frozenset({"tensor", "as_tensor"})
+_PLAIN_MODULES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+_WEIGHT_MAKERS = frozenset(
+    {"register_buffer", "register_parameter", "register_module", "add_module", "create_weights"}
+)
+# Calls that hand back an object that exists already: what they return is not built here.
+_ACCESSORS = frozenset(
+    {"next", "getattr", "get", "pop", "setdefault", "cast", "peek", "first", "min", "max", "popitem"}
+)
+
+
+def _int(node: ast.AST) -> Optional[int]:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _small_tensor(call: ast.Call, factory: str, local_values) -> bool:
+    """A tensor factory call whose size is a few literal elements."""
+    name = factory.rsplit(".", 1)[-1]
+    if name in _DATA_FACTORIES:
+        if not call.args:
+            return False
+        data = call.args[0]
+        if isinstance(data, ast.Name):
+            values = local_values(data.id)
+            return bool(values) and all(
+                isinstance(v, (ast.List, ast.Tuple, ast.ListComp, ast.Constant)) for v in values)
+        return isinstance(data, (ast.Constant, ast.List, ast.Tuple, ast.ListComp, ast.UnaryOp))
+    if name not in _SIZED_FACTORIES:
+        return False
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    if name == "arange":
+        bounds = [_int(a) for a in call.args[:3]]
+        if not bounds or any(b is None for b in bounds):
+            return False
+        start, stop = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+        step = bounds[2] if len(bounds) > 2 else 1
+        return step != 0 and abs((stop - start) // step) <= _SMALL_ELEMENTS
+    if "size" in keywords:
+        sizes = [keywords["size"]]
+    elif name == "full":
+        sizes = call.args[:1]
+    elif name == "randint":
+        sizes = call.args[2:3] if len(call.args) > 2 else call.args[1:2]
+        sizes = [s for s in sizes if isinstance(s, (ast.Tuple, ast.List))]
+    else:
+        sizes = list(call.args)
+    if len(sizes) == 1 and isinstance(sizes[0], (ast.Tuple, ast.List)):
+        sizes = list(sizes[0].elts)
+    if not sizes:
+        return False
+    total = 1
+    for size in sizes:
+        n = _int(size)
+        if n is None:
+            return False
+        total *= max(n, 0)
+    return total <= _SMALL_ELEMENTS
+
+
+def _innermost(call: ast.Call) -> ast.Call:
+    """`torch.empty(n).cuda().half()` -> `torch.empty(n)`."""
+    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    return call
+
+
+class _Weigher:
+    """Per project index: which heavy values and classes pin real memory."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+        self._classes: dict[str, bool] = {}
+
+    # -- classes -----------------------------------------------------------------
+    def class_substantial(self, qualified: Optional[str], depth: int = 0) -> bool:
+        index = self.index
+        resolved = index.resolve(qualified) or qualified
+        if not resolved:
+            return True
+        if resolved in index.heavy_types:
+            return True
+        summary = index.classes.get(resolved)
+        if summary is None:
+            return True  # a library type the index calls heavy (`nn.Linear`)
+        if resolved in self._classes:
+            return self._classes[resolved]
+        if depth > _MAX_DEPTH:
+            return True
+        self._classes[resolved] = False  # guards base-class cycles
+        result = False
+        for base in summary.bases:
+            rb = index.resolve(base) or base
+            if rb in _PLAIN_MODULES or base in _PLAIN_MODULES:
+                continue  # a module: judged by what it holds
+            if index.classes.get(rb) is not None:
+                if index.is_heavy_class(rb) and self.class_substantial(rb, depth + 1):
+                    result = True
+                    break
+            elif index.is_heavy_class(rb):
+                result = True  # derives from a heavy library type with weights
+                break
+        if not result:
+            result = self._body_substantial(summary, depth)
+        self._classes[resolved] = result
+        return result
+
+    def _body_substantial(self, summary, depth: int) -> bool:
+        parsed = _sources(self.index).tree(summary.path)
+        file = self.index.files.get(summary.path)
+        if parsed is None or file is None:
+            return True
+        tree = parsed[0]
+        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.lineno == summary.line), None)
+        if node is None:
+            return True
+        for fn in node.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            local_values = _ast_locals(fn)
+            for n in ast.walk(fn):
+                if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    if any(_on_self(t) for t in targets) and self.ast_substantial(
+                            n.value, file, summary, local_values, depth):
+                        return True
+                elif isinstance(n, ast.Call):
+                    name = n.func.attr if isinstance(n.func, ast.Attribute) else (
+                        n.func.id if isinstance(n.func, ast.Name) else "")
+                    if name in _WEIGHT_MAKERS:
+                        return True
+                    if name == "setattr" and len(n.args) == 3 and self.ast_substantial(
+                            n.args[2], file, summary, local_values, depth):
+                        return True
+        return False
+
+    # -- values ------------------------------------------------------------------
+    def qualify(self, file, node: ast.AST) -> Optional[str]:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        head = node.id
+        if head in file.imports:
+            base = file.imports[head]
+        elif head in file.classes or head in file.functions:
+            base = f"{file.module}.{head}"
+        else:
+            base = head
+        return ".".join([base, *reversed(parts)])
+
+    def ast_substantial(self, value: ast.AST, file, owner, local_values, depth: int) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        again = lambda v: self.ast_substantial(v, file, owner, local_values, depth + 1)  # noqa: E731
+        if isinstance(value, ast.Call):
+            call = _innermost(value)
+            func = call.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id == "self" and owner is not None:
+                method = owner.methods.get(func.attr)
+                return method is not None and self.returns_substantial(method.returns, depth)
+            q = self.qualify(file, func)
+            return self.call_substantial(q, lambda factory: _small_tensor(call, factory, local_values), depth)
+        if isinstance(value, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return again(value.elt)
+        if isinstance(value, ast.DictComp):
+            return again(value.value)
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            return any(again(e) for e in value.elts)
+        if isinstance(value, ast.Dict):
+            return any(again(v) for v in value.values if v is not None)
+        if isinstance(value, ast.IfExp):
+            return again(value.body) or again(value.orelse)
+        if isinstance(value, ast.BoolOp):
+            return any(again(v) for v in value.values)
+        if isinstance(value, ast.Name):
+            return any(again(v) for v in local_values(value.id))
+        return False
+
+    def call_substantial(self, q: Optional[str], small, depth: int) -> bool:
+        """Does calling `q` (qualified) build an object that pins real memory? `small`:
+        whether a tensor factory call has a few literal elements."""
+        if not q:
+            return False
+        index = self.index
+        resolved = index.resolve(q) or q
+        if q in TENSOR_FACTORIES or resolved in TENSOR_FACTORIES:
+            return not small(resolved if resolved in TENSOR_FACTORIES else q)
+        if index.classes.get(resolved) is not None:
+            return index.is_heavy_class(resolved) and self.class_substantial(resolved, depth + 1)
+        if index.is_heavy_class(resolved):
+            return True  # nn.Linear, nn.Parameter, a configured heavy type
+        function = index.functions.get(resolved)
+        if function is not None:
+            return self.returns_substantial(function.returns, depth)
+        return False
+
+    def returns_substantial(self, returns, depth: int) -> bool:
+        return any(self.index.is_heavy_class(r) and self.class_substantial(r, depth + 1) for r in returns)
+
+
+def _on_self(target: ast.AST) -> bool:
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+        and target.value.id == "self"
+
+
+def _ast_locals(fn: ast.AST):
+    """name -> values assigned to it in `fn` (parameters have none: handed in)."""
+    table: Optional[dict[str, list]] = None
+
+    def lookup(name: str) -> list:
+        nonlocal table
+        if table is None:
+            table = {}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign):
+                    for t in n.targets:
+                        if isinstance(t, ast.Name):
+                            table.setdefault(t.id, []).append(n.value)
+                elif isinstance(n, ast.AnnAssign) and n.value is not None and isinstance(n.target, ast.Name):
+                    table.setdefault(n.target.id, []).append(n.value)
+        return table.get(name, [])
+
+    return lookup
+
+
+# Per file being checked (its findings must depend, in a recording index, on every
+# file these answers were read from: answers are not shared between files).
+_WEIGHERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def weigher(ctx) -> _Weigher:
+    found = _WEIGHERS.get(ctx)
+    if found is None:
+        found = _WEIGHERS[ctx] = _Weigher(ctx.index)
+    return found
+
+
+def substantial_value(ctx, value: cst.BaseExpression, fn: Optional[cst.FunctionDef]) -> bool:
+    """Does a heavy `value` (a call, as the file spells it) pin real memory, rather than a
+    few literal elements or an object with no weights? Unknown: True."""
+    if not isinstance(value, cst.Call):
+        return True
+    try:
+        expr = ast.parse(ctx.code(value).strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    if not isinstance(expr, ast.Call):
+        return True
+    call = _innermost(expr)
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+            and call.func.value.id in ("self", "cls"):
+        return True  # a method of the class: the oracle judged its annotation
+    q = ctx.absolute(_dotted_qualname(ctx, call.func))
+    if q is None:
+        return True
+
+    def local_values(name: str) -> list:
+        if fn is None:
+            return []
+        found = []
+        for v, _ in ctx.heavy.local_assignments(fn).get(name, ()):
+            if v is None:
+                continue
+            try:
+                found.append(ast.parse(ctx.code(v).strip(), mode="eval").body)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                found.append(ast.Name(id="?"))
+        return found
+
+    w = weigher(ctx)
+    index = ctx.index
+    resolved = index.resolve(q) or q
+    if q not in TENSOR_FACTORIES and resolved not in TENSOR_FACTORIES \
+            and index.classes.get(resolved) is None and index.functions.get(resolved) is None:
+        return True  # a library type or function the oracle knows is heavy
+    return w.call_substantial(q, lambda factory: _small_tensor(call, factory, local_values), 0)
+
+
+def _dotted_qualname(ctx, func: ast.AST) -> Optional[str]:
+    """Qualify an `ast` callee with this file's imports (as `ctx.qualname` would)."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    head = ctx.qualname(cst.Name(func.id)) or func.id
+    return ".".join([head, *reversed(parts)])
+
+
+@dataclass
+class _Heavy:
+    attr: str
+    value: cst.BaseExpression  # what was assigned
+    origin: cst.Call  # the call that built it
+    annotation: Optional[cst.BaseExpression]
+    fn: cst.FunctionDef  # the method that assigns it
+
+
+class ReleaseKeepsHeavyAttribute(Rule):
+    code = "RL602"
+    name = "release-keeps-heavy-attribute"
+    summary = "A release method never drops an attribute that holds a model, tensors or an object owning them"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.SAFE
+    triggers = tuple(f"def {m}(" for m in DEFAULT_RELEASE_METHODS)
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """A release method defined, and a heavy type named: `torch`, `transformers`, a
+        configured heavy type or a heavy project class (what any heavy attribute is built
+        from, short of a function of another file annotated to return one)."""
+        return any(f"def {m}(".encode() in data for m in settings.release_methods) and \
+            names_heavy_type(data, ("torch", "transformers"), settings, index)
+
+    docs = """
+## What it does
+Reports a class whose release methods (`shutdown`, `close`, `cleanup`, `release`,
+`teardown`, `free`, `stop`, `__exit__`, `__aexit__`; configurable) never drop an
+attribute that the class itself assigns a heavy object anywhere: a model or tensor it
+builds (`self.model = nn.Linear(...)`, `self.kv = torch.empty(...)`, the result of a
+function annotated to return one), or an instance of a project class that holds such
+attributes (`self.model_runner = GPUModelRunner(...)`).
+
+Dropping means, in a release method or any method it calls on `self` (also methods
+inherited from project base classes and reached through `super()`): `del self.x`,
+`self.x = None` (or any new value), `self.x.clear()`, `delattr(self, "x")`, calling a
+release method of the attribute (`self.x.shutdown()`, also through a local such as
+`if r := getattr(self, "x", None): r.shutdown()`), moving it off the accelerator
+(`self.x.to("cpu")`, `self.x.cpu()`), `del self.x[:]`, or handing it to a releasing
+function (`free_cache(self.x)`).
+
+Not reported, because nothing worth freeing is kept or the class does not own it:
+attributes handed in by the caller (`self.model = model`) or fetched from elsewhere
+(`next(...)`, `getattr(...)`, `.get(...)`); aliases of other attributes
+(`self.b = self.a`: RL601's business); tensors of a few literal elements
+(`torch.zeros(3)`, `torch.tensor([0, n])`, a pointer table built from a Python list);
+modules without weights (an op such as `Sampler()`), and project objects holding only
+such things; classes that are themselves `nn.Module`s (their submodules and buffers are
+their state); Ray actors (`@ray.remote`, `ray.remote(Cls)` in the same file: the actor's
+process goes away with it). Nor are these release methods: `__del__` (attributes die
+with the object), methods that take arguments (`free(self, blocks)`), abstract ones, and
+classes whose release path drops attributes by name (`vars(self)`, `self.__dict__`),
+hands `self` to other code or calls a callable attribute (a finalizer). One release
+method dropping an attribute is enough.
+
+## Why it leaks
+A release method is where an owner gives back what it holds. What it leaves on `self`
+stays allocated as long as the owner object is reachable - and after a "shutdown" in
+the same process, an engine, its executor and its workers usually still are. A worker
+that keeps its model runner keeps the weights and the KV cache: tens of GiB of GPU
+memory.
+
+## Incident
+A GPU worker's `shutdown()` stopped the profiler and the weight-transfer engine but left
+`self.model_runner` alive, and with it the model weights and KV caches. The fix gave the
+runner a `shutdown()` that frees them and called it from the worker's `shutdown()`.
+
+## Example
+```python
+class Worker:
+    def init_device(self):
+        self.model_runner = GPUModelRunner(self.config)  # holds the model
+
+    def shutdown(self):  # RL602: `self.model_runner` is never dropped
+        if self.profiler is not None:
+            self.profiler.shutdown()
+```
+
+## Fix (safe)
+At the end of the first release method the class defines (before a final `return`, and
+before a final run of `gc.collect()` / `empty_cache()` calls, so that they see the memory
+freed), for each attribute: a call of its own release method when its class (found through the
+project index) defines one taking no arguments - guarded by
+`if getattr(self, "x", None) is not None:` unless `__init__` always sets it - else
+`self.x = None`. No fix for an attribute that is also a property or a `__slots__` name.
+"""
+
+    valid = [
+        # dropped in a helper the release method calls
+        """
+import torch.nn as nn
+
+class Runner:
+    def __init__(self):
+        self.model = nn.Linear(4, 4)
+
+    def shutdown(self):
+        self._free()
+
+    def _free(self):
+        del self.model
+""",
+        # the model belongs to the caller
+        """
+import torch.nn as nn
+
+class Trainer:
+    def __init__(self, model: nn.Module):
+        self.model = model
+
+    def close(self):
+        pass
+""",
+        # the attribute's own release method, through a walrus
+        """
+import torch
+
+class Worker:
+    def load(self):
+        self.cache = torch.empty(1 << 20)
+
+    def shutdown(self):
+        if cache := getattr(self, "cache", None):
+            cache.release()
+""",
+    ]
+    invalid = [
+        Example(
+            """
+import torch
+import torch.nn as nn
+
+class Engine:
+    def __init__(self):
+        self.model = nn.Linear(8, 8)
+        self.kv_cache = torch.empty(4096, 4096)
+
+    def close(self):
+        self.closed = True
+""",
+            lines=[10],
+            fixed="""
+import torch
+import torch.nn as nn
+
+class Engine:
+    def __init__(self):
+        self.model = nn.Linear(8, 8)
+        self.kv_cache = torch.empty(4096, 4096)
+
+    def close(self):
+        self.closed = True
+        self.model = None
+        self.kv_cache = None
+""",
+        ),
+        # the attribute's class has a release method of its own: call it
+        Example(
+            """
+import torch.nn as nn
+
+class Runner(nn.Module):
+    def shutdown(self):
+        pass
+
+class Worker:
+    def init_device(self):
+        self.model_runner = Runner()
+
+    def shutdown(self):
+        return
+""",
+            lines=[12],
+            fixed="""
+import torch.nn as nn
+
+class Runner(nn.Module):
+    def shutdown(self):
+        pass
+
+class Worker:
+    def init_device(self):
+        self.model_runner = Runner()
+
+    def shutdown(self):
+        if getattr(self, "model_runner", None) is not None:
+            self.model_runner.shutdown()
+        return
+""",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._facts: dict[int, _Facts] = {}
+        self._class: Optional[cst.ClassDef] = None
+        self._actor_names: Optional[set[str]] = None
+
+    def _is_actor(self, cls: cst.ClassDef) -> bool:
+        """A Ray actor (`@ray.remote`, `ray.remote(Cls)` in this file) runs in a process
+        of its own, which goes away with it."""
+        if self._actor_names is None:
+            names: set[str] = set()
+            ctx = self.ctx
+
+            class _Actors(cst.CSTVisitor):
+                def visit_ClassDef(self, node: cst.ClassDef) -> None:
+                    for d in node.decorators:
+                        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+                        if ctx.qualname(target) == "ray.remote":
+                            names.add(node.name.value)
+
+                def visit_Call(self, node: cst.Call) -> None:
+                    func = node.func.func if isinstance(node.func, cst.Call) else node.func
+                    if ctx.qualname(func) == "ray.remote" and node.args and isinstance(
+                            node.args[0].value, cst.Name):
+                        names.add(node.args[0].value.value)
+
+            if "ray" in ctx.imports.names.values() or any(
+                    v.startswith("ray.") for v in ctx.imports.names.values()):
+                visit(ctx.module, _Actors())
+            self._actor_names = names
+        return cls.name.value in self._actor_names
+
+    # -- detection -----------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        methods = self.ctx.methods(node)
+        releases = [
+            methods[name] for name in self.ctx.settings.release_methods
+            if name in methods and name != "__del__" and self._is_release(methods[name])
+        ]
+        if not releases:
+            return
+        heavy = self._heavy_attributes(node, methods)
+        if not heavy:
+            return
+        if self._is_module_class(node):
+            return
+        dropped = self._dropped(node, releases)
+        if dropped is None:
+            return
+        self._class = node
+        kept = [h for a, h in heavy.items() if a not in dropped and self._substantial(h)]
+        if kept and not self._is_actor(node):
+            self._report(node, releases[0], kept, methods)
+
+    def _is_release(self, fn: cst.FunctionDef) -> bool:
+        if not is_instance_method(self.ctx, fn):
+            return False
+        names = decorator_names(self.ctx, fn)
+        if any(n.rsplit(".", 1)[-1] in ("abstractmethod", "overload", "property") for n in names):
+            return False
+        statements = body_statements(fn)
+        if statements and all(_is_stub(s) for s in statements) and any(_raises(s) for s in statements):
+            return False  # `raise NotImplementedError`: subclasses release
+        if fn.name.value in ("__exit__", "__aexit__"):
+            return True
+        params = fn.params
+        positional = [*params.posonly_params, *params.params][1:]
+        return all(p.default is not None for p in (*positional, *params.kwonly_params))
+
+    # -- what the class owns -------------------------------------------------------
+    def _heavy_attributes(self, cls: cst.ClassDef, methods) -> dict[str, _Heavy]:
+        found: dict[str, _Heavy] = {}
+        oracle = self.ctx.heavy
+        for fn in body_functions(cls):
+            for key, entries in oracle.local_assignments(fn).items():
+                if not key.startswith("self."):
+                    continue
+                attr = key[5:]
+                if attr in found or attr in methods:
+                    continue
+                for value, ann in entries:
+                    origin = self._origin(value, ann, fn, cls)
+                    if origin is not None:
+                        found[attr] = _Heavy(attr, value, origin, ann.annotation if ann else None, fn)
+                        break
+        return found
+
+    def _origin(self, value, ann, fn, cls, depth: int = 0) -> Optional[cst.Call]:
+        """The call that builds the heavy object `value` evaluates to, when this class
+        builds it (not when it was handed in or fetched from elsewhere)."""
+        if value is None or depth > _MAX_DEPTH:
+            return None
+        if isinstance(value, cst.Call):
+            if _callee_word(value) in _ACCESSORS:
+                return None  # `next(c.residency for c in caches)`: an existing object
+            if self.ctx.heavy.is_heavy_value(value, fn, cls):
+                return value
+            if ann is not None and self.ctx.heavy.is_heavy_annotation(ann):
+                return value
+            return None
+        if isinstance(value, cst.IfExp):
+            return self._origin(value.body, ann, fn, cls, depth + 1) or \
+                self._origin(value.orelse, ann, fn, cls, depth + 1)
+        if isinstance(value, cst.BooleanOperation):
+            return self._origin(value.right, ann, fn, cls, depth + 1)
+        if isinstance(value, cst.Name):
+            if value.value in ("self", "None") or find_param(fn, value.value) is not None:
+                return None
+            for v, a in self.ctx.heavy.local_assignments(fn).get(value.value, ()):
+                found = self._origin(v, a, fn, cls, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _substantial(self, h: "_Heavy") -> bool:
+        """Does the attribute pin real memory (not a few literal elements, not a module
+        without weights, not a project object holding only such things)?"""
+        if not substantial_value(self.ctx, h.origin, h.fn):
+            return False
+        if h.annotation is not None and not self.ctx.heavy.is_heavy_value(h.origin, h.fn, self._class):
+            # heavy only by its annotation: judge the annotated class
+            index = self.ctx.index
+            for expr in _annotation_names(h.annotation):
+                q = index.resolve(self.ctx.absolute(self.ctx.qualname(expr)))
+                if q and index.classes.get(q) is not None and index.is_heavy_class(q):
+                    return weigher(self.ctx).class_substantial(q)
+        return True
+
+    def _is_module_class(self, cls: cst.ClassDef) -> bool:
+        """Does `cls` derive from `nn.Module` (or a tensor, a `PreTrainedModel`)?"""
+        seen: set[str] = set()
+
+        def heavy_type(q: Optional[str]) -> bool:
+            if not q:
+                return False
+            if q in HEAVY_TYPES:
+                return True
+            return q.startswith("torch.nn.") and q.count(".") == 2 and q.rsplit(".", 1)[1][:1].isupper()
+
+        def summary_derives(q: Optional[str], depth: int) -> bool:
+            index = self.ctx.index
+            resolved = index.resolve(q)
+            if heavy_type(q) or heavy_type(resolved):
+                return True
+            if depth > _MAX_DEPTH or not resolved or resolved in seen:
+                return False
+            seen.add(resolved)
+            summary = index.classes.get(resolved)
+            return summary is not None and any(summary_derives(b, depth + 1) for b in summary.bases)
+
+        def cst_derives(c: cst.ClassDef, depth: int) -> bool:
+            if depth > _MAX_DEPTH:
+                return False
+            for base in c.bases:
+                q = self.ctx.qualname(base.value)
+                if heavy_type(q):
+                    return True
+                local = self.ctx.classes.get(q) if q else None
+                if local is not None and local is not c:
+                    if cst_derives(local, depth + 1):
+                        return True
+                elif summary_derives(self.ctx.absolute(q), depth + 1):
+                    return True
+            return False
+
+        return cst_derives(cls, 0)
+
+    # -- what the release path drops -----------------------------------------------
+    def _method_facts(self, fn: cst.FunctionDef) -> _Facts:
+        key = id(fn)
+        if key not in self._facts:
+            self._facts[key] = _facts(fn)
+        return self._facts[key]
+
+    def _bases(self, owner) -> list:
+        """Base classes of `owner` the project has: ClassDefs of this file, summaries of
+        other files."""
+        index = self.ctx.index
+        found = []
+        if isinstance(owner, cst.ClassDef):
+            for base in owner.bases:
+                q = self.ctx.qualname(base.value)
+                local = self.ctx.classes.get(q) if q else None
+                if local is not None and local is not owner:
+                    found.append(local)
+                    continue
+                summary = index.classes.get(index.resolve(self.ctx.absolute(q)) or "")
+                if summary is not None:
+                    found.append(summary)
+        else:
+            for base in owner.bases:
+                summary = index.classes.get(index.resolve(base) or "")
+                if summary is not None and summary is not owner:
+                    found.append(summary)
+        return found
+
+    def _method(self, owner, name: str) -> Optional[cst.FunctionDef]:
+        if isinstance(owner, cst.ClassDef):
+            return self.ctx.methods(owner).get(name)
+        summary = owner.methods.get(name)
+        if summary is None:
+            return None
+        return _sources(self.ctx.index).function(summary.path, summary.line)
+
+    def _has_method(self, owner, name: str) -> bool:
+        if isinstance(owner, cst.ClassDef):
+            return name in self.ctx.methods(owner)
+        return name in owner.methods
+
+    def _lookup(self, owner, name: str, depth: int = 0):
+        """(defining class, method) for `name` looked up from `owner` (MRO-like)."""
+        if depth > _MAX_DEPTH:
+            return None
+        if self._has_method(owner, name):
+            return owner, self._method(owner, name)
+        for base in self._bases(owner):
+            found = self._lookup(base, name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _dropped(self, cls: cst.ClassDef, releases: list) -> Optional[set[str]]:
+        """Attributes the release methods drop, with what they call; None when they drop
+        attributes we cannot name."""
+        assigned = set()
+        for fn in body_functions(cls):
+            assigned.update(k[5:] for k in self.ctx.heavy.local_assignments(fn) if k.startswith("self."))
+        dropped: set[str] = set()
+        seen: set[int] = set()
+        todo = [(cls, fn) for fn in releases]
+        while todo:
+            owner, fn = todo.pop()
+            if fn is None:
+                if owner is not cls:
+                    return None  # a project method we could not read
+                continue
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            facts = self._method_facts(fn)
+            if facts.dynamic:
+                return None
+            dropped |= facts.drops
+            for name in facts.self_calls:
+                found = self._lookup(cls, name)
+                if found is not None:
+                    todo.append(found)
+                elif name in assigned:
+                    return None  # a callable attribute (a finalizer): may drop anything
+            for name in facts.super_calls:
+                for base in self._bases(owner):
+                    found = self._lookup(base, name)
+                    if found is not None:
+                        todo.append(found)
+                        break
+            for base_expr, name in facts.base_calls:
+                target = None
+                if isinstance(owner, cst.ClassDef):
+                    q = self.ctx.qualname(base_expr)
+                    for base in self._bases(owner):
+                        label = base.name.value if isinstance(base, cst.ClassDef) else base.qualname
+                        if q and (label == q or label.endswith("." + q.rsplit(".", 1)[-1])):
+                            target = base
+                            break
+                if target is None:
+                    return None  # `helper.close(self)`: hands `self` over
+                found = self._lookup(target, name)
+                if found is not None:
+                    todo.append(found)
+        return dropped
+
+    # -- reporting -----------------------------------------------------------------
+    def _report(self, cls: cst.ClassDef, release: cst.FunctionDef, kept: list[_Heavy], methods) -> None:
+        def describe(h: _Heavy) -> str:
+            what = f"`{_short(self.ctx.code(h.origin.func))}(...)`"
+            return f"`self.{h.attr}` ({what} in `{h.fn.name.value}()`)"
+
+        listed = [describe(h) for h in kept[:5]]
+        if len(kept) > 5:
+            listed.append(f"{len(kept) - 5} more")
+        names = ", ".join(listed[:-1]) + (" nor " if len(listed) > 1 else "") + listed[-1]
+        where = f"{cls.name.value}.{release.name.value}()"
+        message = (
+            f"`{where}` never drops {names}: no release method deletes "
+            f"{'it' if len(kept) == 1 else 'them'}, sets {'it' if len(kept) == 1 else 'them'} "
+            f"to `None`, clears or releases {'it' if len(kept) == 1 else 'them'}, so the memory "
+            f"held stays allocated as long as the `{cls.name.value}` lives on after release"
+        )
+        related = [RelatedNode(f"`self.{h.attr}` is assigned a heavy object here", h.value) for h in kept]
+        self.report(release.name, message, fix=self._fix(cls, release, kept, methods),
+                    related=related, statement=release)
+
+    # -- fix -----------------------------------------------------------------------
+    def _fix(self, cls, release: cst.FunctionDef, kept: list[_Heavy], methods):
+        if self._has_slots(cls):
+            return None
+        statements, spelled = [], []
+        for h in kept:
+            if h.attr in methods:
+                continue
+            method = self._release_method_of(h)
+            if method is None:
+                statements.append(cst.parse_statement(f"self.{h.attr} = None\n"))
+                spelled.append(f"`self.{h.attr} = None`")
+                continue
+            call = f"self.{h.attr}.{method}()"
+            always, maybe_none = self._set_in_init(cls, h.attr)
+            if always and not maybe_none:
+                code = f"{call}\n"
+            elif always:
+                code = f"if self.{h.attr} is not None:\n    {call}\n"
+            else:
+                code = f'if getattr(self, "{h.attr}", None) is not None:\n    {call}\n'
+            statements.append(cst.parse_statement(code))
+            spelled.append(f"`{call}`")
+        if not statements:
+            return None
+        new = _append(release, statements)
+        if new is None:
+            return None
+        return self.fix(f"Add {', '.join(spelled)} at the end of `{release.name.value}()`",
+                        {release: new})
+
+    def _has_slots(self, cls: cst.ClassDef) -> bool:
+        for stmt in body_statements(cls):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    targets = []
+                    if isinstance(small, cst.Assign):
+                        targets = [t.target for t in small.targets]
+                    elif isinstance(small, cst.AnnAssign):
+                        targets = [small.target]
+                    if any(isinstance(t, cst.Name) and t.value == "__slots__" for t in targets):
+                        return True
+        return False
+
+    def _release_method_of(self, h: _Heavy) -> Optional[str]:
+        """A release method of the attribute's class callable without arguments."""
+        qualified = self._constructor_of(h)
+        if qualified is None:
+            return None
+        index = self.ctx.index
+        summary = index.classes.get(qualified)
+        if summary is None:
+            return None
+        local = self.ctx.classes.get(summary.qualname.rsplit(".", 1)[1]) \
+            if summary.qualname == f"{self.ctx.module_name}.{summary.qualname.rsplit('.', 1)[1]}" else None
+        owner = local if local is not None else summary
+        for name in self.ctx.settings.release_methods:
+            if name in _DUNDER_RELEASE:
+                continue
+            found = self._lookup(owner, name)
+            if found is None:
+                continue
+            fn = found[1]
+            if fn is None or fn.asynchronous is not None:
+                return None
+            if _decorator_words(fn) & {"staticmethod", "classmethod", "property", "abstractmethod"}:
+                return None
+            params = fn.params
+            positional = [*params.posonly_params, *params.params][1:]
+            if any(p.default is None for p in (*positional, *params.kwonly_params)):
+                return None
+            return name
+        return None
+
+    def _constructor_of(self, h: _Heavy) -> Optional[str]:
+        """The project class the attribute's value is built from (qualified)."""
+        candidates = [h.origin.func]
+        if h.annotation is not None:
+            candidates += _annotation_names(h.annotation)
+        index = self.ctx.index
+        for expr in candidates:
+            q = index.resolve(self.ctx.absolute(self.ctx.qualname(expr)))
+            if q and index.classes.get(q) is not None:
+                return q
+        return None
+
+    def _set_in_init(self, cls: cst.ClassDef, attr: str) -> tuple[bool, bool]:
+        """(always set by `__init__`, may be None)."""
+        init = self.ctx.methods(cls).get("__init__")
+        always = False
+        if init is not None:
+            for stmt in body_statements(init):
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        targets = []
+                        if isinstance(small, cst.Assign):
+                            targets = [t.target for t in small.targets]
+                        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                            targets = [small.target]
+                        if any(self_attribute(t) == attr for t in targets):
+                            always = True
+        maybe_none = False
+        for fn in body_functions(cls):
+            for value, ann in self.ctx.heavy.local_assignments(fn).get(f"self.{attr}", ()):
+                if value is None or not isinstance(value, cst.Call):
+                    maybe_none = True
+        return always, maybe_none
+
+
+def _callee_word(call: cst.Call) -> Optional[str]:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return None
+
+
+def _annotation_names(ann: cst.BaseExpression) -> list:
+    """`X`, `X | None`, `Optional[X]` -> [X]."""
+    if isinstance(ann, cst.BinaryOperation):
+        return _annotation_names(ann.left) + _annotation_names(ann.right)
+    if isinstance(ann, cst.Subscript):
+        return [e.slice.value for e in ann.slice if isinstance(e.slice, cst.Index)
+                and isinstance(e.slice.value, (cst.Name, cst.Attribute))]
+    if isinstance(ann, (cst.Name, cst.Attribute)):
+        return [ann]
+    return []
+
+
+def _decorator_words(fn: cst.FunctionDef) -> set[str]:
+    words = set()
+    for d in fn.decorators:
+        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        if isinstance(target, cst.Attribute):
+            words.add(target.attr.value)
+        elif isinstance(target, cst.Name):
+            words.add(target.value)
+    return words
+
+
+def _short(code: str) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= 40 else code[:37] + "..."
+
+
+def _is_stub(stmt) -> bool:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return all(
+            isinstance(s, (cst.Pass, cst.Raise))
+            or (isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.Ellipsis,
+                                                                  cst.ConcatenatedString)))
+            for s in stmt.body
+        )
+    return False
+
+
+def _raises(stmt) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in stmt.body)
+
+
+# Calls that only tidy up after releasing (`gc.collect()`, `torch.cuda.empty_cache()`,
+# logging): a fix goes before a final run of them, so that they see the memory freed.
+_FLUSH_WORDS = frozenset(
+    {"collect", "empty_cache", "synchronize", "debug", "info", "warning", "log", "print",
+     "info_once", "debug_once"}
+)
+
+
+def _is_flush(stmt) -> bool:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return all(
+            isinstance(s, cst.Expr) and isinstance(s.value, cst.Call)
+            and _callee_word(s.value) in _FLUSH_WORDS
+            for s in stmt.body
+        )
+    if isinstance(stmt, cst.If):
+        blocks = [stmt.body]
+        orelse = stmt.orelse
+        while orelse is not None:
+            if isinstance(orelse, cst.If):
+                blocks.append(orelse.body)
+                orelse = orelse.orelse
+            else:
+                blocks.append(orelse.body)
+                orelse = None
+        return all(
+            isinstance(b, cst.IndentedBlock) and b.body and all(_is_flush(s) for s in b.body)
+            for b in blocks
+        )
+    return False
+
+
+def _frees(stmt) -> bool:
+    """Does a flush statement collect garbage or empty a cache?"""
+    found = False
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            if _callee_word(node) in ("collect", "empty_cache"):
+                found = True
+
+    visit(stmt, _Finder())
+    return found
+
+
+def _append(fn: cst.FunctionDef, statements: list) -> Optional[cst.FunctionDef]:
+    """Statements at the end of `fn`: before a final `return` (a bare one, or one whose
+    value does not involve `self`) and before a final run of `gc.collect()` /
+    `empty_cache()` / logging calls; None when the end is not reachable that way."""
+    body = fn.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return append_to_function(fn, statements)
+    stmts = list(body.body)
+    k = len(stmts)
+    last = stmts[-1]
+    if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Raise):
+        return None
+    if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return):
+        value = last.body[-1].value
+        if len(last.body) > 1 or (value is not None and _mentions_self(value)):
+            return None
+        k -= 1
+    end = k
+    while k > 0 and _is_flush(stmts[k - 1]):
+        k -= 1
+    if not any(_frees(stmt) for stmt in stmts[k:end]):
+        k = end  # only logging or synchronising: the end stays the end
+    if k == len(stmts):
+        return append_to_function(fn, statements)
+    return fn.with_changes(body=body.with_changes(body=[*stmts[:k], *statements, *stmts[k:]]))
+
+
+def _mentions_self(expr) -> bool:
+    class _Finder(cst.CSTVisitor):
+        found = False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == "self":
+                self.found = True
+
+    finder = _Finder()
+    visit(expr, finder)
+    return finder.found
