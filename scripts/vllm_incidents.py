@@ -10,6 +10,12 @@ after each fix (fetches the wheels, ~300 MB each, on first run):
   vllm/utils/gc_utils.py (whole tree): 0.19.1 yes, 0.20.0 no
 - RL601 `shutdown()` of v1/worker/gpu/model_runner.py deleting `self.model` while
   `self.model_state` keeps it: 0.21.0 and 0.24.0 yes (the fix came later)
+- RL602 the GPU worker's `shutdown()` in v1/worker/gpu_worker.py leaving the model runner
+  (whole tree: the runner's class is heavy through other files): 0.19.1 yes, 0.20.0 no
+- RL302 `_ROPE_DICT` in model_executor/layers/rotary_embedding/__init__.py (whole tree: the
+  clear happens in another file): 0.19.1 yes, 0.20.0 no
+- RL303 the workspace-manager singleton in v1/worker/workspace.py (whole tree: the reset
+  must be called from somewhere): 0.19.1 yes, 0.20.0 no
 
 Exits 1 if any expectation fails."""
 
@@ -30,6 +36,9 @@ CASES = [
     ("RL401", "vllm", "EngineCore.__init__", "0.19.1", "0.20.0"),
     ("RL601", "vllm/v1/worker/gpu", "`self.model_state`", "0.24.0", None),
     ("RL601", "vllm/v1/worker/gpu", "`self.model_state`", "0.21.0", None),
+    ("RL602", "vllm", "`self.model_runner`", "0.19.1", "0.20.0"),
+    ("RL302", "vllm", "`_ROPE_DICT`", "0.19.1", "0.20.0"),
+    ("RL303", "vllm", "`_manager`", "0.19.1", "0.20.0"),
 ]
 
 
