@@ -18,6 +18,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, find_param
+from retainlint import prefilter
 from retainlint.walk import visit
 
 
@@ -186,18 +187,24 @@ def first_slice(sub: cst.Subscript) -> Optional[cst.BaseExpression]:
 
 # `NAME[: ann] = {` / dict / set / defaultdict / ... at column 0 or one indentation level.
 _DEFINITION = re.compile(
-    rb"^(?:    |  |\t)?[A-Za-z_]\w*[ \t]*(?::[^=\n]+)?=[ \t]*"
+    rb"^(?:    |  |\t)?([A-Za-z_]\w*)[ \t]*(:[^=\n]+)?=[ \t]*"
     rb"(?:\{|dict\b|set\b|defaultdict\b|OrderedDict\b|collections\.|typing\.|Dict\b|Set\b)",
     re.MULTILINE,
 )
-
-
-_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+# How a container defined as NAME gets entries, as the bytes right after NAME.
+_WRITES = (b"[", b".setdefault(", b".update(", b".add(", b" |=", b"|=", b".__setitem__(")
 
 
 def might_define_container(data: bytes) -> bool:
-    """A dict/set/... defined at module level or in a top-level class body (raw bytes)."""
-    return _DEFINITION.search(data) is not None
+    """A dict/set/... defined at module level or in a top-level class body, annotated
+    (the annotation may name its key or value types) or written to somewhere in the file
+    (raw bytes: a superset of what the rules look at)."""
+    names = set()
+    for m in _DEFINITION.finditer(data):
+        if m.group(2):
+            return True
+        names.add(m.group(1))
+    return any(name + w in data for name in names for w in _WRITES)
 
 
 def names_heavy_type(data: bytes, words: tuple[str, ...], settings, index) -> bool:
@@ -207,7 +214,7 @@ def names_heavy_type(data: bytes, words: tuple[str, ...], settings, index) -> bo
     if any(t.encode() in data for t in heavy):
         return True
     # a project class deriving from nn.Module, defined in another file
-    return not index.heavy_names.isdisjoint(_IDENTIFIER.findall(data))
+    return not index.heavy_names.isdisjoint(prefilter.words(data))
 
 
 # -- removals in other files -----------------------------------------------------------
