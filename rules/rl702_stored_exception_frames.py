@@ -1,0 +1,809 @@
+"""RL702 stored-exception-frames."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.context import body_functions
+from retainlint.finding import Applicability, Severity
+from retainlint.heavy import find_param
+from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.rules.rl304_weak_key_value_refs_key import (
+    Scopes,
+    ctx_code,
+    has_heavy_attribute,
+    reaches,
+)
+from retainlint.walk import visit
+
+# Methods that put their argument into the receiving container.
+_ADDERS = frozenset(
+    {"append", "add", "insert", "appendleft", "extend", "setdefault", "update", "__setitem__"}
+)
+_DROP_WORDS = ("clear", "detach", "strip", "drop", "remove", "del")
+_IMPORT_ERRORS = frozenset(
+    {"ImportError", "ModuleNotFoundError", "builtins.ImportError", "builtins.ModuleNotFoundError"}
+)
+
+# -- prefilter -------------------------------------------------------------------------
+_HANDLER_NAME = re.compile(rb"\bexcept\b[^\n:]*?\bas[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*:")
+_STORE_PATTERNS: dict[bytes, re.Pattern] = {}
+
+
+def _store_pattern(name: bytes) -> re.Pattern:
+    """Lines that may store the exception `name`: `x = name`, `x = (.., name)`,
+    `x = Wrapper(name)`, `c.append(name)`, `return (.., name)`, `"k": name,` on its own
+    line, `x = name.__traceback__`. Keyword arguments (`exc_info=e`, no spaces) and plain
+    call arguments (`log(.., e)`) do not match: they are what most handlers do."""
+    found = _STORE_PATTERNS.get(name)
+    if found is None:
+        n = re.escape(name)
+        found = re.compile(
+            rb"[ \t]=[ \t]*" + n + rb"[ \t]*(?:$|[#;,)]|\.__traceback__)"
+            rb"|[ \t]=[ \t]*[(\[{][^\n]*?\b" + n + rb"\b[ \t]*[,)\]}]"
+            rb"|[ \t]=[ \t]*[\w.]*\.?[A-Z]\w*\([^\n]*?\b" + n + rb"\b[ \t]*[,)\]}]"
+            rb"|\.(?:append|add|insert|appendleft|extend|setdefault|update|__setitem__)\("
+            rb"[^\n]*?\b" + n + rb"\b[ \t]*[,)\]}]"
+            rb"|\breturn[ \t]*[(\[{][^\n]*?\b" + n + rb"\b[ \t]*[,)\]}]"
+            rb"|^[ \t]+[\"'][^\n\"']*[\"'][ \t]*:[ \t]*" + n + rb"[ \t]*,?[ \t]*$",
+            re.MULTILINE,
+        )
+        if len(_STORE_PATTERNS) < 512:
+            _STORE_PATTERNS[name] = found
+    return found
+
+
+_BLOCK_ENDS: dict[int, re.Pattern] = {}
+
+
+def _block_end(indent: int) -> re.Pattern:
+    """The first later line indented no deeper than `indent` (the end of a block)."""
+    found = _BLOCK_ENDS.get(indent)
+    if found is None:
+        found = _BLOCK_ENDS[indent] = re.compile(rb"\n[ \t]{0,%d}(?=[^ \t\r\n])" % indent)
+    return found
+
+
+@dataclass
+class _Store:
+    node: cst.CSTNode  # what is reported
+    value: cst.BaseExpression
+    holder: str  # how the message names the holder
+    kind: str  # "self" | "global" | "class" | "param" | "return"
+    attr: Optional[str]  # `x` of `self.x...`, for the hand-off check
+    statement: Optional[cst.CSTNode]
+    exc: str  # the exception's name (or its alias) in the stored value
+
+
+@dataclass
+class _Handler:
+    name: str
+    node: cst.ExceptHandler
+    function: cst.FunctionDef
+    cls: Optional[cst.ClassDef]  # the class of the method whose `self` is in reach
+    self_owner: Optional[cst.FunctionDef]  # that method (the function itself, or an enclosing one)
+    stores: list = field(default_factory=list)
+    aliases: set = field(default_factory=set)  # locals holding the exception
+    containers: set = field(default_factory=set)  # of those, local containers
+    dropped: bool = False
+    reraised: bool = False  # an alias is raised after the handler
+
+
+class StoredExceptionFrames(Rule):
+    code = "RL702"
+    name = "stored-exception-frames"
+    summary = "An exception stored beyond its handler keeps every frame of its traceback alive"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+    triggers = ("except",)
+
+    docs = """
+## What it does
+Reports an exception bound by `except ... as e` (inside a function) that is stored where
+it outlives the handler, when its traceback is not dropped first:
+
+- on an object: `self.error = e`, `self.errors[k] = e`, `cls.last = e`,
+  `Class.last = e`, `state.error = e` for a parameter `state` (but not out-parameters
+  such as `result[0] = e` or `errors.append(e)` on a parameter: the caller reads them);
+- in a container that outlives the call: `self.errors.append(e)`, a module global's
+  `_ERRORS.append(e)`, `state.errors.append(e)` (also `add`, `insert`, `extend`,
+  `setdefault`, `update`);
+- in a module global (`global _last_error; _last_error = e`);
+- in a returned container (`return (None, e)`, `return {"error": e}`, a local list
+  the exception was appended to), when a caller in the same file keeps the result on
+  an object or in a global (`self.results[k] = try_load(k)`) - a caller that unpacks
+  the result and raises or logs it does not keep the frames, and neither does a
+  function that raises the collected exception before it returns;
+- the same through a local alias (`err = e` in the handler, `self.err = err` later),
+  wrapped in a container or a class instance (`self.failure = Failure(e)`), and for
+  `e.__traceback__` itself.
+
+Not reported: a traceback dropped first (`e.__traceback__ = None`, `e.with_traceback(None)`,
+`traceback.clear_frames(e.__traceback__)`, a helper named for it such as
+`_detach_tracebacks(e)`); only text stored (`str(e)`, `repr(e)`,
+`traceback.format_exc()`); `future.set_exception(e)` and queues (the consumer re-raises
+it); locals and closure variables of an enclosing function; an attribute the class hands
+off and clears (`err, self._error = self._error, None; raise err`) or clears in a release
+method; handlers at module level and import probes (a `try` of only imports, or
+`except ImportError as e`): their frames are import machinery.
+
+Reported as an error when the frames hold heavy objects (a method of a class holding a
+model, a function with a model or tensor parameter or local), as a warning otherwise.
+
+## Why it leaks
+An exception's `__traceback__` references every frame from the handler's function down
+to where it was raised, and each frame references all its local variables - tensors,
+models, batches. Storing the exception keeps all of them alive for as long as the holder
+lives (a long-lived object, a module global: forever).
+
+## Example
+```python
+class Worker:
+    def run(self, batch):
+        try:
+            self.model(batch)
+        except Exception as e:
+            self.error = e  # RL702: keeps `batch` and every frame below alive
+```
+
+## Fix (suggestion only)
+Store what is needed - the type, the message, `traceback.format_exc()` - or clear the
+traceback first (`self.error = e.with_traceback(None)`). When the exception must be
+re-raised elsewhere, clear the attribute when it is handed off.
+"""
+
+    valid = [
+        # text only, or the traceback dropped first
+        """
+import traceback
+
+class Worker:
+    def run(self, batch):
+        try:
+            self.step(batch)
+        except Exception as e:
+            self.error = str(e)
+            self.trace = traceback.format_exc()
+        try:
+            self.step(batch)
+        except Exception as e:
+            self.last = e.with_traceback(None)
+        try:
+            self.step(batch)
+        except Exception as e:
+            e.__traceback__ = None
+            self.errors.append(e)
+""",
+        # handed to a future, logged, re-raised; a local retry variable
+        """
+import logging
+
+def call(fn, future, retries):
+    last = None
+    for _ in range(retries):
+        try:
+            return fn()
+        except Exception as exc:
+            logging.warning("failed: %s", exc, exc_info=exc)
+            last = exc
+    future.set_exception(last)
+""",
+        # module-level import probes
+        """
+try:
+    import flash_attn
+except ImportError as e:
+    _FLASH_ERROR = e
+
+def probe():
+    global _FLASH_ERROR
+    try:
+        import flash_attn
+    except ImportError as e:
+        _FLASH_ERROR = e
+""",
+        # handed off: read, cleared, re-raised
+        """
+class Pipe:
+    def _worker(self):
+        try:
+            self.pump()
+        except BaseException as e:
+            self._error = e
+
+    def check(self):
+        if self._error is not None:
+            err = self._error
+            self._error = None
+            raise err
+""",
+    ]
+    invalid = [
+        Example(
+            """
+class Worker:
+    def run(self, batch):
+        try:
+            self.model(batch)
+        except Exception as e:
+            self.error = e
+""",
+            lines=[7],
+        ),
+        # containers: on self, a module global, a returned one; an alias after the handler
+        Example(
+            """
+_FAILURES = []
+
+class Loader:
+    def load_all(self, paths):
+        for p in paths:
+            try:
+                self.load(p)
+            except OSError as err:
+                self.failed.append((p, err))
+                _FAILURES.append(err)
+        return paths
+
+def try_load(path):
+    try:
+        return open(path), None
+    except OSError as exc:
+        return None, exc
+
+def remember(state, fn):
+    error = None
+    try:
+        fn()
+    except Exception as e:
+        error = e
+    state.last_error = error
+
+class Cache:
+    def get(self, path):
+        self.entries[path] = try_load(path)
+""",
+            lines=[10, 11, 18, 26],
+        ),
+        # heavy frames: an error
+        Example(
+            """
+import torch
+
+_last_error = None
+
+def forward(model: torch.nn.Module, x):
+    global _last_error
+    try:
+        return model(x)
+    except RuntimeError as e:
+        _last_error = e
+""",
+            lines=[11],
+        ),
+    ]
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """A handler `except ... as NAME:` whose body has a line that may store NAME.
+        Every store the rule reports starts in the handler body (directly, or as an
+        alias or local container assigned there), so only handler bodies are searched."""
+        if b"except" not in data or b" as " not in data:
+            return False
+        for m in _HANDLER_NAME.finditer(data):
+            line_start = data.rfind(b"\n", 0, m.start()) + 1
+            indent = len(data[line_start:m.start()]) - len(data[line_start:m.start()].lstrip())
+            end = _block_end(indent).search(data, m.end())
+            body = data[m.end(): end.start() if end is not None else len(data)]
+            if _store_pattern(m.group(1)).search(body) is not None:
+                return True
+        return False
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._scopes = Scopes(ctx)
+        self._reported: set[int] = set()
+        self._returned: list[tuple[_Handler, _Store]] = []  # judged once callers are known
+
+    # -- collection ----------------------------------------------------------------
+    def visit_Try(self, node: cst.Try) -> None:
+        self._try(node)
+
+    def visit_TryStar(self, node) -> None:
+        self._try(node)
+
+    def _try(self, node) -> None:
+        scope = self.ctx.scope
+        fn = scope.function
+        if fn is None:
+            return  # module level: import-time frames only
+        if _only_imports(node.body):
+            return
+        cls, owner = self._self_owner()
+        for handler in node.handlers:
+            if handler.name is None or not isinstance(handler.name.name, cst.Name):
+                continue
+            if self._import_error_only(handler):
+                continue
+            h = _Handler(handler.name.name.value, handler, fn, cls, owner)
+            finder = _StoreFinder(self, h, {h.name})
+            visit(handler.body, finder)
+            if h.aliases and not h.dropped:
+                # the alias lives on in the function: stores of it anywhere count
+                rest = _StoreFinder(self, h, set(h.aliases), skip=handler)
+                visit(fn.body, rest)
+            if h.dropped or not h.stores:
+                continue
+            self._judge(h)
+
+    def _self_owner(self) -> tuple[Optional[cst.ClassDef], Optional[cst.FunctionDef]]:
+        """The innermost enclosing method (this function or one it is nested in) and its
+        class: a closure inside a method reaches the method's `self`."""
+        scope = self.ctx.scope
+        for fn in reversed(scope.functions):
+            for cls in reversed(scope.classes):
+                if any(f is fn for f in body_functions(cls)):
+                    return cls, fn
+        return None, None
+
+    def _import_error_only(self, handler: cst.ExceptHandler) -> bool:
+        kind = handler.type
+        if kind is None:
+            return False
+        kinds = [e.value for e in kind.elements] if isinstance(kind, cst.Tuple) else [kind]
+        return all(self.ctx.qualname(k) in _IMPORT_ERRORS for k in kinds)
+
+    def classify(self, target: cst.BaseExpression, h: _Handler) -> Optional[tuple[str, str, Optional[str]]]:
+        """Where a store into `target` (or a container reached through it) lives:
+        (kind, holder text, self attribute), or None for a local of this function."""
+        if isinstance(target, cst.Attribute) and target.attr.value in ("__cause__", "__context__"):
+            return None  # chaining onto an exception being raised
+        root = target
+        first_attr = None
+        first_step = None  # the Attribute/Subscript applied to the root name
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            if isinstance(root.value, cst.Name):
+                first_step = root
+                if isinstance(root, cst.Attribute):
+                    first_attr = root.attr.value
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return None
+        text = ctx_code(self.ctx, target)
+        name = root.value
+        fn = h.function
+        if (
+            name in ("self", "cls") and h.cls is not None and h.self_owner is not None
+            and find_param(h.self_owner, name) is not None
+            and (h.self_owner is fn or name not in self._scopes.bindings(fn).bound)
+        ):
+            if target is root:
+                return None
+            return ("self", f"`{text}`", first_attr if name == "self" else None)
+        if find_param(fn, name) is not None:
+            # `state.error = e`: an object the caller owns. Not `result[0] = e` nor
+            # `errors.append(e)`: out-parameters the caller reads and drops.
+            if target is root or not isinstance(first_step, cst.Attribute):
+                return None
+            return ("param", f"`{text}` (reached through parameter `{name}`)", None)
+        ref = self._scopes_ref(root, fn)
+        if ref is None:
+            return None
+        if ref[0] == "g":
+            if name in self.ctx.classes and target is not root:
+                return ("class", f"`{text}` (class attribute)", None)
+            if target is root or _module_binds(self.ctx.module, name):
+                return ("global", f"`{text}` (module global)", None)
+        return None
+
+    def _scopes_ref(self, name: cst.Name, fn: cst.FunctionDef) -> Optional[tuple]:
+        """Global or local, seen from `fn` (a closure's enclosing locals count as local)."""
+        b = self._scopes.bindings(fn)
+        if name.value in b.globals:
+            return ("g", name.value)
+        if name.value in b.nonlocals or name.value in b.bound:
+            return ("l", name.value)
+        if len(self.ctx.scope.functions) > 1:
+            for outer in self.ctx.scope.functions[:-1]:
+                ob = self._scopes.bindings(outer)
+                if name.value in ob.bound or find_param(outer, name.value) is not None:
+                    return ("l", name.value)
+        return ("g", name.value)
+
+    # -- judgement -----------------------------------------------------------------
+    def _judge(self, h: _Handler) -> None:
+        for s in h.stores:
+            if s.kind == "self" and s.attr and self._handed_off(h, s.attr):
+                continue
+            if s.kind == "return":
+                # `if error is not None: raise error` before the return: the returned
+                # container only ever holds results
+                if not h.reraised:
+                    self._returned.append((h, s))
+                continue
+            self._report(h, s)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        """A returned container only outlives the call when a caller keeps it: report it
+        when a caller in this file stores the result on an object or in a global."""
+        if not self._returned:
+            return
+        kept = _KeptResults(self.ctx, {h.function.name.value for h, _ in self._returned})
+        visit(node, kept)
+        for h, s in self._returned:
+            if h.function.name.value in kept.kept:
+                self._report(h, s, kept.kept[h.function.name.value])
+
+    def _report(self, h: _Handler, s: _Store, caller: Optional[cst.CSTNode] = None) -> None:
+        if id(s.node) in self._reported:
+            return  # the same store, reached through several handlers' aliases
+        self._reported.add(id(s.node))
+        heavy = self._heavy_frames(h)
+        via = f" (through `{s.exc}`)" if s.exc != h.name else ""
+        related = [RelatedNode(f"`{h.name}` bound here", h.node.name)]
+        if caller is not None:
+            related.append(RelatedNode("a caller keeps the result here", caller))
+        self.report(
+            s.node,
+            f"{s.holder} keeps exception `{h.name}`{via} alive beyond its handler, and with it "
+            f"every frame of its traceback (from `{h.function.name.value}()` down) and their "
+            f"locals; store `str({h.name})`/`traceback.format_exc()` instead, or clear "
+            f"`{h.name}.__traceback__` first",
+            severity=Severity.ERROR if heavy else Severity.WARNING,
+            related=related,
+            statement=s.statement,
+        )
+
+    def _handed_off(self, h: _Handler, attr: str) -> bool:
+        """Does the class clear `self.<attr>` in a release method, or after reading it
+        in some other method (a hand-off: `err = self._e; self._e = None; raise err`)?"""
+        if h.cls is None:
+            return False
+        for method in self.ctx.methods(h.cls).values():
+            if method is h.function or method.name.value == "__init__":
+                continue
+            clearing = _Clearing(attr)
+            visit(method.body, clearing)
+            if clearing.cleared and (self.ctx.is_release_method(method) or clearing.read_before):
+                return True
+        return False
+
+    def _heavy_frames(self, h: _Handler) -> bool:
+        ctx, fn, cls = self.ctx, h.function, h.cls
+        oracle = ctx.heavy
+        if cls is not None and h.self_owner is not None and has_heavy_attribute(ctx, cls):
+            return True
+        params = fn.params
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if oracle.is_heavy_annotation(p.annotation):
+                return True
+        for name, assigned in oracle.local_assignments(fn).items():
+            for value, ann in assigned:
+                if oracle.is_heavy_annotation(ann) or (
+                    value is not None and not name.startswith("self.")
+                    and oracle.is_heavy_value(value, fn, cls)
+                ):
+                    return True
+        return False
+
+
+class _KeptResults(cst.CSTVisitor):
+    """Which of `names` (functions or methods of the file) have a call whose result is
+    stored on an object (`self.x = f()`, `self.results.append(self.f())`) or in a
+    module-level name."""
+
+    def __init__(self, ctx, names: set) -> None:
+        self.ctx = ctx
+        self.names = names
+        self.kept: dict[str, cst.CSTNode] = {}
+        self.depth = 0  # function nesting
+
+    def visit_FunctionDef(self, node) -> None:
+        self.depth += 1
+
+    def leave_FunctionDef(self, node) -> None:
+        self.depth -= 1
+
+    def _called(self, value) -> Optional[str]:
+        if isinstance(value, cst.Await):
+            value = value.expression
+        if isinstance(value, cst.Call):
+            func = value.func
+            name = func.value if isinstance(func, cst.Name) else (
+                func.attr.value if isinstance(func, cst.Attribute) else None)
+            return name if name in self.names else None
+        if isinstance(value, (cst.Tuple, cst.List)):
+            for e in value.elements:
+                found = self._called(e.value)
+                if found:
+                    return found
+        return None
+
+    def _outlives(self, target) -> bool:
+        if isinstance(target, cst.Name):
+            return self.depth == 0
+        root = target
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        return isinstance(root, cst.Name) and (
+            root.value in ("self", "cls") or root.value in self.ctx.classes
+            or (self.depth > 0 and _module_binds(self.ctx.module, root.value))
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        name = self._called(node.value)
+        if name and any(self._outlives(t.target) for t in node.targets):
+            self.kept.setdefault(name, node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _ADDERS:
+            for arg in node.args:
+                name = self._called(arg.value)
+                if name and self._outlives(func.value):
+                    self.kept.setdefault(name, node)
+
+
+def _only_imports(body) -> bool:
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for stmt in statements:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        if not all(isinstance(s, (cst.Import, cst.ImportFrom, cst.Pass)) for s in stmt.body):
+            return False
+    return True
+
+
+def _module_binds(module: cst.Module, name: str) -> bool:
+    """Is `name` bound at module level (so `name.append(e)` reaches a global)?"""
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets = []
+                if isinstance(small, cst.Assign):
+                    targets = [t.target for t in small.targets]
+                elif isinstance(small, cst.AnnAssign):
+                    targets = [small.target]
+                if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+                    return True
+        elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value == name:
+            return True
+    return False
+
+
+class _Clearing(cst.CSTVisitor):
+    """Does a method set `self.<attr>` to None (or delete it), and read it before?"""
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+        self.cleared = False
+        self.read_before = False
+        self._reads = 0
+
+    def _is_attr(self, node) -> bool:
+        return (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+            and node.attr.value == self.attr
+        )
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self._is_attr(node):
+            self._reads += 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        values = node.value.elements if isinstance(node.value, cst.Tuple) else [node.value]
+        for t in node.targets:
+            targets = t.target.elements if isinstance(t.target, cst.Tuple) else [t.target]
+            for i, target in enumerate(targets):
+                target = target.value if isinstance(target, cst.Element) else target
+                if not self._is_attr(target):
+                    continue
+                v = values[i] if len(values) == len(targets) else None
+                v = v.value if isinstance(v, cst.Element) else v
+                if isinstance(v, cst.Name) and v.value == "None":
+                    self.cleared = True
+                    # a read in the same statement (`err, self.e = self.e, None`) or earlier
+                    if self._reads > 0 or any(
+                        self._is_attr(x.value if isinstance(x, cst.Element) else x) for x in values
+                    ):
+                        self.read_before = True
+
+    def visit_Del(self, node: cst.Del) -> None:
+        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+        for t in targets:
+            t = t.value if isinstance(t, cst.Element) else t
+            if self._is_attr(t):
+                self.cleared = True
+                if self._reads > 1:
+                    self.read_before = True
+
+
+class _StoreFinder(cst.CSTVisitor):
+    """Stores of the exception names in one handler body (or, for aliases, in the rest of
+    the function), not entering nested scopes."""
+
+    def __init__(self, rule: StoredExceptionFrames, h: _Handler, names: set,
+                 skip: Optional[cst.CSTNode] = None) -> None:
+        self.rule = rule
+        self.ctx = rule.ctx
+        self.h = h
+        self.names = names
+        self.skip = skip
+        # the alias pass only looks after the handler (before it, the name held something else)
+        self.active = skip is None
+        self.line: Optional[cst.CSTNode] = None
+
+    # scopes and statements
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_ExceptHandler(self, node) -> bool:
+        if node is self.skip:
+            self.active = True
+            return False
+        # a nested handler that rebinds the name is judged on its own
+        return not (node.name is not None and isinstance(node.name.name, cst.Name)
+                    and node.name.name.value in self.names)
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.line = node
+
+    # what holds the exception
+    def holds(self, value: Optional[cst.BaseExpression]) -> Optional[str]:
+        if value is None or not self.active:
+            return None
+        for n in self.names:
+            key = cst.Name(n)
+            if isinstance(value, cst.Attribute) and value.attr.value == "__traceback__" and (
+                isinstance(value.value, cst.Name) and value.value.value == n
+            ):
+                return n
+            if _reaches_exc(self.ctx, value, key, self.h.function):
+                return n
+        return None
+
+    def _store(self, node, value, target, exc) -> None:
+        if not self.active:
+            return
+        where = self.rule.classify(target, self.h)
+        if where is None:
+            return
+        kind, holder, attr = where
+        self.h.stores.append(_Store(node, value, holder, kind, attr, self.line, exc))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        exc = self.holds(node.value)
+        if exc is None:
+            return
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Name):
+                where = self.rule.classify(target, self.h)
+                if where is not None:
+                    self._store(node, node.value, target, exc)
+                elif self.skip is None:
+                    self.h.aliases.add(target.value)
+                    if not isinstance(node.value, cst.Name):
+                        self.h.containers.add(target.value)
+            else:
+                self._store(node, node.value, target, exc)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        exc = self.holds(node.value)
+        if exc is None:
+            return
+        if isinstance(node.target, cst.Name):
+            if self.rule.classify(node.target, self.h) is not None:
+                self._store(node, node.value, node.target, exc)
+            elif self.skip is None:
+                self.h.aliases.add(node.target.value)
+                if not isinstance(node.value, cst.Name):
+                    self.h.containers.add(node.target.value)
+        else:
+            self._store(node, node.value, node.target, exc)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        exc = self.holds(node.value)
+        if exc is not None:
+            self._store(node, node.value, node.target, exc)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = func.value
+            # traceback dropped
+            if method == "with_traceback" and node.args and ctx_code(self.ctx, node.args[0].value) == "None":
+                if isinstance(receiver, cst.Name) and receiver.value in self.names and self.active:
+                    self.h.dropped = True
+            if method in _ADDERS:
+                for arg in node.args:
+                    exc = self.holds(arg.value)
+                    if exc is None:
+                        continue
+                    if isinstance(receiver, cst.Name) and self.rule.classify(receiver, self.h) is None:
+                        if self.skip is None:
+                            # a local container: reported if it escapes the function
+                            self.h.aliases.add(receiver.value)
+                            self.h.containers.add(receiver.value)
+                        break
+                    self._store(node, arg.value, receiver, exc)
+                    break
+        if self.active and self._drops_traceback(node):
+            self.h.dropped = True
+
+    def _drops_traceback(self, node: cst.Call) -> bool:
+        """`traceback.clear_frames(e.__traceback__)`, or a helper named for it
+        (`_detach_tracebacks(e)`, `clear_traceback(err)`) given the exception."""
+        qualified = self.ctx.qualname(node.func) or ""
+        if qualified == "traceback.clear_frames":
+            return True
+        last = qualified.rsplit(".", 1)[-1].lower()
+        if "traceback" not in last or not any(w in last for w in _DROP_WORDS):
+            return False
+        for arg in node.args:
+            v = arg.value
+            if isinstance(v, cst.Attribute):
+                v = v.value
+            if isinstance(v, cst.Name) and v.value in self.names:
+                return True
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        value = node.value
+        if value is None:
+            return
+        if isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Set)) or (
+            isinstance(value, cst.Name) and value.value in self.h.containers
+        ):
+            exc = self.holds(value)
+            if exc is not None:
+                holder = (f"the returned local `{value.value}`" if isinstance(value, cst.Name)
+                          else "the returned container")
+                self.h.stores.append(_Store(node, value, holder, "return", None, self.line, exc))
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        exc = node.exc
+        if self.active and self.skip is not None and isinstance(exc, cst.Name) and (
+            exc.value in self.names and exc.value not in self.h.containers
+        ):
+            self.h.reraised = True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        # `e.__traceback__ = None`
+        target = node.target
+        if (
+            self.active
+            and isinstance(target, cst.Attribute)
+            and target.attr.value == "__traceback__"
+            and isinstance(target.value, cst.Name)
+            and target.value.value in self.names
+        ):
+            self.h.dropped = True
+
+    def visit_Del(self, node: cst.Del) -> None:
+        target = node.target
+        if self.active and isinstance(target, cst.Attribute) and target.attr.value == "__traceback__":
+            self.h.dropped = True
+
+
+def _reaches_exc(ctx, value, key: cst.Name, function) -> bool:
+    """`reaches` without following local assignments (aliases are tracked explicitly)."""
+    if isinstance(value, cst.Name):
+        return value.value == key.value
+    return reaches(ctx, value, key, None) is not None

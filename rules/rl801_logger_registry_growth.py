@@ -1,0 +1,552 @@
+"""RL801 logger-registry-growth."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.context import body_functions
+from retainlint.cstutil import decorator_names
+from retainlint.finding import Applicability, Severity
+from retainlint.heavy import find_param
+from retainlint.rule import Example, Rule
+from retainlint.rules.rl304_weak_key_value_refs_key import (
+    ctx_code,
+    has_heavy_attribute,
+    reaches,
+)
+
+_GET_LOGGER = frozenset({"logging.getLogger", "logging.Logger.manager.getLogger"})
+# Functions that hand out a logger from the logging registry (their own or a wrapper's).
+_LOGGER_FACTORY_NAMES = frozenset({"getLogger", "get_logger", "init_logger"})
+# Calls whose result differs on every call.
+_PER_CALL = frozenset(
+    {
+        "id", "builtins.id", "next", "builtins.next", "time.time", "time.time_ns",
+        "time.monotonic", "time.monotonic_ns", "time.perf_counter", "time.perf_counter_ns",
+        "datetime.datetime.now", "datetime.datetime.utcnow", "os.urandom",
+        "secrets.token_hex", "secrets.token_urlsafe", "threading.get_ident",
+    }
+)
+_PER_CALL_PREFIXES = ("uuid.", "random.", "itertools.count")
+# Parts of identifiers that name per-request / per-connection values.
+_VOLATILE_WORDS = frozenset(
+    {
+        "request", "requests", "req", "conn", "connection", "client", "session", "peer",
+        "socket", "sock", "addr", "address", "remote", "uuid", "uid", "guid", "trace", "txn",
+        "transaction", "job", "query", "user", "nonce", "counter", "count", "seq", "serial",
+    }
+)
+_STABLE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__class__"})
+_NOT_INSTANCE = frozenset(
+    {"staticmethod", "classmethod", "builtins.staticmethod", "builtins.classmethod"}
+)
+_STABLE_GETLOGGER = re.compile(
+    rb"getLogger\(\s*(?:__name__|\"[^\"\n]*\"|'[^'\n]*')?\s*\)"
+)
+_MAX_DEPTH = 4
+
+
+@dataclass
+class _Call:
+    node: cst.Call
+    statement: Optional[cst.CSTNode]
+    function: cst.FunctionDef
+    cls: Optional[cst.ClassDef]  # the class of the method (or enclosing method)
+    guards: tuple  # tests of the enclosing `if`/`while` statements, innermost last
+
+
+class LoggerRegistryGrowth(Rule):
+    code = "RL801"
+    name = "logger-registry-growth"
+    summary = "Per-instance logger names and per-instance handlers on shared loggers grow the logging registry forever"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+    triggers = ("getLogger", "addHandler")
+
+    docs = """
+## What it does
+Reports two ways code makes the process-wide logging registry grow:
+
+- `logging.getLogger(name)` inside a function, where `name` varies per instance or per
+  call: an f-string, concatenation, `%`/`.format()` or `str()` built from `id(...)`, a
+  uuid, a counter (`next(...)`, a variable incremented with `+=` somewhere in the file),
+  the time, or a request/connection/session/client value (`request.request_id`,
+  `conn.peer`, `session_id`), directly or through a local variable or a `self.<attr>`
+  assigned so. Names built from `__name__`, class names and configuration are stable.
+- `logger.addHandler(...)` on a shared logger (a module-level logger, a named
+  `logging.getLogger(...)`, the root logger, `self.logger` set from one) inside a method
+  (`__init__` or any other: it runs per instance or per call) when no
+  `removeHandler(...)` (or `handlers.clear()`) appears in the class, and the call is
+  not guarded by a check that makes it idempotent (`if not logger.handlers:`,
+  `if self._handler is None:`). A plain function (or a static method) is taken for
+  one-time configuration (`setup_logging()`, `log_to_stderr()`) unless it handles a
+  request - it takes a `request`, `conn`, `session`, `client`... parameter - and builds
+  the handler itself.
+
+Reported as an error when the handler holds `self` of a class holding a model, as a
+warning otherwise.
+
+## Why it leaks
+`logging.getLogger` stores every logger it creates in `logging.Logger.manager.loggerDict`
+for the life of the process, so a name per instance or per request is an unbounded
+dictionary. A handler added to a shared logger stays on it until removed: one more per
+instance, each with a lock and often an open file or a reference back to its creator.
+
+## Example
+```python
+import logging
+
+class Connection:
+    def __init__(self, peer):
+        self.log = logging.getLogger(f"net.conn.{id(self)}")  # RL801
+
+class Job:
+    def __init__(self, path):
+        logging.getLogger("jobs").addHandler(logging.FileHandler(path))  # RL801
+```
+
+## Fix (suggestion only)
+Use one module-level logger and carry per-instance context in a `logging.LoggerAdapter`
+or `extra=`; remove handlers you add in the object's release method (`close()`,
+`shutdown()`, `__exit__`).
+"""
+
+    valid = [
+        # stable names: module, class name, configuration
+        """
+import logging
+
+logger = logging.getLogger(__name__)
+
+class Worker:
+    def __init__(self, name):
+        self.log = logging.getLogger(f"{__name__}.{type(self).__name__}")
+        self.named = logging.getLogger(name)
+
+def get_logger(name):
+    return logging.getLogger(name)
+""",
+        # handler removed on release; idempotent setup; module-level setup
+        """
+import logging
+
+logger = logging.getLogger("app")
+logger.addHandler(logging.NullHandler())
+
+class Capture:
+    def __enter__(self):
+        self.h = logging.StreamHandler()
+        logger.addHandler(self.h)
+        return self
+
+    def __exit__(self, *exc):
+        logger.removeHandler(self.h)
+
+class Service:
+    def __init__(self):
+        if not logger.handlers:
+            logger.addHandler(logging.StreamHandler())
+
+def setup_logging():
+    logger.addHandler(logging.StreamHandler())
+""",
+        # a handler on a logger the object owns is the object's business
+        """
+import logging
+
+class Tool:
+    def __init__(self):
+        self.logger = logging.Logger("tool")
+        self.logger.addHandler(logging.StreamHandler())
+""",
+    ]
+    invalid = [
+        Example(
+            """
+import logging
+import uuid
+
+class Connection:
+    def __init__(self, peer):
+        self.log = logging.getLogger(f"net.conn.{id(self)}")
+
+def handle(request):
+    log = logging.getLogger("req." + request.request_id)
+    name = "job-%s" % uuid.uuid4()
+    return log, logging.getLogger(name)
+""",
+            lines=[7, 10, 12],
+        ),
+        # handlers on shared loggers, per instance and per call
+        Example(
+            """
+import logging
+from logging import getLogger
+
+logger = getLogger("jobs")
+
+class Job:
+    def __init__(self, path):
+        logging.getLogger("jobs").addHandler(logging.FileHandler(path))
+        logger.addHandler(logging.StreamHandler())
+
+def run_request(request):
+    handler = logging.FileHandler(request.log_path)
+    logging.getLogger().addHandler(handler)
+""",
+            lines=[9, 10, 14],
+        ),
+    ]
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """`addHandler` anywhere, or a `getLogger(...)` call whose argument is not a
+        plain string literal or `__name__` (or an aliased `getLogger`)."""
+        if b"addHandler" in data:
+            return True
+        calls = data.count(b"getLogger(")
+        if calls == 0:
+            return b"getLogger as" in data
+        return calls > len(_STABLE_GETLOGGER.findall(data)) or b"getLogger as" in data
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._get_logger: list[_Call] = []
+        self._add_handler: list[_Call] = []
+        self._removes: set[int] = set()  # ids of classes / functions that remove handlers
+        self._incremented: set[str] = set()  # code of targets of `+=`
+        self._guards: list[cst.BaseExpression] = []
+        self._module_loggers: Optional[dict[str, cst.BaseExpression]] = None
+
+    # -- collection ----------------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        self._guards.append(node.test)
+
+    def leave_If(self, node: cst.If) -> None:
+        self._guards.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self._guards.append(node.test)
+
+    def leave_While(self, node: cst.While) -> None:
+        self._guards.pop()
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
+            self._incremented.add(ctx_code(self.ctx, node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # a call, or a reference handed to a callback (`stack.callback(log.removeHandler, h)`)
+        if node.attr.value == "removeHandler":
+            self._mark_removal()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        scope = self.ctx.scope
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "clear" and (
+            isinstance(func.value, cst.Attribute) and func.value.attr.value == "handlers"
+        ):
+            self._mark_removal()
+            return
+        fn = scope.function
+        if fn is None:
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "addHandler":
+            self._add_handler.append(self._call(node))
+        elif node.args and self.ctx.qualname(func) in _GET_LOGGER:
+            self._get_logger.append(self._call(node))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `logger.handlers = []` also removes handlers
+        for t in node.targets:
+            if isinstance(t.target, cst.Attribute) and t.target.attr.value == "handlers":
+                self._mark_removal()
+
+    def _mark_removal(self) -> None:
+        scope = self.ctx.scope
+        for c in scope.classes:
+            self._removes.add(id(c))
+        for f in scope.functions:
+            self._removes.add(id(f))
+
+    def _call(self, node: cst.Call) -> _Call:
+        scope = self.ctx.scope
+        cls = None
+        for fn in reversed(scope.functions):
+            for c in reversed(scope.classes):
+                if any(f is fn for f in body_functions(c)):
+                    cls = c
+                    break
+            if cls is not None:
+                break
+        return _Call(node, scope.statement, scope.function, cls, tuple(self._guards))
+
+    # -- judgement -----------------------------------------------------------------
+    def leave_Module(self, node: cst.Module) -> None:
+        for call in self._get_logger:
+            self._judge_get_logger(call)
+        for call in self._add_handler:
+            self._judge_add_handler(call)
+
+    def _name_arg(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        for arg in call.args:
+            if arg.keyword is None and not arg.star:
+                return arg.value
+            if arg.keyword is not None and arg.keyword.value == "name":
+                return arg.value
+        return None
+
+    def _judge_get_logger(self, call: _Call) -> None:
+        name = self._name_arg(call.node)
+        if name is None:
+            return
+        why = self._varies(name, call.function, call.cls, 0)
+        if why is None:
+            return
+        self.report(
+            call.node,
+            f"logger name `{_short(ctx_code(self.ctx, name))}` varies per instance or call "
+            f"({why}): the logging manager keeps every logger created for the life of the "
+            "process; use one module-level logger with a `LoggerAdapter` or `extra=` for the "
+            "per-instance context",
+            statement=call.statement,
+        )
+
+    # -- does a logger name vary per instance / per call? --------------------------
+    def _varies(self, expr, fn, cls, depth: int) -> Optional[str]:
+        if expr is None or depth > _MAX_DEPTH:
+            return None
+        nxt = depth + 1
+        if isinstance(expr, cst.FormattedString):
+            for part in expr.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    why = self._varies(part.expression, fn, cls, nxt)
+                    if why:
+                        return why
+            return None
+        if isinstance(expr, cst.ConcatenatedString):
+            return self._varies(expr.left, fn, cls, nxt) or self._varies(expr.right, fn, cls, nxt)
+        if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, cst.Add):
+                return self._varies(expr.left, fn, cls, nxt) or self._varies(expr.right, fn, cls, nxt)
+            if isinstance(expr.operator, cst.Modulo):
+                return self._varies(expr.right, fn, cls, nxt)
+            return None
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            for e in expr.elements:
+                why = self._varies(e.value, fn, cls, nxt)
+                if why:
+                    return why
+            return None
+        if isinstance(expr, cst.Call):
+            return self._call_varies(expr, fn, cls, nxt)
+        if isinstance(expr, cst.Name):
+            return self._name_varies(expr, fn, cls, nxt)
+        if isinstance(expr, cst.Attribute):
+            return self._attribute_varies(expr, fn, cls, nxt)
+        if isinstance(expr, cst.Subscript):
+            return self._varies(expr.value, fn, cls, nxt)
+        return None
+
+    def _call_varies(self, call: cst.Call, fn, cls, depth) -> Optional[str]:
+        qualified = self.ctx.qualname(call.func) or ""
+        if qualified in _PER_CALL or qualified.startswith(_PER_CALL_PREFIXES):
+            return f"`{_short(ctx_code(self.ctx, call))}`"
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in ("format", "join"):
+                for arg in call.args:
+                    why = self._varies(arg.value, fn, cls, depth)
+                    if why:
+                        return why
+                return self._varies(func.value, fn, cls, depth) if method == "format" else None
+            if method in ("lower", "upper", "strip", "replace", "removeprefix", "removesuffix"):
+                return self._varies(func.value, fn, cls, depth)
+            return None
+        if qualified in ("str", "repr", "hex", "format", "builtins.str") and call.args:
+            return self._varies(call.args[0].value, fn, cls, depth)
+        return None
+
+    def _volatile(self, identifier: str) -> bool:
+        parts = [p for p in identifier.lower().split("_") if p]
+        return any(p in _VOLATILE_WORDS for p in parts)
+
+    def _name_varies(self, name: cst.Name, fn, cls, depth) -> Optional[str]:
+        value = name.value
+        if value in self._incremented:
+            return f"counter `{value}`"
+        if fn is None:
+            return None
+        if find_param(fn, value) is not None:
+            return f"`{value}`" if self._volatile(value) else None
+        for assigned, _ in self.ctx.heavy.local_assignments(fn).get(value, ()):
+            why = self._varies(assigned, fn, cls, depth)
+            if why:
+                return why
+        return None
+
+    def _attribute_varies(self, attr: cst.Attribute, fn, cls, depth) -> Optional[str]:
+        name = attr.attr.value
+        if name in _STABLE_ATTRS:
+            return None
+        text = ctx_code(self.ctx, attr)
+        if text in self._incremented:
+            return f"counter `{text}`"
+        if self._volatile(name):
+            return f"`{_short(text)}`"
+        owner = attr.value
+        if isinstance(owner, cst.Name) and owner.value == "self" and cls is not None:
+            # what the class assigns to `self.<name>`
+            for method in self.ctx.methods(cls).values():
+                for assigned, _ in self.ctx.heavy.local_assignments(method).get(f"self.{name}", ()):
+                    why = self._varies(assigned, method, cls, depth)
+                    if why:
+                        return why
+            return None
+        if isinstance(owner, cst.Name):
+            if self._volatile(owner.value) and fn is not None and find_param(fn, owner.value) is not None:
+                return f"`{_short(text)}`"
+            return None
+        return self._varies(owner, fn, cls, depth)  # `uuid.uuid4().hex`
+
+    # -- handlers on shared loggers -----------------------------------------------
+    def _judge_add_handler(self, call: _Call) -> None:
+        node = call.node
+        receiver = node.func.value
+        if not call.node.args:
+            return
+        handler = call.node.args[0].value
+        fn = call.function
+        shared = self._shared_logger(receiver, fn, call.cls, 0)
+        if shared is None:
+            return
+        if id(fn) in self._removes or (call.cls is not None and id(call.cls) in self._removes):
+            return
+        if self._guarded(call, receiver, handler):
+            return
+        is_method = self._per_instance(fn, call)
+        if not is_method and not (self._built_here(handler, fn) and self._handles_requests(fn)):
+            return
+        heavy = (
+            call.cls is not None
+            and reaches(self.ctx, handler, cst.Name("self"), fn, call.cls) is not None
+            and has_heavy_attribute(self.ctx, call.cls)
+        )
+        where = "per instance" if is_method and fn.name.value == "__init__" else "per call"
+        self.report(
+            node,
+            f"`{_short(ctx_code(self.ctx, node))}` adds a handler to the shared logger "
+            f"{shared} {where}, and nothing removes it: handlers accumulate on the logger "
+            "for the life of the process; remove it on release (`removeHandler` in "
+            "`close()`/`shutdown()`), or configure handlers once at start-up",
+            severity=Severity.ERROR if heavy else Severity.WARNING,
+            statement=call.statement,
+        )
+
+    def _per_instance(self, fn: cst.FunctionDef, call: _Call) -> bool:
+        """Runs per instance (or per call of an instance method): a method that is not a
+        static or class method, or a closure inside a method."""
+        if call.cls is None:
+            return False
+        if any(f is fn for f in body_functions(call.cls)):
+            return not (decorator_names(self.ctx, fn) & _NOT_INSTANCE)
+        return True
+
+    def _shared_logger(self, expr, fn, cls, depth) -> Optional[str]:
+        """How to name `expr` when it is a logger from the logging registry (module
+        level, named, root), else None."""
+        if depth > _MAX_DEPTH:
+            return None
+        text = f"`{_short(ctx_code(self.ctx, expr))}`"
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.qualname(expr.func) or ""
+            last = qualified.rsplit(".", 1)[-1]
+            if qualified in _GET_LOGGER or last in _LOGGER_FACTORY_NAMES:
+                name = self._name_arg(expr)
+                if name is not None and self._varies(name, fn, cls, 0):
+                    return None  # reported as a per-instance name already
+                return text
+            return None
+        if isinstance(expr, cst.Attribute):
+            if self.ctx.qualname(expr) == "logging.root":
+                return text
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self" and cls is not None:
+                for method in self.ctx.methods(cls).values():
+                    for assigned, _ in self.ctx.heavy.local_assignments(method).get(
+                            f"self.{expr.attr.value}", ()):
+                        if assigned is not None and self._shared_logger(assigned, method, cls, depth + 1):
+                            return text
+            return None
+        if isinstance(expr, cst.Name):
+            if fn is not None and find_param(fn, expr.value) is not None:
+                return None
+            local = self.ctx.heavy.local_assignments(fn).get(expr.value, ()) if fn is not None else ()
+            if local:
+                for assigned, _ in local:
+                    if assigned is not None and self._shared_logger(assigned, fn, cls, depth + 1):
+                        return text
+                return None
+            module_value = self._module_logger_values().get(expr.value)
+            if module_value is not None and self._shared_logger(module_value, None, None, depth + 1):
+                return f"{text} (module global)"
+        return None
+
+    def _module_logger_values(self) -> dict[str, cst.BaseExpression]:
+        if self._module_loggers is None:
+            found: dict[str, cst.BaseExpression] = {}
+            for stmt in self.ctx.module.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
+                            for t in small.targets:
+                                if isinstance(t.target, cst.Name):
+                                    found.setdefault(t.target.value, small.value)
+                        elif (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
+                              and isinstance(small.value, cst.Call)):
+                            found.setdefault(small.target.value, small.value)
+            self._module_loggers = found
+        return self._module_loggers
+
+    def _guarded(self, call: _Call, receiver, handler) -> bool:
+        """Inside an `if`/`while` that makes the call idempotent: its test looks at the
+        logger's handlers, at the handler, or at the logger itself."""
+        names = {ctx_code(self.ctx, receiver)}
+        if isinstance(handler, (cst.Name, cst.Attribute)):
+            names.add(ctx_code(self.ctx, handler))
+        for test in call.guards:
+            text = ctx_code(self.ctx, test)
+            if "handlers" in text or "hasHandlers" in text or "propagate" in text:
+                return True
+            if any(n and n in text for n in names):
+                return True
+        return False
+
+    def _built_here(self, handler, fn) -> bool:
+        if isinstance(handler, cst.Call):
+            return True
+        if isinstance(handler, cst.Name) and fn is not None:
+            return any(
+                isinstance(v, cst.Call)
+                for v, _ in self.ctx.heavy.local_assignments(fn).get(handler.value, ())
+            )
+        return False
+
+    def _handles_requests(self, fn: cst.FunctionDef) -> bool:
+        """A plain function runs per request when it takes one (`request`, `conn`,
+        `session_id`, ...); other functions are taken for one-time configuration
+        (`setup_logging()`, `log_to_stderr()`)."""
+        params = fn.params
+        return any(
+            self._volatile(p.name.value)
+            for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        )
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
