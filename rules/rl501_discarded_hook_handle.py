@@ -11,36 +11,8 @@ from retainlint.cstutil import (
     unique_self_attribute,
 )
 from retainlint.finding import Applicability, Severity
+from retainlint.hooks import GLOBAL_HOOKS, PER_OBJECT_HOOKS
 from retainlint.rule import Example, Rule
-
-GLOBAL_HOOKS = frozenset(
-    {
-        "register_bytecode_hook",
-        "register_module_forward_hook",
-        "register_module_forward_pre_hook",
-        "register_module_full_backward_hook",
-        "register_module_full_backward_pre_hook",
-        "register_module_buffer_registration_hook",
-        "register_module_module_registration_hook",
-        "register_module_parameter_registration_hook",
-    }
-)
-
-PER_OBJECT_HOOKS = frozenset(
-    {
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_full_backward_pre_hook",
-        "register_backward_hook",
-        "register_state_dict_pre_hook",
-        "register_load_state_dict_post_hook",
-        "register_hook",
-        "register_post_accumulate_grad_hook",
-        "register_step_pre_hook",
-        "register_step_post_hook",
-    }
-)
 
 
 class DiscardedHookHandle(Rule):

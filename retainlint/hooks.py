@@ -1,0 +1,709 @@
+"""Hook registrations and their removal handles: the name tables RL501, RL502 and RL701
+share, and a per-class analysis of where handles are stored and where they are removed.
+
+Everything here is read-only and walks with `retainlint.walk` (never libcst's `.visit`).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional
+
+import libcst as cst
+
+from retainlint.context import FileContext, body_functions
+from retainlint.cstutil import decorator_names, is_self
+from retainlint.walk import children, visit
+
+# -- name tables -------------------------------------------------------------------------
+
+# Process-wide registries (reached as `torch....<name>`): a GC root.
+GLOBAL_HOOKS = frozenset(
+    {
+        "register_bytecode_hook",
+        "register_module_forward_hook",
+        "register_module_forward_pre_hook",
+        "register_module_full_backward_hook",
+        "register_module_full_backward_pre_hook",
+        "register_module_buffer_registration_hook",
+        "register_module_module_registration_hook",
+        "register_module_parameter_registration_hook",
+    }
+)
+
+# Hooks stored inside the object they are registered on (RL501's opt-in list).
+PER_OBJECT_HOOKS = frozenset(
+    {
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+        "register_state_dict_pre_hook",
+        "register_load_state_dict_post_hook",
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "register_step_pre_hook",
+        "register_step_post_hook",
+    }
+)
+
+# `nn.Module` / optimizer state-dict hooks (public and the older private spellings).
+STATE_DICT_HOOKS = frozenset(
+    {
+        "register_state_dict_pre_hook",
+        "register_state_dict_post_hook",
+        "register_load_state_dict_pre_hook",
+        "register_load_state_dict_post_hook",
+        "_register_state_dict_hook",
+        "_register_load_state_dict_pre_hook",
+    }
+)
+
+# Hooks kept by autograd in C++ (a tensor's or a graph node's hook list): the Python
+# cycle collector cannot see through them.
+AUTOGRAD_HOOKS = frozenset({"register_hook", "register_prehook", "register_post_accumulate_grad_hook"})
+
+# Every registration that returns a `RemovableHandle`.
+HANDLE_HOOKS = GLOBAL_HOOKS | PER_OBJECT_HOOKS | STATE_DICT_HOOKS | AUTOGRAD_HOOKS | frozenset(
+    {
+        "register_multi_grad_hook",
+        "register_module_backward_hook",
+        "register_optimizer_step_pre_hook",
+        "register_optimizer_step_post_hook",
+    }
+)
+
+CONTEXT_MANAGER_DECORATORS = frozenset(
+    {"contextlib.contextmanager", "contextlib.asynccontextmanager", "contextmanager",
+     "asynccontextmanager"}
+)
+PROPERTY_DECORATORS = frozenset(
+    {"property", "builtins.property", "functools.cached_property", "cached_property"}
+)
+# Callees that, handed a handle or a list of them, plausibly remove the hooks.
+_REMOVING_WORDS = ("remove", "unregister", "detach", "clean", "release", "clear", "unhook",
+                   "reset", "teardown", "close", "free", "destroy", "drop", "uninstall")
+
+
+# -- small expression helpers -----------------------------------------------------------
+
+def iter_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and everything below it (whitespace left out), depth first."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))
+
+
+def short(code: str, limit: int = 60) -> str:
+    """Source for a message: on one line, cut to `limit` characters."""
+    flat = " ".join(code.split())
+    flat = flat.replace("( ", "(").replace("[ ", "[").replace(", )", ")").replace(", ]", "]")
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+
+
+def hook_name(call: cst.Call) -> Optional[str]:
+    """The hook registration a call makes (`register_forward_hook`), if it is one."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else (
+        func.value if isinstance(func, cst.Name) else None)
+    return name if name in HANDLE_HOOKS else None
+
+
+def receiver(call: cst.Call) -> Optional[cst.BaseExpression]:
+    return call.func.value if isinstance(call.func, cst.Attribute) else None
+
+
+def hook_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The callable a registration installs (first positional argument or `hook=`)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("hook", "fn", "callback"):
+            return arg.value
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            # `register_multi_grad_hook(tensors, fn)`: the callable comes second
+            if hook_name(call) == "register_multi_grad_hook":
+                continue
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[1].value if len(positional) > 1 else None
+
+
+def const_str(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def getattr_self(node: cst.CSTNode) -> tuple[bool, Optional[str]]:
+    """(is `getattr(self, ...)` / `hasattr`-style access, constant attribute name)."""
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+            and node.func.value == "getattr" and len(node.args) >= 2 and is_self(node.args[0].value)):
+        return True, const_str(node.args[1].value)
+    return False, None
+
+
+def self_attrs(expr: cst.CSTNode) -> tuple[set[str], bool]:
+    """Attributes of `self` an expression reads (`self.a`, `getattr(self, "a")`), and
+    whether it reads one by a computed name (`getattr(self, name)`)."""
+    found: set[str] = set()
+    dynamic = False
+    for node in iter_nodes(expr):
+        if isinstance(node, cst.Attribute) and is_self(node.value):
+            found.add(node.attr.value)
+        else:
+            is_get, name = getattr_self(node)
+            if is_get:
+                if name is None:
+                    dynamic = True
+                else:
+                    found.add(name)
+    return found, dynamic
+
+
+def names_in(expr: cst.CSTNode) -> set[str]:
+    """Names an expression uses (not attribute names: `b` in `a.b` is no name)."""
+    attrs = {id(n.attr) for n in iter_nodes(expr) if isinstance(n, cst.Attribute)}
+    return {n.value for n in iter_nodes(expr) if isinstance(n, cst.Name) and id(n) not in attrs}
+
+
+def mentions_self(node: cst.CSTNode) -> bool:
+    return any(isinstance(n, cst.Name) and n.value == "self" for n in iter_nodes(node))
+
+
+def target_names(target: cst.CSTNode) -> set[str]:
+    """Names bound by an assignment / loop target (`a`, `a, (b, c)`, `*rest`)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set[str] = set()
+        for element in target.elements:
+            out |= target_names(element.value)
+        return out
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return set()
+
+
+def is_accumulate_grad(expr: cst.CSTNode) -> bool:
+    """`p.expand_as(p).grad_fn.next_functions[0][0]` and the like: a gradient
+    accumulator node, which lives as long as its parameter."""
+    saw_next = saw_grad_fn = False
+    for node in iter_nodes(expr):
+        if isinstance(node, cst.Attribute):
+            if node.attr.value == "next_functions":
+                saw_next = True
+            elif node.attr.value == "grad_fn":
+                saw_grad_fn = True
+        elif isinstance(node, cst.Call):
+            func = node.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else (
+                func.value if isinstance(func, cst.Name) else "")
+            if name == "get_gradient_edge":
+                return True
+    return saw_next and saw_grad_fn
+
+
+def is_context_manager(ctx: FileContext, fn: cst.FunctionDef) -> bool:
+    return bool(decorator_names(ctx, fn) & CONTEXT_MANAGER_DECORATORS)
+
+
+def is_property(ctx: FileContext, fn: cst.FunctionDef) -> bool:
+    if decorator_names(ctx, fn) & PROPERTY_DECORATORS:
+        return True
+    # `@x.setter` / `@x.deleter`
+    return any(isinstance(d.decorator, cst.Attribute) and d.decorator.attr.value in ("setter", "getter", "deleter")
+               for d in fn.decorators)
+
+
+# -- classes of the file: same-file ancestors and descendants ----------------------------
+
+def local_bases(ctx: FileContext, cls: cst.ClassDef) -> list[cst.ClassDef]:
+    """Same-file ancestors of `cls`, nearest first (each once)."""
+    out: list[cst.ClassDef] = []
+    todo = [cls]
+    while todo:
+        current = todo.pop(0)
+        for base in current.bases:
+            if isinstance(base.value, cst.Name):
+                found = ctx.classes.get(base.value.value)
+                if found is not None and found is not cls and found not in out:
+                    out.append(found)
+                    todo.append(found)
+    return out
+
+
+def local_subclasses(ctx: FileContext, cls: cst.ClassDef) -> list[cst.ClassDef]:
+    return [c for c in ctx.classes.values() if c is not cls and cls in local_bases(ctx, c)]
+
+
+def class_methods(ctx: FileContext, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    """Methods as an instance of `cls` sees them: its own over same-file bases'."""
+    table: dict[str, cst.FunctionDef] = {}
+    for klass in reversed([cls, *local_bases(ctx, cls)]):
+        table.update(ctx.methods(klass))
+    return table
+
+
+def external_bases(ctx: FileContext, cls: cst.ClassDef) -> list[str]:
+    """Qualified names of bases defined in other files (or unknown)."""
+    out = []
+    for klass in [cls, *local_bases(ctx, cls)]:
+        for base in klass.bases:
+            if isinstance(base.value, cst.Name) and base.value.value in ctx.classes:
+                continue
+            q = ctx.qualname(base.value)
+            if q and q not in ("object", "builtins.object"):
+                out.append(ctx.absolute(q))
+    return out
+
+
+# -- facts about one method --------------------------------------------------------------
+
+@dataclass
+class HandleStore:
+    """`self.<attr>` receives the handle(s) of `call`."""
+
+    attr: str
+    call: cst.Call  # the registration
+    hook: str
+    kind: str  # "single" | "collection" | "mapping" | "nested" (mapping of collections)
+    node: cst.CSTNode  # the assignment / container call that stores it (reported)
+    method: cst.FunctionDef
+
+
+@dataclass
+class MethodFacts:
+    stores: list[HandleStore] = field(default_factory=list)
+    removes: set[str] = field(default_factory=set)  # self attrs whose handles it removes
+    removes_any: bool = False  # removes through a computed attribute name
+    # removed inside a nested function (the hook itself, when it removes itself once run)
+    nested_removes: set[str] = field(default_factory=set)
+    self_calls: set[str] = field(default_factory=set)  # self.m(...)
+    super_calls: set[str] = field(default_factory=set)  # super().m(...)
+    returns_handle: Optional[cst.Call] = None  # `return x.register_..._hook(...)`
+    assigns: dict[str, list] = field(default_factory=dict)  # attr -> [(value, statement)]
+    drops: set[str] = field(default_factory=set)  # del self.a / self.a = None / self.a.clear()
+
+
+_CONTAINER_ADD = frozenset({"append", "appendleft", "add", "insert", "extend"})
+_MAPPING_ADD = frozenset({"setdefault", "update", "__setitem__"})
+
+
+class _FirstPass(cst.CSTVisitor):
+    """Locals of a method: which hold hook handles (or lists of them), which are read
+    from attributes of `self` (aliases)."""
+
+    def __init__(self) -> None:
+        self.handle_locals: dict[str, cst.Call] = {}  # name -> registration
+        self.collection_locals: set[str] = set()
+        self.aliases: dict[str, set[str]] = {}  # name -> self attrs it was read from
+        self.dynamic_aliases: set[str] = set()
+        self.bindings: list[tuple[set[str], cst.CSTNode]] = []  # (names, value or iter)
+        self.adds: list[tuple[str, cst.CSTNode]] = []  # (local, value) for local.append(v)
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        names: set[str] = set()
+        for t in node.targets:
+            names |= target_names(t.target)
+        if names:
+            self.bindings.append((names, node.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bindings.append((target_names(node.target), node.value))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.bindings.append((target_names(node.target), node.value))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.bindings.append((target_names(node.target), node.iter))
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.bindings.append((target_names(node.target), node.iter))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self.bindings.append((target_names(node.asname.name), node.item))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and (
+                func.attr.value in _CONTAINER_ADD | _MAPPING_ADD):
+            for arg in node.args:
+                self.adds.append((func.value.value, arg.value))
+
+    def resolve(self) -> None:
+        for _ in range(4):  # a few rounds: chains of locals
+            changed = False
+            for names, value in self.bindings:
+                call = registration_in(value, self.handle_locals)
+                collection = call is not None and _holds_many(value, self.collection_locals)
+                attrs, dynamic = self_attrs(value)
+                used = names_in(value)
+                for alias in used & self.aliases.keys():
+                    attrs = attrs | self.aliases[alias]
+                dynamic = dynamic or bool(used & self.dynamic_aliases)
+                for name in names:
+                    if call is not None and name not in self.handle_locals:
+                        self.handle_locals[name] = call
+                        changed = True
+                    if collection and name not in self.collection_locals:
+                        self.collection_locals.add(name)
+                        changed = True
+                    if attrs - self.aliases.get(name, set()):
+                        self.aliases.setdefault(name, set()).update(attrs)
+                        changed = True
+                    if dynamic and name not in self.dynamic_aliases:
+                        self.dynamic_aliases.add(name)
+                        changed = True
+            for local, value in self.adds:
+                call = registration_in(value, self.handle_locals)
+                if call is not None and local not in self.collection_locals:
+                    self.handle_locals.setdefault(local, call)
+                    self.collection_locals.add(local)
+                    changed = True
+            if not changed:
+                break
+
+
+def _holds_many(value: cst.CSTNode, collection_locals: set[str]) -> bool:
+    """Is `value` a collection of handles (a list display, a comprehension, a local
+    list of them) rather than one handle?"""
+    if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Set, cst.SetComp,
+                          cst.GeneratorExp, cst.Dict, cst.DictComp)):
+        return True
+    return isinstance(value, cst.Name) and value.value in collection_locals
+
+
+def registration_in(expr: cst.CSTNode, handle_locals: dict[str, cst.Call],
+                    handle_methods: Optional[dict[str, cst.Call]] = None) -> Optional[cst.Call]:
+    """The registration whose handle `expr` evaluates to or holds (a display, a
+    comprehension, a conditional of them), if any; a call other than a registration
+    (`len(handles)`) does not count."""
+    node = expr
+    if isinstance(node, cst.Call):
+        if hook_name(node) is not None:
+            return node
+        if handle_methods and isinstance(node.func, cst.Attribute) and is_self(node.func.value):
+            return handle_methods.get(node.func.attr.value)
+        return None
+    if isinstance(node, cst.Name):
+        return handle_locals.get(node.value)
+    parts: list[cst.CSTNode] = []
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        parts = [e.value for e in node.elements]
+    elif isinstance(node, cst.Dict):
+        parts = [e.value for e in node.elements]
+    elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        parts = [node.elt]
+    elif isinstance(node, cst.DictComp):
+        parts = [node.value]
+    elif isinstance(node, cst.IfExp):
+        parts = [node.body, node.orelse]
+    elif isinstance(node, cst.BooleanOperation):
+        parts = [node.left, node.right]
+    elif isinstance(node, (cst.NamedExpr, cst.Await)):
+        parts = [node.value] if isinstance(node, cst.NamedExpr) else [node.expression]
+    elif isinstance(node, (cst.Element, cst.StarredElement)):
+        parts = [node.value]
+    for part in parts:
+        found = registration_in(part, handle_locals, handle_methods)
+        if found is not None:
+            return found
+    return None
+
+
+class _SecondPass(cst.CSTVisitor):
+    def __init__(self, first: _FirstPass, facts: MethodFacts, method: cst.FunctionDef,
+                 handle_methods: dict[str, cst.Call]) -> None:
+        self.first = first
+        self.facts = facts
+        self.method = method
+        self.handle_methods = handle_methods
+        self.depth = 0
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node) -> None:
+        self.depth += 1
+
+    def leave_FunctionDef(self, node) -> None:
+        self.depth -= 1
+
+    visit_Lambda = visit_FunctionDef
+    leave_Lambda = leave_FunctionDef
+
+    # stores ------------------------------------------------------------------------
+    def _registration(self, value: cst.CSTNode) -> Optional[cst.Call]:
+        return registration_in(value, self.first.handle_locals, self.handle_methods)
+
+    def _kind_of(self, value: cst.CSTNode) -> str:
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Set, cst.SetComp,
+                              cst.GeneratorExp)):
+            return "collection"
+        if isinstance(value, (cst.Dict, cst.DictComp)):
+            return "mapping"
+        if isinstance(value, cst.Name) and value.value in self.first.collection_locals:
+            return "collection"
+        return "single"
+
+    def _store(self, target: cst.CSTNode, value: cst.CSTNode, node: cst.CSTNode) -> None:
+        call = self._registration(value)
+        attr = None
+        kind = self._kind_of(value)
+        if isinstance(target, cst.Attribute) and is_self(target.value):
+            attr = target.attr.value
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute) \
+                and is_self(target.value.value):
+            attr = target.value.attr.value
+            kind = "nested" if kind == "collection" else "mapping"
+        if attr is None:
+            return
+        self.facts.assigns.setdefault(attr, []).append((value, node))
+        if call is not None:
+            self.facts.stores.append(HandleStore(attr, call, hook_name(call) or "?", kind, node,
+                                                 self.method))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._store(t.target, node.value, node)
+            if isinstance(t.target, cst.Attribute) and is_self(t.target.value) and \
+                    isinstance(node.value, cst.Name) and node.value.value == "None":
+                self.facts.drops.add(t.target.attr.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._store(node.target, node.value, node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Attribute) and is_self(node.target.value):
+            call = self._registration(node.value)
+            if call is not None:
+                self.facts.stores.append(HandleStore(node.target.attr.value, call,
+                                                     hook_name(call) or "?", "collection",
+                                                     node, self.method))
+
+    def visit_Del(self, node: cst.Del) -> None:
+        for t in iter_nodes(node.target):
+            if isinstance(t, cst.Attribute) and is_self(t.value):
+                self.facts.drops.add(t.attr.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None and self.facts.returns_handle is None:
+            call = registration_in(node.value, self.first.handle_locals)
+            if call is not None:
+                self.facts.returns_handle = call
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        # a RemovableHandle is a context manager that removes the hook on exit
+        self._removes(node.item)
+
+    # removals and calls ------------------------------------------------------------
+    def _removes(self, expr: cst.CSTNode) -> None:
+        attrs, dynamic = self_attrs(expr)
+        used = names_in(expr)
+        for name in used & self.first.aliases.keys():
+            attrs |= self.first.aliases[name]
+        if dynamic or used & self.first.dynamic_aliases:
+            self.facts.removes_any = True
+        self.facts.removes |= attrs
+        if self.depth:
+            self.facts.nested_removes |= attrs
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+            if name == "remove" and not node.args:
+                self._removes(func.value)
+            elif name == "clear" and not node.args:
+                if isinstance(func.value, cst.Attribute) and is_self(func.value.value):
+                    self.facts.drops.add(func.value.attr.value)
+            if is_self(func.value):
+                self.facts.self_calls.add(name)
+            elif isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+                    and func.value.func.value == "super":
+                self.facts.super_calls.add(name)
+            elif isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) \
+                    and func.value.func.value == "type" and func.value.args and is_self(func.value.args[0].value):
+                self.facts.self_calls.add(name)  # type(self).m(self)
+            # container.append(handle) on self.<attr>
+            target = func.value
+            if isinstance(target, cst.Attribute) and is_self(target.value) and (
+                    name in _CONTAINER_ADD or name in _MAPPING_ADD):
+                for arg in node.args:
+                    call = self._registration(arg.value)
+                    if call is not None:
+                        kind = "mapping" if name in _MAPPING_ADD else "collection"
+                        if kind == "mapping" and self._kind_of(arg.value) == "collection":
+                            kind = "nested"
+                        self.facts.stores.append(HandleStore(target.attr.value, call,
+                                                             hook_name(call) or "?", kind, node,
+                                                             self.method))
+                        break
+        # a handle (or a list of them) handed to a function that removes it
+        callee = func.attr.value if isinstance(func, cst.Attribute) else (
+            func.value if isinstance(func, cst.Name) else "")
+        if callee and any(w in callee.lower() for w in _REMOVING_WORDS):
+            for arg in node.args:
+                self._removes(arg.value)
+
+
+def method_facts(method: cst.FunctionDef, handle_methods: Optional[dict[str, cst.Call]] = None) -> MethodFacts:
+    first = _FirstPass()
+    visit(method.body, first)
+    first.resolve()
+    facts = MethodFacts()
+    visit(method.body, _SecondPass(first, facts, method, handle_methods or {}))
+    return facts
+
+
+# -- facts about a class -----------------------------------------------------------------
+
+class ClassHandles:
+    """Where a class stores hook handles and which methods remove them."""
+
+    def __init__(self, ctx: FileContext, cls: cst.ClassDef) -> None:
+        self.ctx = ctx
+        self.cls = cls
+        self.methods = class_methods(ctx, cls)
+        own = ctx.methods(cls)
+        # methods that return a handle (`self._h = self._register_hook()`)
+        handle_methods: dict[str, cst.Call] = {}
+        self.facts: dict[str, MethodFacts] = {}
+        for name, fn in self.methods.items():
+            f = method_facts(fn)
+            if f.returns_handle is not None:
+                handle_methods[name] = f.returns_handle
+        for name, fn in self.methods.items():
+            self.facts[name] = method_facts(fn, handle_methods)
+        self.own = own
+        self._callbacks: Optional[set[str]] = None
+
+    def stores(self) -> dict[str, list[HandleStore]]:
+        """attr -> its stores, for stores made in the class's own methods."""
+        out: dict[str, list[HandleStore]] = {}
+        for name, fn in self.own.items():
+            for store in self.facts[name].stores:
+                out.setdefault(store.attr, []).append(store)
+        return out
+
+    def release_methods(self) -> list[str]:
+        """Release methods by name, less those the class installs as callbacks (a hook
+        method called `stop` is no release method)."""
+        return [n for n in self.ctx.settings.release_methods
+                if n in self.methods and n not in self.callbacks]
+
+    @property
+    def callbacks(self) -> set[str]:
+        """Methods passed as `self.<name>` to a hook registration (or a partial of it)."""
+        if self._callbacks is None:
+            self._callbacks = set()
+            for fn in self.methods.values():
+                for node in iter_nodes(fn.body):
+                    if isinstance(node, cst.Call) and hook_name(node) is not None:
+                        hook = hook_argument(node)
+                        if hook is not None:
+                            self._callbacks |= self_attrs(hook)[0]
+        return self._callbacks
+
+    def context_managers(self) -> list[str]:
+        return [n for n, fn in self.methods.items() if is_context_manager(self.ctx, fn)]
+
+    def self_removing(self, attr: str) -> bool:
+        """Does a hook remove its own handle when it runs (a one-shot hook)?"""
+        return any(attr in f.nested_removes for f in self.facts.values())
+
+    def reachable(self, roots: Iterable[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = list(roots)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.facts:
+                continue
+            seen.add(name)
+            facts = self.facts[name]
+            todo.extend(facts.self_calls)
+            todo.extend(facts.super_calls)
+        return seen
+
+    def removed_in(self, attr: str, methods: Iterable[str]) -> list[str]:
+        return [m for m in methods if m in self.facts and (
+            attr in self.facts[m].removes or self.facts[m].removes_any)]
+
+    def removed_by_subclass(self, attr: str) -> bool:
+        for sub in local_subclasses(self.ctx, self.cls):
+            for fn in body_functions(sub):
+                f = method_facts(fn)
+                if attr in f.removes or f.removes_any:
+                    return True
+        return False
+
+    def removed_by_external_base(self, attr: str) -> bool:
+        return any(external_removes(self.ctx.index, base, attr)
+                   for base in external_bases(self.ctx, self.cls))
+
+
+# -- removal in project classes of other files (read with `ast`, only when needed) -------
+
+_AST_CACHE: dict[str, Optional[ast.Module]] = {}
+
+
+def parse_file(path: str) -> Optional[ast.Module]:
+    if path not in _AST_CACHE:
+        try:
+            with open(path, "rb") as f:
+                _AST_CACHE[path] = ast.parse(f.read())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            _AST_CACHE[path] = None
+        if len(_AST_CACHE) > 128:
+            _AST_CACHE.pop(next(iter(_AST_CACHE)))
+    return _AST_CACHE[path]
+
+
+def _external_removals(index, qualified: Optional[str], depth: int = 0) -> set[str]:
+    """Attributes of `self` that a project class in another file (or its project bases)
+    mentions in a method that calls `.remove()`; `{"*"}` when it removes by a computed
+    name."""
+    resolved = index.resolve(qualified)
+    summary = index.classes.get(resolved) if resolved else None
+    if summary is None or depth > 5:
+        return set()
+    found: set[str] = set()
+    tree = parse_file(summary.path)
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.lineno == summary.line:
+                for item in node.body:
+                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        continue
+                    removes = any(
+                        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                        and n.func.attr == "remove" and not n.args for n in ast.walk(item))
+                    if removes:
+                        for n in ast.walk(item):
+                            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
+                                    and n.value.id == "self":
+                                found.add(n.attr)
+                            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                                    and n.func.id == "getattr" and n.args:
+                                found.add("*")
+                break
+    for base in summary.bases:
+        found |= _external_removals(index, base, depth + 1)
+    return found
+
+
+def external_removes(index, qualified: str, attr: str) -> bool:
+    found = _external_removals(index, qualified)
+    return attr in found or "*" in found
+

@@ -1,0 +1,526 @@
+"""RL502 hook-handles-never-removed."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.context import body_statements
+from retainlint.cstutil import append_to_function, is_instance_method, is_self, prepend_to_function
+from retainlint.finding import Applicability, Severity
+from retainlint.hooks import (
+    AUTOGRAD_HOOKS,
+    GLOBAL_HOOKS,
+    ClassHandles,
+    HandleStore,
+    hook_argument,
+    is_accumulate_grad,
+    iter_nodes,
+    mentions_self,
+    names_in,
+    receiver,
+    short,
+    self_attrs,
+)
+from retainlint.rule import Example, RelatedNode, Rule
+
+
+class HookHandlesNeverRemoved(Rule):
+    code = "RL502"
+    name = "hook-handles-never-removed"
+    summary = "A class keeps hook handles but no release method removes the hooks"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.SAFE
+    triggers = ("register_",)
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        return b"register_" in data and b"hook(" in data
+
+    docs = """
+## What it does
+Reports a class that keeps the removal handles of hooks it registers on other objects -
+`self._h = model.register_forward_hook(...)`, `self._handles.append(p.register_hook(...))`,
+`self._handles[name] = [pre, post]`, a local list of handles stored on `self`, or the result
+of its own method that returns a handle - when none of its release methods (`shutdown`,
+`close`, ... `__exit__`, `__del__`, a `@contextmanager` method), nor any method they call,
+removes them (`.remove()` on the handle, on a loop variable over the container, or a
+helper named like `remove_hooks(self._handles)`). A class with no release method at all
+is reported only when no method removes them.
+
+Also reports a discarded handle of a hook on a gradient accumulator - the `AccumulateGrad`
+node reached as `p.expand_as(p).grad_fn.next_functions[0][0]` (or through
+`get_gradient_edge`) - which lives as long as the parameter.
+
+Not reported: hooks a class registers on itself (that is a cycle: RL701), hooks on
+per-step tensors computed in the method (forward outputs, losses), handles removed
+through a method reachable from a release method, by a same-file subclass, or by a
+project base class.
+
+Severity: an error for process-wide registries, and when the class has a release method
+that leaves the hook in place while the hook pins the registering object (a bound method,
+a closure or `partial` over `self`) and that object is heavy or the hook sits on an
+autograd object (kept in C++); a warning otherwise - in particular for a class with no
+release method at all, which may well live exactly as long as the object it hooks.
+
+## Why it leaks
+The hooked object (a model, a parameter) usually outlives the object that registered the
+hook, and the hook - usually a bound method or closure - pins that object and everything
+it references (an optimizer, cached activations). Keeping the handle shows the intent to
+remove the hook; forgetting to do it on release means the memory stays.
+
+## Example
+```python
+class ActivationRecorder:
+    def __init__(self, model):
+        self.records = []
+        self._handles = []
+        for layer in model.layers:
+            self._handles.append(layer.register_forward_hook(self.record))  # RL502
+
+    def record(self, module, args, output):
+        self.records.append(output)
+
+    def close(self):
+        self.records.clear()
+```
+
+## Fix (safe where a release method exists)
+Appends the removal to the class's release method: `self._h.remove()` for one handle,
+a loop calling `handle.remove()` for a list (`.values()` for a dict), guarded by
+`getattr(self, ..., None)` when the attribute may be missing or `None`; when a method of
+the class already removes them (`remove_hooks()`), a call to it instead.
+"""
+
+    valid = [
+        # removed in the release method
+        """
+class Recorder:
+    def __init__(self, model):
+        self._handles = []
+        for m in model.modules():
+            self._handles.append(m.register_forward_hook(self.record))
+
+    def record(self, *args):
+        pass
+
+    def close(self):
+        for h in self._handles:
+            h.remove()
+""",
+        # removed through a helper the release method calls
+        """
+class Recorder:
+    def __init__(self, model):
+        self._hook = model.register_forward_hook(self.record)
+
+    def record(self, *args):
+        pass
+
+    def _detach(self):
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+
+    def __del__(self):
+        self._detach()
+""",
+        # no release method: removal in any method counts
+        """
+class Probe:
+    def attach(self, model):
+        self.handles = [model.register_forward_hook(self.hook)]
+
+    def hook(self, *args):
+        pass
+
+    def detach(self):
+        for handle in self.handles:
+            handle.remove()
+""",
+        # hooks on a per-step tensor die with the tensor
+        """
+class Trainer:
+    def step(self, model, batch):
+        loss = model(batch).sum()
+        self._loss_hook = loss.register_hook(self.on_grad)
+
+    def on_grad(self, g):
+        pass
+
+    def close(self):
+        pass
+""",
+        # a hook on the module itself is not another object's hook
+        """
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._h = self.register_forward_hook(Block._check)
+
+    @staticmethod
+    def _check(*args):
+        pass
+
+    def close(self):
+        pass
+""",
+    ]
+    invalid = [
+        Example(
+            """
+class ActivationRecorder:
+    def __init__(self, model):
+        self.records = []
+        self._handles = []
+        for layer in model.layers:
+            self._handles.append(layer.register_forward_hook(self.record))
+
+    def record(self, module, args, output):
+        self.records.append(output)
+
+    def close(self):
+        self.records.clear()
+""",
+            lines=[7],
+            fixed="""
+class ActivationRecorder:
+    def __init__(self, model):
+        self.records = []
+        self._handles = []
+        for layer in model.layers:
+            self._handles.append(layer.register_forward_hook(self.record))
+
+    def record(self, module, args, output):
+        self.records.append(output)
+
+    def close(self):
+        self.records.clear()
+        for handle in self._handles:
+            handle.remove()
+""",
+        ),
+        # one handle, registered conditionally; a removal method nobody calls on release
+        Example(
+            """
+class Tracer:
+    def __init__(self, model, enabled):
+        if enabled:
+            self._hook = model.register_forward_pre_hook(self.trace)
+
+    def trace(self, *args):
+        pass
+
+    def shutdown(self):
+        return
+""",
+            lines=[5],
+            fixed="""
+class Tracer:
+    def __init__(self, model, enabled):
+        if enabled:
+            self._hook = model.register_forward_pre_hook(self.trace)
+
+    def trace(self, *args):
+        pass
+
+    def shutdown(self):
+        if getattr(self, "_hook", None) is not None:
+            self._hook.remove()
+        return
+""",
+        ),
+        Example(
+            """
+class Watcher:
+    def __init__(self, model):
+        self._hooks = {}
+        for name, p in model.named_parameters():
+            self._hooks[name] = p.register_post_accumulate_grad_hook(self.on_grad)
+
+    def on_grad(self, p):
+        pass
+
+    def remove_hooks(self):
+        for h in self._hooks.values():
+            h.remove()
+
+    def close(self):
+        pass
+""",
+            lines=[6],
+            fixed="""
+class Watcher:
+    def __init__(self, model):
+        self._hooks = {}
+        for name, p in model.named_parameters():
+            self._hooks[name] = p.register_post_accumulate_grad_hook(self.on_grad)
+
+    def on_grad(self, p):
+        pass
+
+    def remove_hooks(self):
+        for h in self._hooks.values():
+            h.remove()
+
+    def close(self):
+        self.remove_hooks()
+""",
+        ),
+        # no release method and no removal anywhere: reported, no fix
+        Example(
+            """
+class Probe:
+    def __init__(self, model):
+        self.handle = model.register_forward_hook(lambda m, a, out: print(out.shape))
+""",
+            lines=[4],
+        ),
+        # a discarded handle on a gradient accumulator
+        Example(
+            """
+def install(params, hook):
+    for p in params:
+        acc = p.expand_as(p).grad_fn.next_functions[0][0]
+        acc.register_hook(hook)
+""",
+            lines=[5],
+        ),
+    ]
+
+    # -- classes ------------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        handles = ClassHandles(self.ctx, node)
+        stores = handles.stores()
+        if not stores:
+            return
+        roots = handles.release_methods()
+        reach = (handles.reachable(roots + handles.context_managers()) if roots
+                 else set(handles.methods))
+        for attr, items in stores.items():
+            items = [s for s in items if self._long_lived(s)]
+            if not items:
+                continue
+            if handles.removed_in(attr, reach) or handles.self_removing(attr):
+                continue
+            if handles.removed_by_subclass(attr) or handles.removed_by_external_base(attr):
+                continue
+            self._report(node, handles, attr, items, roots)
+
+    def _long_lived(self, store: HandleStore) -> bool:
+        """Is the hooked object one that outlives this call (not `self`, not a tensor
+        computed in the method)?"""
+        recv = receiver(store.call)
+        if recv is None:
+            return True
+        if is_self(recv):
+            return False
+        if is_accumulate_grad(recv):
+            return True
+        root = recv
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value != "self" and store.hook in AUTOGRAD_HOOKS | {"register_prehook"}:
+            assigned = self.ctx.heavy.local_assignments(store.method).get(root.value, ())
+            for value, _ in assigned:
+                if value is None or is_accumulate_grad(value):
+                    continue
+                if not isinstance(value, (cst.Name, cst.Attribute)):
+                    return False  # computed here: a per-step tensor
+        return True
+
+    def _pins_self(self, store: HandleStore) -> bool:
+        hook = hook_argument(store.call)
+        if hook is None:
+            return False
+        if mentions_self(hook):
+            return True
+        if isinstance(hook, cst.Name):
+            for node in iter_nodes(store.method.body):
+                if isinstance(node, cst.FunctionDef) and node.name.value == hook.value:
+                    return mentions_self(node.body)
+        return False
+
+    def _is_heavy(self, cls: cst.ClassDef) -> bool:
+        return self.ctx.heavy.is_heavy_class(cls) or self.ctx.index.is_heavy_class(
+            f"{self.ctx.module_name}.{cls.name.value}")
+
+    def _report(self, cls: cst.ClassDef, handles: ClassHandles, attr: str,
+                items: list[HandleStore], roots: list[str]) -> None:
+        first = items[0]
+        recv = receiver(first.call)
+        where = f" on `{short(self.ctx.code(recv))}`" if recv is not None and first.hook not in GLOBAL_HOOKS else ""
+        plural = first.kind != "single" or len(items) > 1
+        what = (f"handles of `{first.hook}` hooks{where}" if plural
+                else f"handle of a `{first.hook}` hook{where}")
+        them = "them" if plural else "it"
+        name = cls.name.value
+        removers = [m for m in handles.removed_in(attr, handles.own) if m not in roots]
+        related = []
+        if roots:
+            listed = ", ".join(f"`{r}()`" for r in roots[:3])
+            message = f"`self.{attr}` keeps the {what}, but no release method of `{name}` ({listed}) removes {them}"
+            if removers:
+                message += f" (`{removers[0]}()` does, and no release method calls it)"
+                related.append(RelatedNode(f"`{removers[0]}()` removes the hooks", handles.own[removers[0]].name))
+            release = handles.methods.get(roots[0])
+            if release is not None:
+                related.append(RelatedNode(f"`{roots[0]}()` does not remove {them}", release.name))
+        else:
+            message = f"`self.{attr}` keeps the {what}, and no method of `{name}` ever removes {them}"
+        pins = self._pins_self(first)
+        hook_code = short(self.ctx.code(hook_argument(first.call))) if hook_argument(first.call) is not None else "the hook"
+        if first.hook in GLOBAL_HOOKS:
+            message += f": the global hook registry keeps `{hook_code}` (and all it references) alive"
+        elif pins:
+            message += (f": the hooked object outlives `{name}`, and the hook `{hook_code}` keeps the "
+                        f"`{name}` instance (and all it references) alive")
+        else:
+            message += f": the hook `{hook_code}` stays installed after `{name}` is done with it"
+        c_plus = first.hook in AUTOGRAD_HOOKS or (recv is not None and is_accumulate_grad(recv))
+        if first.hook in GLOBAL_HOOKS or (roots and pins and (c_plus or self._is_heavy(cls))):
+            severity = Severity.ERROR
+        else:
+            severity = Severity.WARNING
+        statement = self._statement_of(first)
+        self.report(first.node, message, severity=severity, related=related,
+                    fix=self._fix(cls, handles, attr, items, removers), statement=statement)
+
+    def _statement_of(self, store: HandleStore) -> Optional[cst.CSTNode]:
+        for node in iter_nodes(store.method.body):
+            if isinstance(node, cst.SimpleStatementLine) and any(
+                    any(n is store.node for n in iter_nodes(small)) for small in node.body):
+                return node
+        return None
+
+    # -- the fix --------------------------------------------------------------------------
+    def _fix(self, cls: cst.ClassDef, handles: ClassHandles, attr: str,
+             items: list[HandleStore], removers: list[str]):
+        own = self.ctx.methods(cls)
+        release = next((own[n] for n in handles.release_methods() if n in own), None)
+        if release is None or not is_instance_method(self.ctx, release):
+            return None
+        # a release method that drops the attribute (`self._h = None`) gets the removal
+        # first; otherwise it goes last
+        attrs, _ = self_attrs(release.body)
+        add = prepend_to_function if attr in attrs else append_to_function
+        for name in removers:
+            method = handles.own[name]
+            params = method.params
+            required = [p for p in (*params.posonly_params, *params.params)[1:] if p.default is None]
+            if is_instance_method(self.ctx, method) and not required and not params.kwonly_params \
+                    and method is not release:
+                statement = cst.parse_statement(f"self.{name}()\n")
+                return self.fix(f"Call `self.{name}()` in `{release.name.value}()`",
+                                {release: add(release, [statement])})
+        kinds = {s.kind for s in items}
+        kind = next(k for k in ("nested", "mapping", "collection", "single") if k in kinds or k == "single")
+        guarded = not self._initialized(cls, handles, attr, kind)
+        get = f'getattr(self, "{attr}", None)'
+        if kind == "single":
+            code = (f"if {get} is not None:\n    self.{attr}.remove()\n" if guarded
+                    else f"self.{attr}.remove()\n")
+        elif kind == "collection":
+            source = f"{get} or ()" if guarded else f"self.{attr}"
+            code = f"for handle in {source}:\n    handle.remove()\n"
+        elif kind == "mapping":
+            source = f"({get} or {{}}).values()" if guarded else f"self.{attr}.values()"
+            code = f"for handle in {source}:\n    handle.remove()\n"
+        else:
+            source = f"({get} or {{}}).values()" if guarded else f"self.{attr}.values()"
+            code = f"for handles in {source}:\n    for handle in handles:\n        handle.remove()\n"
+        statement = cst.parse_statement(code)
+        return self.fix(f"Remove the hook{'' if kind == 'single' else 's'} in `{release.name.value}()`",
+                        {release: add(release, [statement])})
+
+    def _initialized(self, cls: cst.ClassDef, handles: ClassHandles, attr: str, kind: str) -> bool:
+        """Is `self.<attr>` assigned directly in `__init__`'s body (not under a branch),
+        to a handle (one handle) or to anything (a container), and never to `None`?"""
+        init = self.ctx.methods(cls).get("__init__")
+        if init is None:
+            return False
+        for name, facts in handles.facts.items():
+            for value, _ in facts.assigns.get(attr, ()):
+                if isinstance(value, cst.Name) and value.value == "None":
+                    return False
+        direct = set()
+        for line in body_statements(init):
+            if isinstance(line, cst.SimpleStatementLine):
+                direct.update(id(s) for s in line.body)
+        facts = handles.facts.get("__init__")
+        if facts is None:
+            return False
+        for _, node in facts.assigns.get(attr, ()):
+            if id(node) not in direct:
+                continue
+            if kind != "single" or any(s.node is node for s in facts.stores):
+                return True
+        return False
+
+    # -- discarded handles on gradient accumulators --------------------------------------
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return
+        if call.func.attr.value not in ("register_hook", "register_prehook"):
+            return
+        recv = call.func.value
+        fn = self.ctx.scope.function
+        accumulator = recv if is_accumulate_grad(recv) else None
+        if accumulator is None and isinstance(recv, cst.Name) and fn is not None:
+            accumulator = next((value for value, _ in self.ctx.heavy.local_assignments(fn).get(recv.value, ())
+                                if value is not None and is_accumulate_grad(value)), None)
+        if accumulator is None or (fn is not None and self._per_step_leaf(accumulator, fn)):
+            return
+        hook = hook_argument(call)
+        if hook is None or not self._hook_pins(hook, fn):
+            return
+        self.report(
+            call,
+            f"handle of a hook on a gradient accumulator (`{short(self.ctx.code(recv))}`) is discarded: "
+            f"the node lives as long as its parameter, so `{short(self.ctx.code(hook))}` (and all it "
+            "references) stays alive and can never be removed",
+            severity=Severity.ERROR,
+        )
+
+    def _per_step_leaf(self, accumulator: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """Is the tensor whose accumulator this is created in the function itself
+        (`t = torch.rand(..., requires_grad=True); a = t + t; a.grad_fn.next_functions...`)?"""
+        root = accumulator
+        while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+            root = root.func if isinstance(root, cst.Call) else root.value
+        if not isinstance(root, cst.Name) or root.value == "self":
+            return False
+        assigned = self.ctx.heavy.local_assignments(fn).get(root.value, ())
+        return any(value is not None and not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript))
+                   for value, _ in assigned)
+
+    def _hook_pins(self, hook: cst.BaseExpression, fn: Optional[cst.FunctionDef]) -> bool:
+        """Does the hook keep anything alive: a bound method, or a lambda / nested function /
+        partial that captures `self` or a local of the enclosing function? A module-level
+        function pins nothing."""
+        enclosing: set[str] = set()
+        if fn is not None:
+            params = fn.params
+            enclosing = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+            enclosing |= set(self.ctx.heavy.local_assignments(fn))
+        if isinstance(hook, cst.Attribute):
+            root = hook
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            return isinstance(root, cst.Name) and (root.value == "self" or root.value in enclosing)
+        if isinstance(hook, cst.Lambda):
+            return bool(names_in(hook.body) & (enclosing | {"self"}))
+        if isinstance(hook, cst.Name):
+            if fn is not None:
+                for node in iter_nodes(fn.body):
+                    if isinstance(node, cst.FunctionDef) and node.name.value == hook.value:
+                        return bool(names_in(node.body) & (enclosing | {"self"}))
+            return hook.value in enclosing  # a local holding a callable
+        if isinstance(hook, cst.Call):
+            return any(self._hook_pins(a.value, fn) or (isinstance(a.value, cst.Name) and a.value.value in enclosing)
+                       for a in hook.args)
+        return False

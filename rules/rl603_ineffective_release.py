@@ -1,0 +1,639 @@
+"""RL603 ineffective-release."""
+
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.context import body_functions, body_statements
+from retainlint.cstutil import call_args, is_self
+from retainlint.finding import Applicability, Severity
+from retainlint.heavy import find_param
+from retainlint.hooks import iter_nodes, names_in, short
+from retainlint.rule import Example, RelatedNode, Rule
+
+WEAK_CALLABLES = frozenset({"weakref.WeakMethod", "weakref.ref"})
+# Function-name words that say "this frees something".
+_CLEANUP_WORDS = frozenset(
+    {"free", "release", "cleanup", "clean", "delete", "destroy", "dispose", "teardown",
+     "unload", "dealloc", "deallocate", "shutdown", "close", "drop", "purge", "evict", "gc"}
+)
+# Calls that reclaim memory: deleting a local just before them shows what was expected.
+_RECLAIM_CALLS = frozenset({"gc.collect", "torch.cuda.empty_cache", "torch.cuda.ipc_collect",
+                            "torch.mps.empty_cache", "torch.xpu.empty_cache", "torch.npu.empty_cache"})
+_RECLAIM_NAMES = frozenset({"empty_cache", "ipc_collect", "malloc_trim", "clear_device_cache",
+                            "release_memory", "free_memory"})
+_EMPTY_FACTORIES = frozenset({"dict", "list", "set", "collections.OrderedDict", "OrderedDict",
+                              "collections.deque", "deque", "builtins.dict", "builtins.list",
+                              "builtins.set"})
+_DEFAULTDICT = frozenset({"collections.defaultdict", "defaultdict"})
+# Calls that read a container without keeping it.
+_NON_KEEPING = frozenset(
+    {"len", "list", "dict", "tuple", "set", "frozenset", "sorted", "sum", "any", "all", "min", "max",
+     "str", "repr", "print", "iter", "enumerate", "zip", "isinstance", "bool", "id", "hash",
+     "copy.copy", "copy.deepcopy", "json.dumps", "reversed", "map", "filter", "getattr", "hasattr"}
+)
+_KEEPING_VERBS = frozenset({"register", "add", "append", "attach", "bind", "set", "insert", "track",
+                            "subscribe", "store", "put", "push", "hold", "keep", "install", "use",
+                            "share", "link", "connect", "adopt", "own"})
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log",
+                          "format", "join", "write"})
+# prefilter patterns
+_BARE_DEL = re.compile(rb"del[ \t]+[A-Za-z_]\w*[ \t]*(?:,[ \t]*[A-Za-z_]\w*[ \t]*)*(?:#[^\n]*)?\r?\n")
+_CLEANUP_DEF = re.compile(
+    rb"def[ \t]+\w*(?:free|release|clean|delet|destroy|dispos|teardown|unload|dealloc|shutdown|close"
+    rb"|drop|purge|evict)")
+_EMPTY_CUES = (b"= {}", b"= []", b"dict()", b"list()", b"set()", b"OrderedDict()", b"defaultdict(",
+               b"deque()")
+_CLEANUP_TOKENS = (b"empty_cache", b"collect(", b"malloc_trim", b"clear_device_cache", b"release_memory",
+                   b"free_memory", b"del self")
+_REBIND_EMPTY = re.compile(
+    rb"self\.\w+[ \t]*(?::[^=\n]*)?=[ \t]*(?:\{\}|\[\]|dict\(\)|list\(\)|set\(\)"
+    rb"|(?:collections\.)?(?:OrderedDict\(\)|defaultdict\(|deque\(\)))")
+
+
+def _words(name: str) -> set[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return {w for w in spaced.split("_") if w}
+
+
+class IneffectiveRelease(Rule):
+    code = "RL603"
+    name = "ineffective-release"
+    summary = "Cleanup code that frees nothing: a deleted parameter, a WeakMethod callback, a rebound shared container"
+    severity = Severity.ERROR
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("WeakMethod", "del ", "= {}", "= []", "= dict()", "= set()")
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        if b"WeakMethod" in data or (b".ref(" in data and (b"finalize(" in data or b"atexit" in data)):
+            return True
+        if b"del " in data and _BARE_DEL.search(data):
+            if any(t in data for t in _CLEANUP_TOKENS):
+                return True
+            # a `del name` inside a function whose name says it frees something
+            starts = [m.end() for m in _CLEANUP_DEF.finditer(data)]
+            for name in settings.release_methods:
+                token = b"def " + name.encode() + b"("
+                at = data.find(token)
+                while at != -1:
+                    starts.append(at + len(token))
+                    at = data.find(token, at + len(token))
+            for start in starts:
+                end = data.find(b"def ", start)
+                if _BARE_DEL.search(data, start, end if end != -1 else len(data)):
+                    return True
+        if not any(cue in data for cue in _EMPTY_CUES):
+            return False
+        # `self.x = {}` inside a release method
+        for name in settings.release_methods:
+            token = b"def " + name.encode() + b"("
+            start = data.find(token)
+            while start != -1:
+                end = data.find(b"def ", start + len(token))
+                if _REBIND_EMPTY.search(data, start, end if end != -1 else len(data)):
+                    return True
+                start = data.find(token, start + len(token))
+        return False
+
+    docs = """
+## What it does
+Reports cleanup code that frees nothing:
+
+1. **a deleted parameter** - `del objs` (or `del self`) in a function that is meant to
+   free something (its name says so: `free`, `release`, `cleanup`, `delete`, `destroy`,
+   `unload`, `close`, ...; or it calls `gc.collect()` / `torch.cuda.empty_cache()`).
+   `del` only unbinds the function's own name. Not reported: a parameter rebound in the
+   function first (`x = prepare(x); ...; del x` frees the new object), and the
+   "unused argument" idiom (`del` as the first statement of a method, the names never
+   used).
+2. **a `WeakMethod` as a cleanup callback** - `weakref.finalize(obj, weakref.WeakMethod(obj.close))`
+   or `atexit.register(weakref.WeakMethod(self.close))` (a `weakref.ref` the same way).
+   Calling a `WeakMethod` only dereferences it: it returns the bound method (or `None`)
+   and never calls it, so the cleanup silently never runs.
+3. **a rebound shared container** - a release method that does `self.cache = {}` (or
+   `[]`, `set()`, `dict()`, ...) when the class handed `self.cache` to another object
+   (`self.runner = Runner(self.cache)`, `engine.cache = self.cache`,
+   `registry.register(self.cache)`) that the release method does not drop: that object
+   still holds the old, full container. `self.cache.clear()` was meant.
+
+Severity: an error for the `WeakMethod` case (the cleanup never runs); for the others a
+warning, an error when what is kept is heavy (a parameter annotated as a model or
+tensor, a container of a heavy class).
+
+## Why it leaks
+Memory is freed when the last reference goes. Unbinding a local name, calling a function
+that never runs, or rebinding one of two references leaves the object - a model, a KV
+cache, a dict of tensors - reachable, while the code reads as if it were released.
+
+## Example
+```python
+def free_model(model):
+    model.cpu()
+    del model  # RL603: the caller still holds the model
+    torch.cuda.empty_cache()
+
+class Client:
+    def __init__(self):
+        self._finalizer = weakref.finalize(self, weakref.WeakMethod(self.close))  # RL603
+```
+
+## Fix (unsafe, `WeakMethod` case)
+For `weakref.finalize(self, weakref.WeakMethod(self.m))` where `m` is a method of the
+class that only reads attributes of `self`: a staticmethod `_m_finalizer` receiving those
+attributes is added after `m`, and the finalizer is registered as
+`weakref.finalize(self, Class._m_finalizer, self.a, self.b)`. Unsafe: the attributes are
+captured when the finalizer is registered, and the finalizer keeps them alive until it
+runs. For `atexit.register(weakref.WeakMethod(x.m))` the callback becomes a lambda that
+dereferences the `WeakMethod` and calls the method when it is still alive. Other cases are
+reported without a fix: pass a function or staticmethod that receives the resources.
+"""
+
+    valid = [
+        # the parameter is rebound first: the `del` frees the new object
+        """
+import gc
+
+def step(inputs):
+    inputs = prepare(inputs)
+    loss = run(inputs)
+    del inputs
+    gc.collect()
+    return loss
+""",
+        # the unused-argument idiom in a method
+        """
+class Hooks:
+    def close(self, force):
+        del force
+        self.stop()
+""",
+        # a deletion inside a function that frees nothing by intent
+        """
+def forward(x, cache):
+    y = x + 1
+    del cache
+    return y
+""",
+        # a finalizer with a plain function receiving the resources
+        """
+import weakref
+
+def _close(proc):
+    proc.kill()
+
+class Worker:
+    def __init__(self, proc):
+        self.proc = proc
+        self._finalizer = weakref.finalize(self, _close, proc)
+""",
+        # rebinding a container only this object holds
+        """
+class Cache:
+    def __init__(self):
+        self.entries = {}
+
+    def close(self):
+        self.entries = {}
+""",
+    ]
+    invalid = [
+        Example(
+            """
+import torch
+
+def free_model(model):
+    model.cpu()
+    del model
+    torch.cuda.empty_cache()
+""",
+            lines=[6],
+        ),
+        Example(
+            """
+import weakref
+
+class Client:
+    def __init__(self, sock, pool):
+        self.sock = sock
+        self._pool = pool
+        self._finalizer = weakref.finalize(self, weakref.WeakMethod(self.close))
+
+    def close(self):
+        self.sock.close()
+        self._pool.shutdown(wait=False)
+""",
+            lines=[8],
+            fixed="""
+import weakref
+
+class Client:
+    def __init__(self, sock, pool):
+        self.sock = sock
+        self._pool = pool
+        self._finalizer = weakref.finalize(self, Client._close_finalizer, self.sock, self._pool)
+
+    def close(self):
+        self.sock.close()
+        self._pool.shutdown(wait=False)
+
+    @staticmethod
+    def _close_finalizer(sock, pool):
+        sock.close()
+        pool.shutdown(wait=False)
+""",
+        ),
+        Example(
+            """
+import atexit
+from weakref import WeakMethod
+
+class Core:
+    def __init__(self):
+        atexit.register(WeakMethod(self.unload))
+
+    def unload(self):
+        pass
+""",
+            lines=[7],
+            fixed="""
+import atexit
+from weakref import WeakMethod
+
+class Core:
+    def __init__(self):
+        atexit.register(lambda method=WeakMethod(self.unload): method() and method()())
+
+    def unload(self):
+        pass
+""",
+        ),
+        Example(
+            """
+class Worker:
+    def __init__(self, runner_cls):
+        self.kv_caches = {}
+        self.runner = runner_cls(kv_caches=self.kv_caches)
+
+    def shutdown(self):
+        self.kv_caches = {}
+""",
+            lines=[8],
+        ),
+    ]
+
+    # -- (1) deleted parameters ------------------------------------------------------------
+    def visit_Del(self, node: cst.Del) -> None:
+        fn = self.ctx.scope.function
+        if fn is None:
+            return
+        targets = _bare_names(node.target)
+        for target in targets:
+            name = target.value
+            param = find_param(fn, name)
+            if param is None or name == "cls":
+                continue
+            if name != "self" and not self._deletes_to_free(fn, node, name):
+                continue
+            heavy = self.ctx.heavy.is_heavy_annotation(param.annotation) or (
+                name == "self" and self.ctx.heavy.is_heavy_class(self.ctx.scope.method_class))
+            what = "the instance" if name == "self" else "the object"
+            self.report(
+                node,
+                f"`del {name}` in `{fn.name.value}()` only unbinds its own "
+                f"{'`self`' if name == 'self' else f'parameter `{name}`'}: the caller's "
+                f"references keep {what} alive, so nothing is freed; drop the reference where "
+                "it is held (the caller's variable or attribute)",
+                severity=Severity.ERROR if heavy else Severity.WARNING,
+            )
+
+    def _deletes_to_free(self, fn: cst.FunctionDef, node: cst.Del, name: str) -> bool:
+        if fn.name.value in ("__exit__", "__aexit__"):
+            return False
+        if self.ctx.heavy.local_assignments(fn).get(name):
+            return False  # rebound in the function: the `del` frees the new object
+        if any(isinstance(n, cst.For) and name in names_in(n.target) for n in iter_nodes(fn.body)):
+            return False
+        body = body_statements(fn)
+        first = next((s for s in body if not _is_docstring(s)), None)
+        is_method = self.ctx.scope.method_class is not None
+        if is_method and isinstance(first, cst.SimpleStatementLine) and any(s is node for s in first.body):
+            others = sum(1 for n in iter_nodes(fn.body) if isinstance(n, cst.Name) and n.value == name)
+            if others <= 1:
+                return False  # `del unused` at the top of a method
+        if _words(fn.name.value) & _CLEANUP_WORDS or fn.name.value in self.ctx.settings.release_methods:
+            return True
+        return any(isinstance(n, cst.Call) and self._reclaims(n) for n in iter_nodes(fn.body))
+
+    def _reclaims(self, call: cst.Call) -> bool:
+        q = self.ctx.qualname(call.func)
+        if q in _RECLAIM_CALLS:
+            return True
+        last = (q or "").rsplit(".", 1)[-1]
+        return last in _RECLAIM_NAMES
+
+    # -- (2) WeakMethod callbacks ----------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.ctx.qualname(node.func)
+        if q == "weakref.finalize":
+            positional, _ = call_args(node)
+            if len(positional) < 2 or any(a.star for a in node.args[:2]):
+                return
+            owner, callback = positional[0].value, positional[1].value
+            registry = "weakref.finalize"
+        elif q == "atexit.register":
+            if not node.args or node.args[0].star or node.args[0].keyword is not None:
+                return
+            owner, callback = None, node.args[0].value
+            registry = "atexit.register"
+        else:
+            return
+        weak = self._weak_callable(callback)
+        if weak is None:
+            return
+        kind = self.ctx.qualname(weak.func).rsplit(".", 1)[-1]
+        target = short(self.ctx.code(weak.args[0].value)) if weak.args else "?"
+        message = (f"`{short(self.ctx.code(callback))}` is the callback of `{self.ctx.code(node.func)}`: "
+                   f"calling a `{kind}` only returns `{target}` (or `None`) and never calls it, so "
+                   "the cleanup never runs")
+        if registry == "weakref.finalize":
+            message += (f"; and when the finalizer runs `{short(self.ctx.code(owner))}` is already gone: "
+                        "pass a function or staticmethod that receives the resources")
+        fix = None
+        if weak is callback:
+            fix = (self._finalize_fix(node, owner, weak) if registry == "weakref.finalize"
+                   else self._atexit_fix(node, weak))
+        self.report(node, message, severity=Severity.ERROR, fix=fix)
+
+    def _weak_callable(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
+        """The `WeakMethod(...)` / `weakref.ref(...)` call `expr` is (or a local or `self`
+        attribute assigned from one)."""
+        if isinstance(expr, cst.Call):
+            return expr if self.ctx.qualname(expr.func) in WEAK_CALLABLES else None
+        fn = self.ctx.scope.function
+        if fn is None:
+            return None
+        if isinstance(expr, cst.Name):
+            for value, _ in self.ctx.heavy.local_assignments(fn).get(expr.value, ()):
+                if isinstance(value, cst.Call) and self.ctx.qualname(value.func) in WEAK_CALLABLES:
+                    return value
+        elif isinstance(expr, cst.Attribute) and is_self(expr.value):
+            cls = self.ctx.scope.method_class
+            if cls is None:
+                return None
+            for method in body_functions(cls):
+                for value, _ in self.ctx.heavy.local_assignments(method).get(f"self.{expr.attr.value}", ()):
+                    if isinstance(value, cst.Call) and self.ctx.qualname(value.func) in WEAK_CALLABLES:
+                        return value
+        return None
+
+    def _atexit_fix(self, call: cst.Call, weak: cst.Call):
+        if len(call.args) != 1 or self.ctx.qualname(weak.func) != "weakref.WeakMethod":
+            return None
+        code = f"lambda method={self.ctx.code(weak)}: method() and method()()"
+        return self.fix("Call the method the `WeakMethod` returns",
+                        {weak: cst.parse_expression(code)})
+
+    def _finalize_fix(self, call: cst.Call, owner: cst.BaseExpression, weak: cst.Call):
+        cls, fn = self.ctx.scope.method_class, self.ctx.scope.function
+        if cls is None or fn is None or not is_self(owner) or len(call.args) != 2:
+            return None
+        if self.ctx.qualname(weak.func) != "weakref.WeakMethod" or len(weak.args) != 1:
+            return None
+        bound = weak.args[0].value
+        if not (isinstance(bound, cst.Attribute) and is_self(bound.value)):
+            return None
+        methods = self.ctx.methods(cls)
+        method = methods.get(bound.attr.value)
+        if method is None or method.decorators or method.asynchronous is not None:
+            return None
+        if any(method is f for f in self.ctx.scope.functions):
+            return None
+        params = method.params
+        if len(params.params) != 1 or params.posonly_params or params.kwonly_params or \
+                isinstance(params.star_arg, (cst.Param, cst.ParamStar)) or params.star_kwarg is not None:
+            return None
+        attrs = self._plain_reads(method, set(methods))
+        if attrs is None:
+            return None
+        used = names_in(method.body)
+        renames: dict[str, str] = {}
+        for attr in attrs:
+            plain = attr.lstrip("_") or attr
+            if plain in renames.values() or keyword.iskeyword(plain) or plain in used or not plain.isidentifier():
+                plain = attr
+            if plain in renames.values() or plain in used:
+                return None
+            renames[attr] = plain
+        new_name = f"_{bound.attr.value.lstrip('_')}_finalizer"
+        if new_name in methods or new_name in self.ctx.code(cls):
+            return None
+        body = method.body.visit(_SelfToParams(renames))
+        static = cst.FunctionDef(
+            name=cst.Name(new_name),
+            params=cst.Parameters(params=[cst.Param(cst.Name(p)) for p in renames.values()]),
+            body=body,
+            decorators=[cst.Decorator(cst.Name("staticmethod"))],
+            leading_lines=[cst.EmptyLine(indent=False)],
+        )
+        args = [call.args[0], cst.Arg(cst.parse_expression(f"{cls.name.value}.{new_name}"))]
+        args += [cst.Arg(cst.parse_expression(f"self.{a}")) for a in renames]
+        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
+        return self.fix(
+            f"Register the staticmethod `{new_name}` receiving what `{bound.attr.value}()` uses",
+            {call: call.with_changes(args=args),
+             method: cst.FlattenSentinel([method, static])},
+        )
+
+    def _plain_reads(self, method: cst.FunctionDef, method_names: set[str]) -> Optional[list[str]]:
+        """Attributes of `self` the method only reads, in order; None when it uses `self`
+        otherwise (stores, deletes, calls its own methods, passes `self` on)."""
+        attrs: list[str] = []
+        reads: set[int] = set()
+        for node in iter_nodes(method.body):
+            if isinstance(node, cst.Attribute) and is_self(node.value):
+                reads.add(id(node.value))
+                if node.attr.value in method_names:
+                    return None
+                if node.attr.value not in attrs:
+                    attrs.append(node.attr.value)
+            elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+                target = node.target
+                if any(isinstance(t, cst.Attribute) and is_self(t.value) for t in iter_nodes(target)):
+                    return None
+        for node in iter_nodes(method.body):
+            if isinstance(node, cst.Name) and node.value == "self" and id(node) not in reads:
+                return None
+        # source order (the walk is depth first, not in reading order)
+        text = self.ctx.code(method.body)
+        attrs.sort(key=lambda a: text.find(f"self.{a}"))
+        return attrs
+
+    # -- (3) rebinding a shared container ---------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        methods = self.ctx.methods(node)
+        releases = [methods[n] for n in self.ctx.settings.release_methods if n in methods]
+        if not releases:
+            return
+        for release in releases:
+            for line in iter_nodes(release.body):
+                if not isinstance(line, cst.Assign) or len(line.targets) != 1:
+                    continue
+                target = line.targets[0].target
+                if not (isinstance(target, cst.Attribute) and is_self(target.value)):
+                    continue
+                kind = self._empty_container(line.value)
+                if kind is None:
+                    continue
+                attr = target.attr.value
+                holder = self._shared_with(node, methods, release, attr)
+                if holder is None:
+                    continue
+                who, where = holder
+                heavy = self.ctx.heavy.is_heavy_class(node) or self.ctx.index.is_heavy_class(
+                    f"{self.ctx.module_name}.{node.name.value}")
+                self.report(
+                    line,
+                    f"`self.{attr} = {short(self.ctx.code(line.value))}` in `{release.name.value}()` only "
+                    f"rebinds the attribute: {who} still references the old {kind} and everything "
+                    f"in it; `self.{attr}.clear()` empties the object both share",
+                    severity=Severity.ERROR if heavy else Severity.WARNING,
+                    related=[RelatedNode(f"`self.{attr}` is shared here", where)],
+                    statement=self._line_of(release, line),
+                )
+
+    @staticmethod
+    def _line_of(fn: cst.FunctionDef, small: cst.CSTNode) -> Optional[cst.CSTNode]:
+        for node in iter_nodes(fn.body):
+            if isinstance(node, cst.SimpleStatementLine) and any(s is small for s in node.body):
+                return node
+        return None
+
+    def _empty_container(self, value: cst.BaseExpression) -> Optional[str]:
+        if isinstance(value, cst.Dict) and not value.elements:
+            return "dict"
+        if isinstance(value, cst.List) and not value.elements:
+            return "list"
+        if isinstance(value, cst.Call):
+            q = self.ctx.qualname(value.func) or ""
+            if q in _EMPTY_FACTORIES and not value.args:
+                return q.rsplit(".", 1)[-1]
+            if q in _DEFAULTDICT and len(value.args) <= 1:
+                return "defaultdict"
+        return None
+
+    def _shared_with(self, cls: cst.ClassDef, methods: dict, release: cst.FunctionDef,
+                     attr: str) -> Optional[tuple[str, cst.CSTNode]]:
+        """(who, where) for an object other than `self` that was handed `self.<attr>`
+        and that `release` does not drop."""
+        dropped = _dropped(release)
+        for method in methods.values():
+            if method is release:
+                continue
+            for node in iter_nodes(method.body):
+                if isinstance(node, cst.Assign):
+                    if not _is_attr(node.value, attr) and not isinstance(node.value, cst.Call):
+                        continue
+                    for t in node.targets:
+                        target = t.target
+                        if _is_attr(node.value, attr) and isinstance(target, cst.Attribute) \
+                                and not is_self(target.value):
+                            owner = _self_root(target.value)
+                            if owner is not None and owner in dropped:
+                                continue
+                            return f"`{short(self.ctx.code(target.value))}`", node
+                        if isinstance(node.value, cst.Call) and self._keeps(node.value, attr) and \
+                                isinstance(target, cst.Attribute) and is_self(target.value):
+                            if target.attr.value in dropped or target.attr.value == attr:
+                                continue
+                            return f"`self.{target.attr.value}` (built from it)", node
+                elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                    verb = node.func.attr.value
+                    if not (_words(verb) & _KEEPING_VERBS):
+                        continue
+                    if not any(_is_attr(a.value, attr) for a in node.args):
+                        continue
+                    owner_expr = node.func.value
+                    if _is_attr(owner_expr, attr) or is_self(owner_expr):
+                        continue
+                    owner = _self_root(owner_expr)
+                    if owner is not None and (owner in dropped or owner == attr):
+                        continue
+                    return f"`{short(self.ctx.code(owner_expr))}`", node
+        return None
+
+    def _keeps(self, call: cst.Call, attr: str) -> bool:
+        """Does a call that builds an object get `self.<attr>` itself (not a copy)?"""
+        if not any(_is_attr(a.value, attr) for a in call.args):
+            return False
+        q = self.ctx.qualname(call.func) or ""
+        if q in _NON_KEEPING or q.removeprefix("builtins.") in _NON_KEEPING:
+            return False
+        if isinstance(call.func, cst.Attribute):
+            if call.func.attr.value in _LOG_METHODS or _is_attr(call.func.value, attr):
+                return False
+        last = q.rsplit(".", 1)[-1] if q else ""
+        return bool(last) and (last[:1].isupper() or "cls" in last or "factory" in last
+                               or _words(last) & _KEEPING_VERBS != set())
+
+
+class _SelfToParams(cst.CSTTransformer):
+    def __init__(self, renames: dict[str, str]) -> None:
+        self.renames = renames
+
+    def leave_Attribute(self, original, updated):
+        if is_self(original.value) and original.attr.value in self.renames:
+            return cst.Name(self.renames[original.attr.value])
+        return updated
+
+
+def _bare_names(target: cst.CSTNode) -> list[cst.Name]:
+    """`a` and `b` in `del a, (b, c.d)` - plain names only, not attribute targets."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bare_names(e.value)]
+    return []
+
+
+def _is_docstring(stmt) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _is_attr(expr: cst.CSTNode, attr: str) -> bool:
+    return isinstance(expr, cst.Attribute) and is_self(expr.value) and expr.attr.value == attr
+
+
+def _self_root(expr: cst.CSTNode) -> Optional[str]:
+    """`b` for `self.b`, `self.b.c`, `self.b[0]`."""
+    node = expr
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if isinstance(node, cst.Attribute) and is_self(node.value):
+            return node.attr.value
+        node = node.value
+    return None
+
+
+def _dropped(fn: cst.FunctionDef) -> set[str]:
+    """Attributes of `self` a release method lets go of (del, `= None`, `.clear()`,
+    their own release: `self.b.shutdown()`)."""
+    out: set[str] = set()
+    for node in iter_nodes(fn.body):
+        if isinstance(node, cst.Del):
+            out |= {t.attr.value for t in iter_nodes(node.target)
+                    if isinstance(t, cst.Attribute) and is_self(t.value)}
+        elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == "None":
+            out |= {t.target.attr.value for t in node.targets
+                    if isinstance(t.target, cst.Attribute) and is_self(t.target.value)}
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            inner = node.func.value
+            if isinstance(inner, cst.Attribute) and is_self(inner.value) and (
+                    _words(node.func.attr.value) & (_CLEANUP_WORDS | {"clear", "stop", "reset"})):
+                out.add(inner.attr.value)
+    return out

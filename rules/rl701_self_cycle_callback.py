@@ -1,0 +1,738 @@
+"""RL701 self-cycle-callback."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.context import body_statements
+from retainlint.cstutil import decorator_names, is_self
+from retainlint.heavy import TENSOR_FACTORIES, find_param
+from retainlint.finding import Applicability, Severity
+from retainlint.hooks import (
+    AUTOGRAD_HOOKS,
+    HANDLE_HOOKS,
+    STATE_DICT_HOOKS,
+    ClassHandles,
+    parse_file,
+    class_methods,
+    external_bases,
+    hook_argument,
+    is_accumulate_grad,
+    is_property,
+    iter_nodes,
+    local_bases,
+    mentions_self,
+    short,
+    target_names,
+)
+from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.walk import visit
+
+_CLASS_NAMES = re.compile(rb"class[ \t]+(\w+)[ \t]*[(:]")
+# `self.x = self.method`, `self.x = closure`, `p.cb = self.method` (the name must be a
+# `def` of the file)
+_STORED_NAME = re.compile(
+    rb"self\.[\w.]+(?:\[[^\]\n]*\])?[ \t]*(?::[^=\n]*)?=[ \t]*(?:self\.)?(\w+)[ \t]*(?:#[^\n]*)?\r?$",
+    re.MULTILINE)
+_STORED_BOUND = re.compile(rb"\w[ \t]*=[ \t]*self\.(\w+)[ \t]*(?:#[^\n]*)?\r?$", re.MULTILINE)
+# a partial / MethodType / lambda that mentions `self` on the same line
+_SELF_CALLABLES = (
+    (b"partial(", re.compile(rb"partial\([^\n]*\bself\b")),
+    (b"MethodType(", re.compile(rb"MethodType\([^\n]*\bself\b")),
+    (b"lambda", re.compile(rb"lambda\b[^\n:]*:[^\n]*\bself\b")),
+    (b"setattr(", re.compile(rb"setattr\([^\n]*\bself\.")),
+    # a lambda stored or registered whose body starts on a later line
+    (b"lambda", re.compile(rb"self\.[\w.]+[ \t]*=[ \t]*lambda\b|(?:append|add|hook|register\w*)\([ \t]*lambda\b")),
+)
+_TOKENS = (b"append(self.", b"add(self.", b"extend([self.", b"insert(0, self.", b"callback(self.",
+           b"register(self.")
+_CONTAINER_ADD = frozenset({"append", "appendleft", "add", "insert", "extend", "setdefault",
+                            "update", "__setitem__"})
+# Bound methods every `nn.Module` has, even when the class does not define them.
+_MODULE_METHODS = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
+_WEAK = frozenset({"weakref.WeakMethod", "weakref.ref", "weakref.proxy"})
+_PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})
+_METHOD_TYPE = frozenset({"types.MethodType"})
+_STATIC = frozenset({"staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod"})
+_CALLBACK_WORDS = frozenset({"callback", "callbacks", "listener", "listeners", "handler", "handlers",
+                             "observer", "observers", "hook", "hooks"})
+_REGISTER_VERBS = frozenset({"register", "add", "append", "set", "subscribe", "connect", "install", "attach"})
+
+
+_STATE_REGISTRATION = frozenset({"register_buffer", "register_parameter"})
+_EXTERNAL_HOLDS: dict[tuple[int, str], bool] = {}
+
+
+def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
+    """Does a project class of another file (or its project bases) assign a heavy value
+    to an attribute of `self` (a heavy class instance, a tensor factory, a parameter) or
+    register a buffer/parameter? Read with `ast`, only for classes with a finding."""
+    resolved = index.resolve(qualified)
+    summary = index.classes.get(resolved) if resolved else None
+    if summary is None or depth > 5:
+        return False
+    key = (id(index), resolved)
+    if key in _EXTERNAL_HOLDS:
+        return _EXTERNAL_HOLDS[key]
+    _EXTERNAL_HOLDS[key] = False  # recursion guard
+    file = index.files.get(os.path.abspath(summary.path))
+    imports = file.imports if file is not None else {}
+    local = set(file.classes) | set(file.functions) if file is not None else set()
+    module = file.module if file is not None else ""
+
+    def qualify(node: ast.AST) -> Optional[str]:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        head = imports.get(node.id) or (f"{module}.{node.id}" if node.id in local else node.id)
+        return ".".join([head, *reversed(parts)])
+
+    found = False
+    tree = parse_file(summary.path)
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.ClassDef) and node.lineno == summary.line:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call) and any(
+                        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                        for t in sub.targets):
+                    q = qualify(sub.value.func)
+                    if q and _holds_value(index, q, depth):
+                        found = True
+                        break
+                elif isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Name) and \
+                        _model_name(sub.value.id) and any(
+                        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                        for t in sub.targets):
+                    found = True
+                    break
+                elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and \
+                        sub.func.attr in _STATE_REGISTRATION:
+                    found = True
+                    break
+            break
+    if not found:
+        found = any(_external_holds(index, b, depth + 1) for b in summary.bases)
+    _EXTERNAL_HOLDS[key] = found
+    if len(_EXTERNAL_HOLDS) > 4096:
+        _EXTERNAL_HOLDS.clear()
+    return found
+
+
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter",
+                           "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
+# `torch.nn` layers without weights or buffers of their own.
+_STATELESS_LAYERS = frozenset(
+    "ReLU ReLU6 GELU SiLU Mish Tanh Sigmoid Hardtanh Hardswish Hardsigmoid LeakyReLU ELU SELU CELU "
+    "GLU Softplus Softsign Softmax Softmax2d LogSoftmax LogSigmoid Tanhshrink Softshrink Hardshrink "
+    "Threshold Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout "
+    "Flatten Unflatten MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d "
+    "AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d "
+    "Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ZeroPad2d "
+    "ConstantPad1d ConstantPad2d ReflectionPad1d ReflectionPad2d ReplicationPad2d CrossEntropyLoss "
+    "MSELoss L1Loss NLLLoss BCELoss BCEWithLogitsLoss KLDivLoss SmoothL1Loss HuberLoss CosineSimilarity "
+    "PairwiseDistance ChannelShuffle Module".split())
+
+
+def _model_name(name: str) -> bool:
+    """A parameter named like a model (`model`, `module`, `base_model`, `net`): in PyTorch
+    code, what is handed in under that name is a model."""
+    return name in ("model", "module", "net", "network") or name.endswith("_model")
+
+
+def _holds_value(index, q: str, depth: int) -> bool:
+    """Does constructing `q` give an object that holds tensors (for classes read with `ast`)?"""
+    if q in TENSOR_FACTORIES or q in _TENSOR_TYPES:
+        return True
+    if q.startswith("torch.nn.") and q.count(".") == 2:
+        return q.rsplit(".", 1)[1] not in _STATELESS_LAYERS
+    if index.resolve(q) in index.classes:
+        return _external_holds(index, q, depth + 1)
+    return False
+
+
+def _heavy_names(index, settings) -> frozenset[bytes]:
+    names = getattr(index, "heavy_names", None)
+    if names is None:
+        names = frozenset(q.rsplit(".", 1)[-1].encode() for q in getattr(index, "heavy_classes", ()))
+    configured = frozenset(t.rsplit(".", 1)[-1].encode() for t in settings.heavy_types)
+    return names | configured if configured else names
+
+
+def _words(name: str) -> set[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return {w for w in spaced.split("_") if w}
+
+
+def _root_name(expr: cst.CSTNode) -> Optional[str]:
+    node = expr
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+# Calls that reach objects the receiver already owns (not new, per-step values).
+_OWNED_ITERATORS = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children",
+                              "named_children", "buffers", "named_buffers", "values", "items", "keys",
+                              "get_submodule", "get_parameter"})
+_WRAPPERS = frozenset({"enumerate", "zip", "list", "tuple", "reversed", "iter", "sorted"})
+
+
+def _owned(expr: cst.CSTNode, owned_locals: set[str]) -> bool:
+    """Is `expr` an object reached from `self` (`self.sub`, `self.weight`, a loop variable
+    over `self.parameters()`, the gradient accumulator of such a parameter) rather than a
+    value computed now (`self.proj(x)`, a forward output)?"""
+    if is_accumulate_grad(expr):
+        root = _root_name(expr)
+        return root == "self" or root in owned_locals
+    node = expr
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value == "self" or node.value in owned_locals
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _OWNED_ITERATORS:
+                node = func.value
+            elif isinstance(func, cst.Name) and func.value in _WRAPPERS and node.args:
+                node = node.args[0].value
+            else:
+                return False
+        else:
+            return False
+
+
+class _Locals(cst.CSTVisitor):
+    """Per method: nested functions that close over `self`, locals holding a callback
+    that references `self`, locals naming objects reached from `self` (loop variables
+    over `self.parameters()`, `m = self.sub`)."""
+
+    def __init__(self) -> None:
+        self.closures: dict[str, cst.FunctionDef] = {}
+        self.bindings: list[tuple[set[str], cst.CSTNode]] = []
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if mentions_self(node.body):
+            self.closures[node.name.value] = node
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self.bindings.append((target_names(t.target), node.value))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.bindings.append((target_names(node.target), node.iter))
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.bindings.append((target_names(node.target), node.iter))
+
+
+class _Sites(cst.CSTVisitor):
+    """Where a method stores a callback that references `self` back on `self` (or on
+    an object reached from it), or registers one as a hook there."""
+
+    def __init__(self, rule: "SelfCycleCallback", methods: set[str], locals_: _Locals) -> None:
+        self.rule = rule
+        self.methods = methods
+        self.closures = locals_.closures
+        self.bound_locals: set[str] = set()
+        self.owned_locals: set[str] = set()
+        for _ in range(3):
+            for names, value in locals_.bindings:
+                if self.refers(value):
+                    self.bound_locals |= names
+                if _owned(value, self.owned_locals):
+                    self.owned_locals |= names - {"self"}
+        self.found: list[tuple[cst.CSTNode, cst.CSTNode, str, str]] = []  # (node, value, how, where)
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    # -- does a value reference `self` (so storing it on `self` makes a cycle)? ------------
+    def refers(self, value: cst.CSTNode) -> bool:
+        ctx = self.rule.ctx
+        if isinstance(value, cst.Attribute):
+            return is_self(value.value) and value.attr.value in self.methods
+        if isinstance(value, cst.Name):
+            return value.value in self.closures or value.value in self.bound_locals
+        if isinstance(value, cst.Lambda):
+            return mentions_self(value.body)
+        if isinstance(value, cst.Call):
+            q = ctx.qualname(value.func)
+            if q in _WEAK:
+                return False
+            if q in _PARTIAL or q in _METHOD_TYPE:
+                return any(is_self(a.value) or self.refers(a.value) for a in value.args)
+            return False
+        if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+            return any(self.refers(e.value) for e in value.elements)
+        if isinstance(value, cst.Dict):
+            return any(isinstance(e, cst.DictElement) and self.refers(e.value) for e in value.elements)
+        return False
+
+    # -- stores ------------------------------------------------------------------------------
+    def _stored(self, target: cst.CSTNode, value: cst.CSTNode, node: cst.CSTNode) -> None:
+        if isinstance(target, (cst.Attribute, cst.Subscript)) and _owned(target, self.owned_locals) \
+                and self.refers(value):
+            self.found.append((node, value, "stored", self.rule.ctx.code(target)))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._stored(t.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._stored(node.target, node.value, node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) == 3:
+            owner, attr, value = (a.value for a in node.args)
+            if _owned(owner, self.owned_locals) and self.refers(value):
+                name = attr.evaluated_value if isinstance(attr, cst.SimpleString) else "..."
+                self.found.append((node, value, "stored", f"{self.rule.ctx.code(owner)}.{name}"))
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        name = func.attr.value
+        owner = func.value
+        owned = _owned(owner, self.owned_locals)
+        if name in _CONTAINER_ADD:
+            if owned and not is_self(owner):
+                for arg in node.args:
+                    if self.refers(arg.value):
+                        self.found.append((node, arg.value, "added", self.rule.ctx.code(owner)))
+                        return
+            return
+        is_hook = name in HANDLE_HOOKS or (name.lstrip("_").startswith("register") and "hook" in name)
+        if is_hook:
+            hook = hook_argument(node)
+            if owned and hook is not None and self.refers(hook):
+                self.found.append((node, hook, "hook", name))
+            return
+        words = _words(name)
+        if words & _CALLBACK_WORDS and words & _REGISTER_VERBS and owned:
+            for arg in node.args:
+                if self.refers(arg.value):
+                    self.found.append((node, arg.value, "callback", name))
+                    return
+
+
+class SelfCycleCallback(Rule):
+    code = "RL701"
+    name = "self-cycle-callback"
+    summary = "A heavy object stores a callback that references it back, making a reference cycle"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+    triggers = ("partial(", "lambda", "MethodType", "register_", "= self.")
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        heavy = _heavy_names(index, settings)
+        if not any(name in heavy for name in _CLASS_NAMES.findall(data)):
+            return False
+        if any(t in data for t in _TOKENS) or (b"register" in data and b"hook(" in data):
+            return True
+        if any(token in data and pattern.search(data) for token, pattern in _SELF_CALLABLES):
+            return True
+        return any(b"def " + name + b"(" in data
+                   for pattern in (_STORED_NAME, _STORED_BOUND) for name in pattern.findall(data))
+
+    docs = """
+## What it does
+Reports, in heavy classes (an `nn.Module`, a class holding tensors or models, a configured
+heavy type), a callback that references the instance stored back on the instance or on an
+object it reaches - a bound method (`self.fn = self.method`), a `functools.partial` of
+`self` or of a bound method (`self.forward = partial(wrap, self.forward)`), a lambda or
+nested function using `self` - whether assigned (`self.x = ...`, `self.sub.cb = ...`),
+added to a container of `self` (`self._callbacks.append(self.save)`), registered as a hook
+on `self` or on an object or parameter reached from it
+(`self.sub.register_forward_hook(lambda *a: self.x)`,
+`self._register_load_state_dict_pre_hook(partial(hook, self))`,
+`p.register_hook(self.on_grad)` for `p` in `self.parameters()`), set with
+`setattr(...)`, or handed to a `register_callback`-style method of such an object.
+
+Only classes whose instances hold something heavy themselves are reported: a tensor,
+parameter or buffer, a layer with weights, an instance of a project class that holds one,
+a model handed in (a parameter annotated as a model, or named `model`/`module`), or a
+configured heavy type. A module with no state of its own (an activation, a sampler) in a
+cycle keeps nothing worth freeing early.
+
+Not reported: plain classes; `weakref.WeakMethod` / `weakref.ref` callbacks;
+staticmethods, classmethods and properties; stores undone by a release method
+(`self.fn = None`, `del self.fn`, the hook handle removed); temporary patches the method
+takes out again (`del self.fn` in a `finally:`, a patched function that restores the
+original); registries whose entries are popped or removed somewhere in the class; hooks
+on per-step tensors.
+
+Severity: an error when the cycle passes through C++ - autograd hooks on a tensor,
+parameter or graph node the instance owns (`register_hook`,
+`register_post_accumulate_grad_hook`, a `grad_fn` hook), or a `load_state_dict` /
+`state_dict` hook holding the module (the pattern behind PyTorch issue 76434 and
+gpytorch's CUDA leak) - a warning for a plain Python cycle.
+
+## Why it leaks
+The object becomes part of a reference cycle, so reference counting can never free it:
+its GPU memory is released only when the cyclic garbage collector happens to run (which
+may be long after the model was dropped, while the next model is already loading) - and
+never, when the cycle passes through C++ objects the collector cannot traverse.
+
+## Example
+```python
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self._register_load_state_dict_pre_hook(partial(_upgrade, self))  # RL701
+        self.act = self.gelu  # RL701
+
+    def gelu(self, x):
+        return torch.nn.functional.gelu(x)
+```
+
+## Suggestion
+Store `weakref.WeakMethod(self.method)` (or `weakref.ref(self)`) and dereference it at call
+time, keep the callback off the object (a staticmethod or module function receiving what
+it needs), or call the method directly. For state-dict hooks, register the plain
+function with `register_load_state_dict_pre_hook(fn)` (or
+`_register_load_state_dict_pre_hook(fn, with_module=True)`): PyTorch passes the module
+itself and keeps only a weak reference to it.
+"""
+
+    valid = [
+        # a plain class: a collectable cycle of no weight
+        """
+class Handler:
+    def __init__(self):
+        self.fn = self.handle
+
+    def handle(self):
+        pass
+""",
+        # weak references and staticmethods do not make a cycle
+        """
+import weakref
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._cb = weakref.WeakMethod(self.step)
+        self.act = self.gelu
+        self.register_load_state_dict_pre_hook(Block._upgrade)
+
+    def step(self):
+        pass
+
+    @staticmethod
+    def gelu(x):
+        return x
+
+    @staticmethod
+    def _upgrade(module, state_dict, *args):
+        pass
+""",
+        # undone on release
+        """
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fn = self.step
+
+    def step(self):
+        pass
+
+    def close(self):
+        self.fn = None
+""",
+        # a hook on a per-step output, and data attributes
+        """
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+        self.width = self.size
+
+    def forward(self, x):
+        y = x * 2
+        y.register_hook(self.on_grad)
+        return y
+
+    def on_grad(self, g):
+        pass
+""",
+    ]
+    invalid = [
+        Example(
+            """
+from functools import partial
+
+import torch
+import torch.nn as nn
+
+def _upgrade(module, state_dict, prefix, *args):
+    pass
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self._register_load_state_dict_pre_hook(partial(_upgrade, self))
+        self.act = self.gelu
+        self.proj.register_forward_hook(lambda m, a, out: self.record(out))
+        for p in self.parameters():
+            p.register_post_accumulate_grad_hook(self.on_grad)
+
+    def gelu(self, x):
+        return torch.nn.functional.gelu(x)
+
+    def record(self, out):
+        pass
+
+    def on_grad(self, p):
+        pass
+""",
+            lines=[14, 15, 16, 18],
+        ),
+        Example(
+            """
+import torch.nn as nn
+
+class Trainer:
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.callbacks = []
+        self.callbacks.append(self.save)
+
+    def save(self):
+        pass
+""",
+            lines=[8],
+            settings={"heavy_types": ["example.Trainer"]},
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._holds: dict[int, bool] = {}
+
+    # ----------------------------------------------------------------------------------------
+    def _is_heavy(self, cls: cst.ClassDef) -> bool:
+        return self.ctx.heavy.is_heavy_class(cls) or self.ctx.heavy.is_heavy_qualname(cls.name.value) \
+            or self.ctx.index.is_heavy_class(f"{self.ctx.module_name}.{cls.name.value}")
+
+    def _method_names(self, cls: cst.ClassDef) -> set[str]:
+        """Names that are bound methods of an instance (not properties, staticmethods or
+        classmethods), including those of project base classes in other files."""
+        methods = class_methods(self.ctx, cls)
+        names = {n for n, fn in methods.items()
+                 if not is_property(self.ctx, fn) and not (decorator_names(self.ctx, fn) & _STATIC)}
+        names |= _MODULE_METHODS
+        index = self.ctx.index
+        todo = [self.ctx.absolute(self.ctx.qualname(b.value)) for b in cls.bases]
+        seen: set[str] = set()
+        while todo:
+            q = index.resolve(todo.pop())
+            if not q or q in seen or q not in index.classes:
+                continue
+            seen.add(q)
+            summary = index.classes[q]
+            names |= {n for n, f in summary.methods.items() if not (
+                set(f.decorators) & (_STATIC | {"property", "functools.cached_property"}))}
+            todo.extend(summary.bases)
+        return names - {n for n, fn in methods.items() if is_property(self.ctx, fn)}
+
+    def _holds_heavy(self, cls: cst.ClassDef) -> bool:
+        """Does the instance hold something heavy itself - a tensor, a parameter or buffer,
+        a model or heavy submodule, a configured heavy type? A module with no state of
+        its own (an activation, a sampler) in a cycle keeps nothing worth reporting."""
+        key = id(cls)
+        if key not in self._holds:
+            self._holds[key] = self._compute_holds(cls)
+        return self._holds[key]
+
+    def _compute_holds(self, cls: cst.ClassDef) -> bool:
+        heavy = self.ctx.heavy
+        if cls.name.value in heavy._configured_here or \
+                f"{self.ctx.module_name}.{cls.name.value}" in self.ctx.settings.heavy_types:
+            return True
+        self._holds[id(cls)] = False  # recursion guard (a class holding its own kind)
+        for klass in [cls, *local_bases(self.ctx, cls)]:
+            for stmt in body_statements(klass):  # class-level `weight: torch.Tensor`
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, cst.AnnAssign) and heavy.is_heavy_annotation(small.annotation):
+                            return True
+            for method in self.ctx.methods(klass).values():
+                for name, values in heavy.local_assignments(method).items():
+                    if not name.startswith("self."):
+                        continue
+                    for value, annotation in values:
+                        if heavy.is_heavy_annotation(annotation) or (
+                                value is not None and self._value_holds(value, method)):
+                            return True
+                for node in iter_nodes(method.body):
+                    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                            is_self(node.func.value) and node.func.attr.value in _STATE_REGISTRATION:
+                        return True
+        return any(_external_holds(self.ctx.index, q) for q in external_bases(self.ctx, cls))
+
+    def _value_holds(self, value: cst.BaseExpression, method: cst.FunctionDef) -> bool:
+        """Is `value` a tensor, a parameter, a layer with weights, a model handed in (an
+        annotated parameter), or an instance of a project class that itself holds one?"""
+        heavy = self.ctx.heavy
+        if isinstance(value, cst.Name):
+            param = find_param(method, value.value)
+            return param is not None and (heavy.is_heavy_annotation(param.annotation)
+                                          or _model_name(value.value))
+        if not isinstance(value, cst.Call):
+            return False
+        q = self.ctx.qualname(value.func)
+        if not q:
+            return False
+        if q in TENSOR_FACTORIES or q in _TENSOR_TYPES:
+            return True
+        if q.startswith("torch.nn.") and q.count(".") == 2:
+            return q.rsplit(".", 1)[1] not in _STATELESS_LAYERS
+        local = self.ctx.classes.get(q)
+        if local is not None:
+            return self._holds_heavy(local)
+        absolute = self.ctx.absolute(q)
+        if self.ctx.index.resolve(absolute) in self.ctx.index.classes:
+            return _external_holds(self.ctx.index, absolute)
+        return self.ctx.index.returns_heavy(absolute)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if not self._is_heavy(node):
+            return
+        names = self._method_names(node)
+        handles: Optional[ClassHandles] = None
+        for method in self.ctx.methods(node).values():
+            params = method.params.posonly_params or method.params.params
+            if not params or params[0].name.value != "self" or decorator_names(self.ctx, method) & _STATIC:
+                continue
+            locals_ = _Locals()
+            visit(method.body, locals_)
+            sites = _Sites(self, names, locals_)
+            visit(method.body, sites)
+            for site, value, how, where in sites.found:
+                if not self._holds_heavy(node):
+                    return
+                if handles is None:
+                    handles = ClassHandles(self.ctx, node)
+                if self._transient(node, method, sites, site, how, where) or \
+                        self._undone(handles, site, how, where):
+                    continue
+                self._report(node, method, site, value, how, where)
+
+    def _transient(self, cls: cst.ClassDef, method: cst.FunctionDef, sites: "_Sites", site,
+                   how: str, where: str) -> bool:
+        """Is the callback taken out again by the code itself: the same attribute deleted
+        or set back in the same method (a temporary patch, undone in `finally` or by the
+        patched function), or the container it went into pruned somewhere in the class
+        (a registry whose entries are popped when done)?"""
+        if how == "stored":
+            # set back inside a nested function (the patched function unpatches itself)
+            # or in a `finally:` block
+            guarded: set[int] = set()
+            for node in iter_nodes(method.body):
+                if isinstance(node, (cst.FunctionDef, cst.Finally)) and id(node) not in guarded:
+                    guarded |= {id(n) for n in iter_nodes(node)}
+            for node in iter_nodes(method.body):
+                if isinstance(node, cst.Assign) and node is not site and id(node) in guarded \
+                        and not sites.refers(node.value) \
+                        and any(self.ctx.code(t.target) == where for t in node.targets):
+                    return True
+                if isinstance(node, cst.Del) and any(
+                        self.ctx.code(t) == where for t in iter_nodes(node.target)
+                        if isinstance(t, (cst.Attribute, cst.Subscript))):
+                    return True
+            target = site.targets[0].target if isinstance(site, cst.Assign) else None
+            if not isinstance(target, cst.Subscript):
+                return False
+            container = self.ctx.code(target.value)
+        elif how == "added":
+            container = where
+        else:
+            return False
+        text = self.ctx.code(cls)
+        return any(f"{container}.{verb}(" in text for verb in ("pop", "popitem", "remove", "discard", "clear")) \
+            or f"del {container}[" in text
+
+    def _undone(self, handles: ClassHandles, site, how: str, where: str) -> bool:
+        """Does a release method (or what it calls) break the cycle again?"""
+        releases = handles.release_methods()
+        if not releases:
+            return False
+        reach = handles.reachable(releases + handles.context_managers())
+        if how in ("stored", "added") and where.startswith("self."):
+            attr = re.split(r"[.\[]", where[5:], maxsplit=1)[0]
+            return any(attr in handles.facts[m].drops for m in reach)
+        if how == "hook":
+            for facts in handles.facts.values():
+                for store in facts.stores:
+                    if store.call is site and handles.removed_in(store.attr, reach):
+                        return True
+        return False
+
+    def _report(self, cls: cst.ClassDef, method: cst.FunctionDef, site, value, how: str,
+                where: str) -> None:
+        name = cls.name.value
+        code = short(self.ctx.code(value))
+        through_cpp = False
+        if how == "hook":
+            through_cpp = where in AUTOGRAD_HOOKS or where in STATE_DICT_HOOKS or \
+                is_accumulate_grad(site.func.value)
+            target = short(self.ctx.code(site.func.value))
+            message = f"`{code}`, registered with `{target}.{where}`, references the `{name}` instance"
+        elif how == "added":
+            message = f"`{code}` is added to `{where}` and references the `{name}` instance"
+        elif how == "callback":
+            message = (f"`{code}`, handed to `{short(self.ctx.code(site.func))}`, references the `{name}` "
+                       "instance")
+        else:
+            if isinstance(site, cst.Call):  # setattr(owner, name, value)
+                itself = is_self(site.args[0].value)
+                text = short(self.ctx.code(site), 80)
+            else:
+                itself = re.fullmatch(r"self\.\w+", where) is not None
+                text = f"{where} = {code}"
+            on = "on the instance itself" if itself else "on an object the instance reaches"
+            message = f"`{text}` stores a callback that references the `{name}` instance {on}"
+        if through_cpp and where in STATE_DICT_HOOKS:
+            message += (": the module's hook dict now holds the module, a reference cycle that keeps it "
+                        "(and its tensors) alive until the cyclic collector runs; register the plain "
+                        "function with `register_load_state_dict_pre_hook(fn)` (or `with_module=True`), "
+                        "which passes the module through a weak reference")
+        elif through_cpp:
+            message += (": autograd keeps the hook in C++, which the cycle collector cannot traverse, "
+                        f"so the `{name}` instance (and its tensors) may never be freed; use "
+                        "`weakref.WeakMethod`/`weakref.ref(self)` in the hook")
+        else:
+            message += (f": a reference cycle, so the instance (and its tensors) is freed only when the "
+                        "cyclic collector runs; store `weakref.WeakMethod(...)`/`weakref.ref(self)` and "
+                        "dereference it at call time, or keep the callback off the object")
+        statement = None
+        for node in iter_nodes(method.body):
+            if isinstance(node, cst.SimpleStatementLine) and any(
+                    any(n is site for n in iter_nodes(s)) for s in node.body):
+                statement = node
+                break
+        self.report(site, message,
+                    severity=Severity.ERROR if through_cpp else Severity.WARNING,
+                    related=[RelatedNode(f"`{name}` is heavy", cls.name)],
+                    statement=statement)
