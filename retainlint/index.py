@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Hashable, Iterable, Iterator, Optional
 
 from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES
 from retainlint.imports import absolute_import
@@ -408,6 +409,8 @@ class Consulted:
     files: dict[str, Optional[str]] = field(default_factory=dict)  # path -> digest (filled later)
     absent: set[tuple[str, str]] = field(default_factory=set)  # (table, name) looked up in vain
     everything: bool = False  # iterated a whole table: depends on every file
+    # project-wide questions asked through `ProjectIndex.ask`: ("module:function", key) -> answer
+    answers: dict = field(default_factory=dict)
 
 
 class _Recorded(dict):
@@ -497,23 +500,49 @@ class ProjectIndex:
         """Note every file whose facts are looked up (and every name looked up in vain)
         while the block runs: a file's findings depend on those, and on `fingerprint()`."""
         consulted = Consulted()
-        tables = (self.files, self.modules, self.classes, self.functions)
-        for table in tables:
-            table.log = consulted
+        self._log(consulted)
         try:
             yield consulted
         finally:
-            for table in tables:
-                table.log = None
+            self._log(None)
+
+    def _log(self, consulted: Optional[Consulted]) -> None:
+        for table in (self.files, self.modules, self.classes, self.functions):
+            table.log = consulted
+
+    def ask(self, question: Callable[["ProjectIndex", Hashable], Hashable], key: Hashable):
+        """Answer a project-wide question (`is X cleared anywhere?`), a module-level
+        function of (index, key) that may read every file. A result cached while it was
+        asked depends on the answer, not on every file read to find it: the answer is
+        noted, and the question asked again before the result is reused."""
+        consulted = self.files.log
+        self._log(None)
+        try:
+            answer = question(self, key)
+        finally:
+            self._log(consulted)
+        if consulted is not None:
+            consulted.answers[(f"{question.__module__}:{question.__qualname__}", key)] = answer
+        return answer
 
     def still_valid(self, consulted: "Consulted", digests: dict[str, str]) -> bool:
         """Would the lookups noted in `consulted` give the same answers in this index?
         `digests`: path -> content digest of every file now."""
         if consulted.everything:
             return False
-        return (all(digests.get(p) == d for p, d in consulted.files.items())
-                and not any(name in table for table, name in (
-                    (getattr(self, t), n) for t, n in consulted.absent)))
+        if not all(digests.get(p) == d for p, d in consulted.files.items()):
+            return False
+        if any(name in getattr(self, table) for table, name in consulted.absent):
+            return False
+        for (name, key), answer in consulted.answers.items():
+            module, _, function = name.partition(":")
+            try:
+                question = getattr(importlib.import_module(module), function)
+            except (ImportError, AttributeError):
+                return False
+            if question(self, key) != answer:
+                return False
+        return True
 
     def fingerprint(self) -> str:
         """A digest of the project-wide facts that any file's findings may depend on."""
@@ -613,22 +642,39 @@ class ProjectIndex:
         return frozenset(q.rsplit(".", 1)[1].encode() for q in self.cache_decorators)
 
     def _gc_effects(self) -> tuple[frozenset[str], frozenset[str]]:
-        calls = {q: {self.resolve(c) for c in f.calls} for q, f in self.functions.items()}
+        # (qualified name, summary, last components of what it calls)
+        functions = [(q, f, {c.rpartition(".")[2] for c in f.calls})
+                     for q, f in dict.items(self.functions)]
+
+        def calls_one_of(f: FunctionSummary, last: set[str], targets: set[str],
+                         names: set[str]) -> bool:
+            # Resolving is the costly part: only calls whose last name could match.
+            hit = last & names
+            return bool(hit) and any(c.rpartition(".")[2] in hit and self.resolve(c) in targets
+                                     for c in f.calls)
 
         def closure(seed: str) -> set[str]:
-            found = {q for q, cs in calls.items() if seed in cs}
-            changed = True
-            while changed:
-                changed = False
-                for q, cs in calls.items():
-                    if q not in found and cs & found and not self.functions[q].is_method:
-                        found.add(q)
-                        changed = True
-            return found
+            """Functions calling `seed`, then module-level functions calling those, ..."""
+            first = {seed.rpartition(".")[2]}
+            found = {q for q, f, last in functions if calls_one_of(f, last, {seed}, first)}
+            while True:
+                names = {q.rpartition(".")[2] for q in found}
+                more = {q for q, f, last in functions if q not in found and not f.is_method
+                        and calls_one_of(f, last, found, names)}
+                if not more:
+                    return found
+                found |= more
 
         unfreezers = closure(GC_UNFREEZE)
         freezers = {q for q in closure(GC_FREEZE) if q not in unfreezers}
         return frozenset(freezers), frozenset(unfreezers)
+
+
+def instantiated_in_functions(index: ProjectIndex, qualified: str, outside: str = "") -> bool:
+    """Does a function of the project (outside the file `outside`) call `qualified`? A
+    question for `ProjectIndex.ask`."""
+    return any(index.resolve(c) == qualified for f in index.functions.values()
+               if f.path != outside for c in f.calls)
 
 
 def build_index(files: dict[str, bytes], heavy_types: Iterable[str] = ()) -> ProjectIndex:

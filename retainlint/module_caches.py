@@ -226,13 +226,14 @@ def removed_in_project(index, qualified: str) -> bool:
     module global `qualified` (`from pkg.mod import _CACHE` then `_CACHE.clear()`,
     `mod._CACHE.pop(k)`, through re-exports)? Read from the index's per-function call
     lists, so module-level code and `del X[k]` in other files are not seen."""
-    # Every file's functions are read, and the findings of the file asking depend on all
-    # of them: asking for the values tells a recording index so, even when memoised.
-    functions = index.functions.values()
+    return index.ask(_removed_anywhere, qualified)
+
+
+def _removed_anywhere(index, qualified: str) -> bool:
     removed = _REMOVED_BY_INDEX.get(index)
     if removed is None:
         removed = set()
-        for function in functions:
+        for function in index.functions.values():
             for call in function.calls:
                 owner, _, method = call.rpartition(".")
                 if method in _REMOVERS and "." in owner:

@@ -11,6 +11,7 @@ from retainlint.cstutil import call_args
 from retainlint.finding import Applicability, Severity
 from retainlint.index import CACHE_DECORATORS
 from retainlint.prefilter import words
+from retainlint.index import instantiated_in_functions
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -394,8 +395,4 @@ class Engine:
         if not at_module_level:
             return False
         # nor instantiated by any other project module's functions
-        qualified = f"{self.ctx.module_name}.{name}"
-        for summary in self.ctx.index.functions.values():
-            if any(self.ctx.index.resolve(c) == qualified for c in summary.calls):
-                return False
-        return True
+        return not self.ctx.index.ask(instantiated_in_functions, f"{self.ctx.module_name}.{name}")

@@ -14,6 +14,7 @@ from retainlint.cstutil import append_to_function, call_args, decorator_names, i
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.module_caches import removed_in_project
+from retainlint.index import instantiated_in_functions
 from retainlint.rule import Example, Rule
 from retainlint.walk import visit
 
@@ -706,16 +707,7 @@ def running():
         """Is the container read in this file, or imported by another file?"""
         if self._uses.get(name, 0) > self._not_reads.get(name, 0):
             return True
-        index = self.ctx.index
-        here = os.path.abspath(self.ctx.path)
-        suffix = f".{name}"
-        for summary in index.files.values():
-            if summary.path != here and any(
-                target == qualified or (target.endswith(suffix) and index.resolve(target) == qualified)
-                for target in summary.imports.values()
-            ):
-                return True
-        return False
+        return self.ctx.index.ask(_imported_elsewhere, (qualified, os.path.abspath(self.ctx.path)))
 
     def _lives_as_long_as_process(self, cls: cst.ClassDef) -> bool:
         """Process-lifetime objects: singletons, module-level instances, loggers."""
@@ -736,13 +728,8 @@ def running():
             return False
         # created only at import time or by a singleton getter in this file: and by no
         # function of another file
-        qualified = f"{self.ctx.module_name}.{cls.name.value}"
-        index = self.ctx.index
-        here = os.path.abspath(self.ctx.path)
-        for function in index.functions.values():
-            if function.path != here and any(index.resolve(c) == qualified for c in function.calls):
-                return False
-        return True
+        return not self.ctx.index.ask(_instantiated_elsewhere, (
+            f"{self.ctx.module_name}.{cls.name.value}", os.path.abspath(self.ctx.path)))
 
     def _decorators(self, cls: cst.ClassDef) -> list[str]:
         names = []
@@ -882,3 +869,19 @@ def _unregister_spelling(ctx) -> tuple[str, tuple[str, ...]]:
     if local is not None:
         return local, ()
     return ATEXIT_UNREGISTER, ("atexit",)
+
+
+def _imported_elsewhere(index, key: tuple[str, str]) -> bool:
+    """Does a project file other than `here` import `qualified`?"""
+    qualified, here = key
+    suffix = "." + qualified.rsplit(".", 1)[-1]
+    return any(
+        summary.path != here and any(
+            target == qualified or (target.endswith(suffix) and index.resolve(target) == qualified)
+            for target in summary.imports.values())
+        for summary in index.files.values())
+
+
+def _instantiated_elsewhere(index, key: tuple[str, str]) -> bool:
+    qualified, here = key
+    return instantiated_in_functions(index, qualified, outside=here)

@@ -19,26 +19,25 @@ from retainlint.walk import visit
 _USED_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _used_names(index) -> frozenset[str]:
-    # Every file's functions and imports are read: asking tells a recording index so,
-    # even when the answer is memoised.
-    functions, files = index.functions.values(), index.files.values()
+def _used_anywhere(index, name: str) -> bool:
+    """Does any project function call, or any file import, something named `name`?"""
     names = _USED_NAMES.get(index)
     if names is None:
         found: set[str] = set()
-        for f in functions:
+        for f in index.functions.values():
             found.update(c.rsplit(".", 1)[-1] for c in f.calls)
-        for summary in files:
+        for summary in index.files.values():
             found.update(v.rsplit(".", 1)[-1] for v in summary.imports.values())
         names = _USED_NAMES[index] = frozenset(found)
-    return names
+    return name in names
 
 
-def _imported_as_module(index, module: str, here: str) -> bool:
+def _imported_as_module(index, key: tuple[str, str]) -> bool:
     """Does another project file bind `module` itself (`from pkg import mod`,
     `import pkg.mod as m`), so that it could write `mod.X = None`? (A plain
     `import pkg.mod` is recorded as binding `pkg` only, like every `import pkg.other`:
     not counted, or every public global of a package would be exempt.)"""
+    module, here = key
     for path, summary in index.files.items():
         if summary.module == here:
             continue
@@ -310,14 +309,14 @@ def reset_buffers():
                     break
                 if used_here is None:
                     used_here = self._name_uses(node)
-                if used_here.get(fn.name.value, 0) > 0 or fn.name.value in _used_names(self.ctx.index):
+                if used_here.get(fn.name.value, 0) > 0 or self.ctx.index.ask(_used_anywhere, fn.name.value):
                     reachable = True
                     break
                 unused.append(fn)
             if reachable:
                 continue
-            if not name.startswith("_") and _imported_as_module(
-                    self.ctx.index, self.ctx.module_name, self.ctx.module_name):
+            if not name.startswith("_") and self.ctx.index.ask(
+                    _imported_as_module, (self.ctx.module_name, self.ctx.module_name)):
                 continue
             self._report(name, entry, unused)
 

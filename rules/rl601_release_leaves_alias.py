@@ -72,6 +72,11 @@ def _function_node(summary) -> Optional[ast.AST]:
 
 
 def _methods_named(index, name: str) -> list:
+    """Every project method called `name` (asked of the index as one project-wide question)."""
+    return index.ask(_all_methods_named, name)
+
+
+def _all_methods_named(index, name: str) -> list:
     table = _METHODS_BY_NAME.get(id(index))
     if table is None:
         table = {}

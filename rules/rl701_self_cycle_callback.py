@@ -723,7 +723,7 @@ class Trainer:
                         f"so the `{name}` instance (and its tensors) may never be freed; use "
                         "`weakref.WeakMethod`/`weakref.ref(self)` in the hook")
         else:
-            message += (f": a reference cycle, so the instance (and its tensors) is freed only when the "
+            message += (": a reference cycle, so the instance (and its tensors) is freed only when the "
                         "cyclic collector runs; store `weakref.WeakMethod(...)`/`weakref.ref(self)` and "
                         "dereference it at call time, or keep the callback off the object")
         statement = None
