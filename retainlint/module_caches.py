@@ -110,7 +110,7 @@ class Event:
 
 
 @dataclass
-class _FunctionNames:
+class FunctionNames:
     bound: set = field(default_factory=set)
     globals: set = field(default_factory=set)
     nonlocals: set = field(default_factory=set)
@@ -120,7 +120,7 @@ class _NameCollector(cst.CSTVisitor):
     """Names a function binds and declares global, not entering nested scopes."""
 
     def __init__(self) -> None:
-        self.found = _FunctionNames()
+        self.found = FunctionNames()
 
     def _bind(self, target: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
@@ -177,6 +177,13 @@ class _NameCollector(cst.CSTVisitor):
         while isinstance(name, cst.Attribute):
             name = name.value
         self._bind(name)
+
+
+def function_bindings(fn: cst.FunctionDef) -> FunctionNames:
+    """The names `fn` binds and declares global/nonlocal (nested scopes not entered)."""
+    collector = _NameCollector()
+    visit(fn.body, collector)
+    return collector.found
 
 
 def first_slice(sub: cst.Subscript) -> Optional[cst.BaseExpression]:
@@ -274,7 +281,7 @@ class ContainerTracker:
         self._bindings: dict[tuple, int] = {}  # (scope, name) -> bindings at that scope
         self._bare_annotations: dict[tuple, cst.BaseExpression] = {}
         self._events: list[Event] = []
-        self._names: dict[int, _FunctionNames] = {}
+        self._names: dict[int, FunctionNames] = {}
 
     # -- collection ----------------------------------------------------------------
     def _definition_scope(self) -> Optional[tuple]:
@@ -457,12 +464,10 @@ class ContainerTracker:
                 return ("c", scope.classes[-1].name.value, attr)
         return None
 
-    def _function_names(self, fn: cst.FunctionDef) -> _FunctionNames:
+    def _function_names(self, fn: cst.FunctionDef) -> FunctionNames:
         key = id(fn)
         if key not in self._names:
-            collector = _NameCollector()
-            visit(fn.body, collector)
-            self._names[key] = collector.found
+            self._names[key] = function_bindings(fn)
         return self._names[key]
 
     def _candidate(self, where, target: cst.Name, small, value, annotation, single: bool) -> None:

@@ -10,6 +10,7 @@ import libcst as cst
 
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
+from retainlint.module_caches import FunctionNames, function_bindings
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -256,71 +257,6 @@ def has_heavy_attribute(ctx, cls: cst.ClassDef, only: Optional[str] = None) -> b
     return False
 
 
-class _Bindings(cst.CSTVisitor):
-    """Names a function binds and declares global/nonlocal, not entering nested scopes."""
-
-    def __init__(self) -> None:
-        self.bound: set[str] = set()
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
-
-    def _bind(self, target) -> None:
-        if isinstance(target, cst.Name):
-            self.bound.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for e in target.elements:
-                self._bind(e.value)
-        elif isinstance(target, cst.StarredElement):
-            self._bind(target.value)
-
-    def visit_FunctionDef(self, node) -> bool:
-        self.bound.add(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        self.bound.add(node.name.value)
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.globals.update(n.name.value for n in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.nonlocals.update(n.name.value for n in node.names)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._bind(t.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind(node.asname.name)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self._bind(node.name.name)
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        name = node.asname.name if node.asname is not None else node.name
-        while isinstance(name, cst.Attribute):
-            name = name.value
-        self._bind(name)
-
-
 class Scopes:
     """Turns a container expression into a reference that survives across functions:
     ("g", name) a module global, ("a", class, name) a class or instance attribute,
@@ -329,13 +265,12 @@ class Scopes:
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx
-        self._bindings: dict[int, _Bindings] = {}
+        self._bindings: dict[int, FunctionNames] = {}
 
-    def bindings(self, fn: cst.FunctionDef) -> _Bindings:
+    def bindings(self, fn: cst.FunctionDef) -> FunctionNames:
         found = self._bindings.get(id(fn))
         if found is None:
-            found = self._bindings[id(fn)] = _Bindings()
-            visit(fn.body, found)
+            found = self._bindings[id(fn)] = function_bindings(fn)
         return found
 
     def ref(self, expr: cst.BaseExpression) -> Optional[tuple]:
