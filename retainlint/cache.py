@@ -17,6 +17,7 @@ import os
 import pickle
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -32,8 +33,23 @@ def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
 
 
-# Bumped when what is stored changes shape within one version (during development).
-SCHEMA = 2
+# Bumped when what is stored changes shape within one version.
+SCHEMA = 3
+_CODE = "<code>"  # entry holding the digest of the retainlint code that wrote the cache
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """A digest of retainlint's own source: an edited rule (an editable install during
+    development) must not meet summaries or findings its old code computed."""
+    import retainlint.rules  # installed inside the package, but not always a subfolder of it
+
+    h = hashlib.sha1()
+    for folder in (Path(__file__).parent, *map(Path, retainlint.rules.__path__)):
+        for path in sorted(folder.rglob("*.py")):
+            h.update(path.relative_to(folder).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 class _PickleFile:
@@ -46,10 +62,11 @@ class _PickleFile:
         try:
             with open(self.file, "rb") as f:
                 loaded = pickle.load(f)
-            if isinstance(loaded, dict):
+            if isinstance(loaded, dict) and loaded.get(_CODE) == code_digest():
                 self.entries = loaded
         except Exception:  # noqa: BLE001 - any unreadable cache is a miss
             self.entries = {}
+        self.entries[_CODE] = code_digest()
         self.dirty = False
 
 

@@ -24,6 +24,7 @@ from typing import Callable, Hashable, Iterable, Iterator, Optional
 
 from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES
 from retainlint.imports import absolute_import
+from retainlint.nodes import OWNERS, FileNodes
 
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
 # maxsize defaults to 128 for these; functools.cache is unbounded.
@@ -64,6 +65,8 @@ class FileSummary:
     classes: dict[str, ClassSummary]
     functions: dict[str, FunctionSummary]
     bound_calls: dict[str, list[int]] = field(default_factory=dict)
+    # rule code -> what its `Rule.scan` found here (rules whose triggers the file has)
+    scans: dict[str, object] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=4096)
@@ -110,6 +113,7 @@ def _dotted(node: ast.AST) -> Optional[str]:
 
 
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_OWNER_KINDS = frozenset(OWNERS)
 _IMPORTS = (ast.Import, ast.ImportFrom)
 
 
@@ -139,9 +143,10 @@ class _Summarizer:
     """One pass over the tree collects the raw nodes; names are qualified afterwards, when
     every import is known. (`ast.walk` per question was four times slower.)"""
 
-    def __init__(self, path: str, tree: ast.Module, source: str) -> None:
+    def __init__(self, path: str, tree: ast.Module, source: str, data: bytes = b"") -> None:
         self.path = path
         self.source = source
+        self.nodes = FileNodes(tree, data)
         self.module = module_name(path)
         self.is_package = os.path.basename(path).startswith("__init__.")
         self.imports: dict[str, str] = {}
@@ -171,11 +176,14 @@ class _Summarizer:
                                         f"{base}.{alias.name}" if base else alias.name)
 
     def _scan(self) -> None:
-        # (node, the summarized function it is in, inside a logger class, is a method)
-        stack: list[tuple[ast.AST, Optional[_Body], bool, bool]] = [
-            (n, None, False, False) for n in reversed(self.tree.body)]
+        # (node, the summarized function it is in, inside a logger class, is a method,
+        #  the innermost function/class/lambda around it)
+        nodes = self.nodes
+        stack: list[tuple[ast.AST, Optional[_Body], bool, bool, Optional[ast.AST]]] = [
+            (n, None, False, False, None) for n in reversed(self.tree.body)]
         while stack:
-            node, body, in_logger, is_method = stack.pop()
+            node, body, in_logger, is_method, owner = stack.pop()
+            nodes.add(node, owner)
             kind = type(node)
             if kind is ast.Call:
                 if not in_logger:
@@ -198,10 +206,10 @@ class _Summarizer:
                 if body is None and (node in self.tree.body or is_method):
                     inner = self.bodies[id(node)] = _Body(node)
                     for d in node.decorator_list:
-                        stack.append((d, None, in_logger, False))
-                    stack.append((node.args, None, in_logger, False))
+                        stack.append((d, None, in_logger, False, node))
+                    stack.append((node.args, None, in_logger, False, node))
                     for statement in reversed(node.body):
-                        stack.append((statement, inner, in_logger, False))
+                        stack.append((statement, inner, in_logger, False, node))
                     continue
                 if body is not None:
                     body.defs.append(node)
@@ -210,14 +218,13 @@ class _Summarizer:
                     self.qualify(b) in ("logging.Logger", "logging.LoggerAdapter") for b in node.bases)
                 top = body is None and node in self.tree.body
                 for child in reversed(node.body):
-                    stack.append((child, body, logger, top))
+                    stack.append((child, body, logger, top, node))
                 for child in (*node.bases, *node.keywords, *node.decorator_list):
-                    stack.append((child, body, in_logger, False))
+                    stack.append((child, body, in_logger, False, node))
                 continue
-            elif kind is ast.Module or kind is ast.Expression:
-                pass
+            inner_owner = node if kind in _OWNER_KINDS else owner
             for child in _children(node):
-                stack.append((child, body, in_logger, False))
+                stack.append((child, body, in_logger, False, inner_owner))
 
     @staticmethod
     def _self_assign(body: _Body, target: ast.AST, value: ast.AST) -> None:
@@ -401,7 +408,19 @@ def summarize(path: str, data: bytes) -> Optional[FileSummary]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     # absolute: summaries are cached and shared, whatever the current directory
-    return _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace")).summary()
+    summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
+    summary = summarizer.summary()
+    summary.scans = _scans(summarizer.nodes)
+    return summary
+
+
+def _scans(nodes: FileNodes) -> dict[str, object]:
+    """Every rule's structural prefilter facts, for the rules whose triggers are here
+    (for all rules, whichever are selected: summaries are cached across runs)."""
+    from retainlint.registry import all_rules  # the rules import this module
+
+    return {rule.code: rule.scan(nodes) for rule in all_rules()
+            if rule.scans and any(t.encode() in nodes.source for t in rule.triggers)}
 
 
 @dataclass

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from retainlint.config import Settings
     from retainlint.index import ProjectIndex
     from retainlint.context import FileContext
+    from retainlint.nodes import FileNodes
 
 
 @dataclass
@@ -68,10 +69,24 @@ class Rule:
     valid: ClassVar[list] = []
     invalid: ClassVar[list[Example]] = []
 
+    # Does this rule define `scan`? (Its result is then in `data.summary.scans[code]`.)
+    scans: ClassVar[bool] = False
+
+    @classmethod
+    def scan(cls, nodes: "FileNodes") -> object:
+        """Structural prefilter facts, gathered from the file's `ast` while the project
+        is indexed, only for files holding one of `triggers`: small, picklable, and
+        independent of settings (summaries are cached across runs and configurations).
+        A rule that defines it sets `scans = True`; `might_match` reads the result from
+        `data.summary.scans[cls.code]` (`data.summary` is None for a file `ast` cannot
+        parse: decide from the bytes alone then)."""
+        return None
+
     @classmethod
     def might_match(cls, data: bytes, settings: "Settings", index: "ProjectIndex") -> bool:
-        """A cheap test on the raw bytes: False means the file is not parsed for this
-        rule. By default, does the file contain one of the trigger tokens?"""
+        """A cheap test: False means the file is not parsed for this rule. It must be
+        True for every file the rule reports something in. By default, does the file
+        contain one of the trigger tokens?"""
         return any(token.encode() in data for token in cls.triggers)
 
     def __init__(self, ctx: "FileContext") -> None:

@@ -1,0 +1,55 @@
+"""A file's `ast`, indexed by node type, for rules' structural prefilters (`Rule.scan`).
+
+Filled by the project index's one pass over every file (the file is parsed with `ast`
+there anyway), so a rule can ask "is there a `del self.x` in a method named `close`?"
+without a walk of its own, and a file that cannot match is never parsed by libcst."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from typing import Iterator, Optional
+
+# Nodes that open a scope: `owner(node)` is the innermost one around a node.
+OWNERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+class FileNodes:
+    """Every node of the file except leaves (`Name`, `Constant`, `alias`, operators,
+    contexts, `pass`/`break`/`continue`: read those from their parents), by type, and the
+    innermost function, class or lambda around each (None at module level). Decorators
+    and default values count as inside the definition they decorate."""
+
+    def __init__(self, tree: ast.Module, source: bytes) -> None:
+        self.tree = tree
+        self.source = source
+        self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        self._owner: dict[int, Optional[ast.AST]] = {}
+
+    def add(self, node: ast.AST, owner: Optional[ast.AST]) -> None:
+        self._by_type[type(node)].append(node)
+        self._owner[id(node)] = owner
+
+    def of(self, *kinds: type) -> list[ast.AST]:
+        """The nodes of these exact types, in no particular order."""
+        if len(kinds) == 1:
+            return self._by_type.get(kinds[0], [])
+        return [n for kind in kinds for n in self._by_type.get(kind, ())]
+
+    def owner(self, node: ast.AST) -> Optional[ast.AST]:
+        return self._owner.get(id(node))
+
+    def owners(self, node: ast.AST) -> Iterator[ast.AST]:
+        """The functions, classes and lambdas around `node`, innermost first."""
+        owner = self._owner.get(id(node))
+        while owner is not None:
+            yield owner
+            owner = self._owner.get(id(owner))
+
+    def method_of(self, node: ast.AST) -> Optional[tuple[ast.ClassDef, ast.AST]]:
+        """(class, method) when the innermost function around `node` is a method."""
+        fn = next((o for o in self.owners(node) if not isinstance(o, ast.Lambda)), None)
+        if fn is None or isinstance(fn, ast.ClassDef):
+            return None
+        cls = self._owner.get(id(fn))
+        return (cls, fn) if isinstance(cls, ast.ClassDef) else None

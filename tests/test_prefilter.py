@@ -1,0 +1,68 @@
+"""The prefilter (bytes, then the `ast` facts of `Rule.scan`) decides which files are
+parsed at all: it must never hide a finding. Every rule's invalid examples pass it, and
+over every fixture folder a run with the prefilter reports exactly what linting every
+file without it reports."""
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from retainlint.config import Settings, settings_from_table
+from retainlint.index import ProjectIndex, summarize
+from retainlint.lint import lint_bytes, rules_triggered
+from retainlint.registry import all_rules
+from retainlint.runner import Mode, build_index, run
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+RULES = {r.code: r for r in all_rules()}
+
+EXAMPLES = [
+    pytest.param(rule, i, ex, id=f"{rule.code}-invalid-{i}")
+    for rule in all_rules() for i, ex in enumerate(rule.invalid)
+]
+
+
+@pytest.mark.parametrize("rule,i,example", EXAMPLES)
+def test_invalid_examples_pass_the_prefilter(rule, i, example):
+    source = textwrap.dedent(example if isinstance(example, str) else example.code).encode()
+    settings = Settings(**getattr(example, "settings", {}))
+    summary = summarize("example.py", source)
+    assert summary is not None
+    index = ProjectIndex([summary], settings.heavy_types)
+    assert rule in rules_triggered(source, [rule], settings, index, "example.py")
+
+
+def _groups(folder: Path):
+    """(settings, files) checked together: the plain files, and each case with a .toml."""
+    plain, own = [], []
+    for path in sorted(folder.rglob("*.py")):
+        if ".fixed" in path.name or any(".fixed" in part for part in path.parts):
+            continue
+        toml = path.with_suffix(".toml")
+        if toml.exists():
+            own.append((settings_from_table(tomllib.loads(toml.read_text()), toml), [path]))
+        else:
+            plain.append(path)
+    return ([(Settings(), plain)] if plain else []) + own
+
+
+@pytest.mark.parametrize("folder", sorted(p for p in FIXTURES.glob("RL*") if p.is_dir()),
+                         ids=lambda p: p.name)
+def test_prefilter_hides_no_fixture_finding(folder):
+    rule = RULES[folder.name]
+    for settings, files in _groups(folder):
+        paths = [str(p) for p in files]
+        index = build_index(paths, settings, jobs=1)
+        everything = sorted(
+            (f.path, f.start.line, f.code)
+            for p in paths
+            for f in lint_bytes(p, Path(p).read_bytes(), [rule], settings, index=index).findings)
+        prefiltered = run(paths, [rule.code], settings, Mode(), jobs=1).findings
+        assert sorted((f.path, f.start.line, f.code) for f in prefiltered) == everything
