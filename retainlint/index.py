@@ -14,6 +14,7 @@ functions. Per-file summaries are plain data so they can cross process boundarie
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import importlib
 import os
@@ -599,28 +600,42 @@ class ProjectIndex:
         assigned a tensor factory's result, a heavy class instance, or the result of a
         function annotated to return one), through any chain of project classes."""
         heavy: set[str] = set()
-
-        def makes_heavy(callee: str) -> bool:
-            resolved = self.resolve(callee)
-            if callee in TENSOR_FACTORIES or resolved in TENSOR_FACTORIES:
-                return True
-            if self._heavy_builtin(callee) or self._heavy_builtin(resolved) or resolved in heavy:
-                return True
-            f = self.functions.get(resolved or "")
-            return f is not None and any(
-                self._heavy_builtin(r) or self.resolve(r) in heavy for r in f.returns)
-
-        changed = True
-        while changed:
-            changed = False
-            for name, cls in self.classes.items():
-                if name in heavy:
-                    continue
-                if any(self._heavy_builtin(b) or self._heavy_builtin(r) or r in heavy
-                       for b in cls.bases for r in (self.resolve(b),)) or any(
-                        makes_heavy(c) for makers in cls.attributes.values() for c in makers):
+        # Names are resolved once per class; heaviness then spreads from the classes that
+        # are heavy by themselves to those that depend on them (bases, makers, returns).
+        dependents: dict[str, list[str]] = {}
+        for name, cls in dict.items(self.classes):
+            depends: set[str] = set()
+            for base in cls.bases:
+                resolved = self.resolve(base)
+                if self._heavy_builtin(base) or self._heavy_builtin(resolved):
                     heavy.add(name)
-                    changed = True
+                    break
+                depends.add(resolved)
+            else:
+                for callee in {c for makers in cls.attributes.values() for c in makers}:
+                    resolved = self.resolve(callee)
+                    if (callee in TENSOR_FACTORIES or resolved in TENSOR_FACTORIES
+                            or self._heavy_builtin(callee) or self._heavy_builtin(resolved)):
+                        heavy.add(name)
+                        break
+                    depends.add(resolved)
+                    f = dict.get(self.functions, resolved or "")
+                    for r in f.returns if f is not None else ():
+                        if self._heavy_builtin(r):
+                            heavy.add(name)
+                            break
+                        depends.add(self.resolve(r))
+                    if name in heavy:
+                        break
+            if name not in heavy:
+                for d in depends:
+                    dependents.setdefault(d, []).append(name)
+        work = list(heavy)
+        while work:
+            for name in dependents.get(work.pop(), ()):
+                if name not in heavy:
+                    heavy.add(name)
+                    work.append(name)
         return frozenset(heavy)
 
     def _heavy_builtin(self, qualified: Optional[str]) -> bool:
@@ -661,28 +676,41 @@ class ProjectIndex:
         return frozenset(q.rsplit(".", 1)[1].encode() for q in self.cache_decorators)
 
     def _gc_effects(self) -> tuple[frozenset[str], frozenset[str]]:
-        # (qualified name, summary, last components of what it calls)
-        functions = [(q, f, {c.rpartition(".")[2] for c in f.calls})
-                     for q, f in dict.items(self.functions)]
+        # Every function's called names in one string: a substring search (in C) finds
+        # the few functions that may call a name before any call is resolved.
+        functions = list(dict.items(self.functions))
+        starts, chunks, at = [], [], 0
+        for _, f in functions:
+            chunk = "\0" + "\0".join(f.calls) + "\0"
+            starts.append(at)
+            chunks.append(chunk)
+            at += len(chunk)
+        called = "".join(chunks)
 
-        def calls_one_of(f: FunctionSummary, last: set[str], targets: set[str],
-                         names: set[str]) -> bool:
-            # Resolving is the costly part: only calls whose last name could match.
-            hit = last & names
-            return bool(hit) and any(c.rpartition(".")[2] in hit and self.resolve(c) in targets
-                                     for c in f.calls)
+        def callers_of(last: str) -> Iterator[tuple[str, FunctionSummary]]:
+            for needle in ("\0" + last + "\0", "." + last + "\0"):
+                at = called.find(needle)
+                while at != -1:
+                    yield functions[bisect.bisect_right(starts, at) - 1]
+                    at = called.find(needle, at + 1)
 
         def closure(seed: str) -> set[str]:
             """Functions calling `seed`, then module-level functions calling those, ..."""
-            first = {seed.rpartition(".")[2]}
-            found = {q for q, f, last in functions if calls_one_of(f, last, {seed}, first)}
-            while True:
-                names = {q.rpartition(".")[2] for q in found}
-                more = {q for q, f, last in functions if q not in found and not f.is_method
-                        and calls_one_of(f, last, found, names)}
-                if not more:
-                    return found
+            found: set[str] = set()
+            targets = {seed}
+            while targets:
+                lasts = {t.rpartition(".")[2] for t in targets}
+                more = set()
+                for last in lasts:
+                    for q, f in callers_of(last):
+                        if q in found or q in more or (seed not in targets and f.is_method):
+                            continue  # past the first step, only module-level functions
+                        if any(c.rpartition(".")[2] in lasts and self.resolve(c) in targets
+                               for c in f.calls):
+                            more.add(q)
                 found |= more
+                targets = more
+            return found
 
         unfreezers = closure(GC_UNFREEZE)
         freezers = {q for q in closure(GC_FREEZE) if q not in unfreezers}
