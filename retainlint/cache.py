@@ -71,16 +71,28 @@ class _PickleFile:
 
 
 class SummaryCache(_PickleFile):
+    """Summaries are stored pickled one by one, and unpickled only when asked for: a run
+    that needs a few (the files that changed) does not pay for all of them."""
+
     kind = "index"
 
     def get(self, path: str, data: bytes) -> Optional[object]:
+        """The summary of this content of `path` (False: it does not parse), or None."""
         entry = self.entries.get(os.path.abspath(path))
         if entry is not None and entry[0] == self._key(path, data):
-            return entry[1]
+            return pickle.loads(entry[1]) if entry[1] else False
         return None
 
+    def last(self, path: str) -> Optional[object]:
+        """The summary stored for `path`, whatever content it was made from."""
+        entry = self.entries.get(os.path.abspath(path))
+        if entry is None:
+            return None
+        return pickle.loads(entry[1]) if entry[1] else False
+
     def put(self, path: str, data: bytes, summary: object) -> None:
-        self.entries[os.path.abspath(path)] = (self._key(path, data), summary)
+        blob = pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL) if summary else b""
+        self.entries[os.path.abspath(path)] = (self._key(path, data), blob)
         self.dirty = True
 
     @staticmethod
@@ -91,6 +103,18 @@ class SummaryCache(_PickleFile):
     def save(self) -> None:
         if self.dirty:
             _store(self.directory, self.file, self.entries)
+
+
+class RunCache(_PickleFile):
+    """The last cacheable run as a whole, small enough to load first: `paths` (as given),
+    `config`, `digests` (absolute path -> content and module name), `findings` (path ->
+    its findings; files without any left out) and `depends` (absolute path -> the other
+    files its findings consulted, absolute)."""
+
+    kind = "run"
+
+    def save(self) -> None:
+        _store(self.directory, self.file, self.entries)
 
 
 @dataclass

@@ -77,16 +77,25 @@ def _is_package_dir(directory: str) -> bool:
 
 def module_name(path: str) -> str:
     """`pkg.sub.mod` for pkg/sub/mod.py, walking up while directories are packages."""
-    path = os.path.abspath(path)
-    directory, filename = os.path.split(path)
+    directory, filename = os.path.split(os.path.abspath(path))
     stem = filename.rsplit(".", 1)[0]
-    parts = [] if stem == "__init__" else [stem]
-    while _is_package_dir(directory):
-        directory, name = os.path.split(directory)
-        parts.append(name)
-        if not name:
-            break
-    return ".".join(reversed(parts)) or stem
+    package = _package_name(directory)
+    if stem == "__init__":
+        return package or stem
+    return f"{package}.{stem}" if package else stem
+
+
+@lru_cache(maxsize=4096)
+def _package_name(directory: str) -> str:
+    """The dotted package a directory is ("" when it is not a package): one walk up per
+    directory, however many files it holds."""
+    if not _is_package_dir(directory):
+        return ""
+    parent, name = os.path.split(directory)
+    if not name:
+        return ""
+    above = _package_name(parent)
+    return f"{above}.{name}" if above else name
 
 
 # Attributes that are methods on any nn.Module / callable: `model.forward` is bound.

@@ -17,7 +17,7 @@ from typing import Callable, Optional, Sequence
 from retainlint import fixer
 from retainlint.config import Settings
 from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity
-from retainlint.cache import Entry, FindingsCache, SummaryCache, config_key, digest
+from retainlint.cache import Entry, FindingsCache, RunCache, SummaryCache, config_key, digest
 from retainlint.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
 from retainlint.lint import FileResult, lint_bytes, parse, rules_triggered, source_error
 from retainlint.registry import all_rules
@@ -311,29 +311,101 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
     jobs = jobs or os.cpu_count() or 1
-    read = list(readable)
-    results = None
-    if cache_dir is not None and not (mode.fix or mode.diff) and rules:
-        results = FindingsCache(cache_dir)
-        # A file's identity is its content and its module name (an `__init__.py` deleted
-        # elsewhere renames it, and every lookup of its names).
-        digests = {os.path.abspath(p): f"{digest(d)} {module_name(p)}" for p, d in readable.items()}
-        config = config_key(settings, [r.code for r in rules], mode.edits)
-        tree = digest(repr((config, sorted(readable), sorted(digests.items()))).encode())
-        if results.entries.get(_TREE) == tree:  # nothing changed since the last run
-            cached = [FileOutcome(p, list(results.entries[p].findings)) for p in readable]
-            return _result(paths, outcomes + cached, 0)
-    index = (build_index(list(readable), settings, jobs, readable,
-                         SummaryCache(cache_dir) if cache_dir is not None else None, progress)
-             if rules and readable else ProjectIndex([]))
-    if results is not None:
-        facts = index.fingerprint()
-        for path in list(readable):
-            found = results.get(path, digests[os.path.abspath(path)], config, facts, index, digests)
-            if found is not None:
-                outcomes.append(FileOutcome(path, list(found)))
-                del readable[path]
-    # A cheap substring scan decides which files are parsed at all.
+    if cache_dir is None or mode.fix or mode.diff or not rules:
+        return _result(paths, outcomes + _run_uncached(readable, codes, rules, settings, mode,
+                                                       jobs, progress))
+    # A file's identity is its content and its module name (an `__init__.py` deleted
+    # elsewhere renames it, and every lookup of its names).
+    digests = {os.path.abspath(p): f"{digest(d)} {module_name(p)}" for p, d in readable.items()}
+    config = config_key(settings, [r.code for r in rules], mode.edits)
+    last = RunCache(cache_dir)
+    found = _since_last_run(last, readable, digests, config, codes, rules, settings, mode,
+                            jobs, cache_dir)
+    if found is None:
+        found = _run_cached(readable, digests, config, codes, rules, settings, mode, jobs,
+                            cache_dir, progress)
+    crashed = any(f.code == INTERNAL_ERROR[0] for o in found for f in o.findings)
+    last.entries.update(  # a crash is not a result to keep: the next run starts afresh
+        paths=sorted(readable), config=None if crashed else config, digests=digests,
+        findings={o.path: o.findings for o in found if o.findings},
+        depends={os.path.abspath(o.path): sorted(o.consulted.files)
+                 for o in found if o.consulted is not None and o.consulted.files})
+    last.save()
+    return _result(paths, outcomes + found)
+
+
+# Past this many changed files, the last run is not worth patching.
+FEW_CHANGED = 16
+
+
+def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[str, str],
+                    config: str, codes, rules, settings: Settings, mode: Mode, jobs: int,
+                    cache_dir: Path) -> Optional[list[FileOutcome]]:
+    """The last run's outcomes brought up to date without validating every file, or None.
+    Nothing changed: its findings. A few files changed but not what the index knows of
+    them: the project index is the same, so only those files, and the files whose
+    findings consulted them, can have other findings."""
+    if last.entries.get("config") != config or last.entries.get("paths") != sorted(readable):
+        return None
+    before: dict[str, str] = last.entries["digests"]
+    findings: dict[str, list[Finding]] = last.entries["findings"]
+    depends: dict[str, list[str]] = last.entries["depends"]
+    changed = {p for p in readable if before.get(os.path.abspath(p)) != digests[os.path.abspath(p)]}
+    kept = lambda p: FileOutcome(p, list(findings.get(p, ())),  # noqa: E731
+                                 consulted=Consulted(dict.fromkeys(depends.get(os.path.abspath(p), ()))))
+    if not changed:
+        return [kept(p) for p in readable]
+    if len(changed) > FEW_CHANGED:
+        return None
+    summaries = SummaryCache(cache_dir)
+    for p in changed:
+        now = summarize(p, readable[p])
+        if summaries.last(p) != (now or False):
+            return None
+        summaries.put(p, readable[p], now or False)
+    summaries.save()
+    changed_paths = {os.path.abspath(p) for p in changed}
+    again = [p for p in readable if p in changed
+             or not changed_paths.isdisjoint(depends.get(os.path.abspath(p), ()))]
+    index = build_index(list(readable), settings, jobs, readable, summaries)
+    fresh = _prefilter_and_check({p: readable[p] for p in again}, codes, rules, settings,
+                                 mode, index, jobs, None)
+    for o in fresh:
+        if o.consulted is not None:
+            own = os.path.abspath(o.path)
+            o.consulted.files = {p: digests.get(p) for p in o.consulted.files if p != own}
+    return [kept(p) for p in readable if p not in set(again)] + fresh
+
+
+def _run_uncached(readable, codes, rules, settings, mode, jobs, progress) -> list[FileOutcome]:
+    index = build_index(list(readable), settings, jobs, readable, None, progress) \
+        if rules and readable else ProjectIndex([])
+    return _prefilter_and_check(readable, codes, rules, settings, mode, index, jobs, progress)
+
+
+def _run_cached(readable, digests, config, codes, rules, settings, mode, jobs, cache_dir,
+                progress) -> list[FileOutcome]:
+    """Per file: reuse the cached findings while nothing they depend on changed."""
+    results = FindingsCache(cache_dir)
+    index = build_index(list(readable), settings, jobs, readable, SummaryCache(cache_dir), progress)
+    facts = index.fingerprint()
+    reused, left = [], {}
+    for path, data in readable.items():
+        found = results.get(path, digests[os.path.abspath(path)], config, facts, index, digests)
+        if found is not None:
+            entry = results.entries[path]
+            reused.append(FileOutcome(path, list(found), consulted=entry.consulted))
+        else:
+            left[path] = data
+    fresh = _prefilter_and_check(left, codes, rules, settings, mode, index, jobs, progress)
+    _remember(results, fresh, digests, config, facts)
+    results.save()
+    return reused + fresh
+
+
+def _prefilter_and_check(readable: dict[str, bytes], codes, rules, settings: Settings, mode: Mode,
+                         index: ProjectIndex, jobs: int, progress) -> list[FileOutcome]:
+    # A cheap test decides which files are parsed at all.
     to_check, skipped = [], []
     for p, data in readable.items():
         with index.recording() as consulted:
@@ -342,31 +414,19 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
             to_check.append(p)
         else:
             skipped.append(FileOutcome(p, consulted=consulted))
-    del readable
     checked = _check_all(to_check, codes, settings, mode, index, jobs, progress)
     fixed = sum(o.fixed for o in checked)
     if mode.fix and fixed:
         # Fixes may change what other files see (a cached function made uncached), so
         # what remains is reported from a fresh look at the whole tree.
-        index = build_index(list(paths), settings, jobs)
+        index = build_index(list(readable), settings, jobs)
         again = {o.path: o for o in _check_all(to_check, codes, settings,
                                                Mode(edits=mode.edits), index, jobs)}
         for o in checked:
             fresh = again[o.path].findings
             crashed = [f for f in o.findings if f.code == INTERNAL_ERROR[0] and f not in fresh]
             o.findings = fresh + o.fix_errors + crashed
-    outcomes.extend(checked)
-    outcomes.extend(skipped)
-    if results is not None:
-        _remember(results, checked + skipped, digests, config, facts)
-        complete = all((e := results.entries.get(p)) is not None and e.config == config
-                       and e.digest == digests[os.path.abspath(p)] for p in read)
-        results.entries[_TREE] = tree if complete else None
-        results.save()
-    return _result(paths, outcomes, fixed)
-
-
-_TREE = "<tree>"  # the findings cache's digest of the whole last run
+    return checked + skipped
 
 
 def _remember(results: FindingsCache, outcomes: list[FileOutcome], digests: dict[str, str],
@@ -379,7 +439,7 @@ def _remember(results: FindingsCache, outcomes: list[FileOutcome], digests: dict
         results.put(o.path, Entry(digests[own], config, facts, o.consulted, o.findings))
 
 
-def _result(paths: Sequence[str], outcomes: list[FileOutcome], fixed: int) -> RunResult:
+def _result(paths: Sequence[str], outcomes: list[FileOutcome]) -> RunResult:
     findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
     diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
-    return RunResult(len(paths), findings, fixed, diffs)
+    return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs)

@@ -121,3 +121,70 @@ def test_unreadable_or_corrupt_cache_is_a_miss(tmp_path):
         pickle_file.write_bytes(b"not a pickle")
     again = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
     assert again.returncode == 1 and again.stdout == first.stdout
+
+
+def test_an_edit_the_index_does_not_see_relints_that_file_alone(tmp_path, monkeypatch):
+    """A comment or a changed constant leaves the project index as it was: the re-run
+    lints the edited file (and the files that consulted it), and reports what a run
+    without the cache reports - including a new finding in the edited file."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text("import torch\n\nclass Net(torch.nn.Module):\n    pass\n")
+    (pkg / "registry.py").write_text(textwrap.dedent("""\
+        from pkg.model import Net
+
+        _by_model: dict[Net, int] = {}
+
+        def remember(net: Net, n: int):
+            _by_model[net] = n
+        """))
+    for i in range(4):
+        (pkg / f"other{i}.py").write_text(f"VALUE_{i} = {i}\n")
+    cache = tmp_path / "cache"
+    linted: list[str] = []
+    check_all = runner._check_all
+
+    def spy(paths, *args):
+        linted.extend(Path(p).name for p in paths)
+        return check_all(paths, *args)
+
+    monkeypatch.setattr(runner, "_check_all", spy)
+    validated: list[int] = []  # runs that loaded the per-file cache to validate every file
+    findings_cache = runner.FindingsCache
+    monkeypatch.setattr(runner, "FindingsCache",
+                        lambda *a: validated.append(1) or findings_cache(*a))
+    first = _run(tmp_path, cache)
+    assert [(Path(f.path).name, f.code) for f in first.findings] == [("registry.py", "RL301")]
+
+    with open(pkg / "other2.py", "a") as f:
+        f.write("# a comment\n")
+    linted.clear()
+    validated.clear()
+    assert _run(tmp_path, cache).findings == first.findings
+    assert linted == [] and validated == []  # other2.py: nothing can match it or depends on it
+
+    (pkg / "model.py").write_text("import torch\n\nclass Net(torch.nn.Module):\n    pass  # edited\n")
+    linted.clear()
+    assert _run(tmp_path, cache).findings == first.findings
+    # registry.py looked Net up there; model.py itself is one no rule can match
+    assert linted == ["registry.py"] and validated == []
+    assert _run(tmp_path, None).findings == first.findings
+
+    # A finding appears in the edited file; the index still sees the same file.
+    (pkg / "other1.py").write_text(textwrap.dedent("""\
+        import gc
+        VALUE_1 = 1
+
+        def main():
+            gc.freeze()
+        """))
+    _run(tmp_path, cache)
+    (pkg / "other1.py").write_text(textwrap.dedent("""\
+        import gc
+        VALUE_1 = 2
+
+        def main():
+            gc.freeze()
+        """))
+    assert _run(tmp_path, cache).findings == _run(tmp_path, None).findings
