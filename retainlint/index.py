@@ -445,10 +445,13 @@ class Consulted:
 class _Recorded(dict):
     """A lookup table of the index that, while a lint is recorded, notes which files'
     facts were consulted (values carry their `path`; `modules` and `files` values are
-    file summaries)."""
+    file summaries). In an index restored from a snapshot, an entry is loaded with its
+    file's summary the first time it is looked up (`pending`: key -> that file)."""
 
     log: Optional[Consulted] = None
     name: str = ""
+    pending: Optional[dict[str, str]] = None
+    load: Optional[Callable[[Optional[str]], None]] = None  # a file's summary; None: all
 
     def _note(self, key, value) -> None:
         if value is None:
@@ -456,48 +459,68 @@ class _Recorded(dict):
         else:
             self.log.files.setdefault(value.path, None)
 
-    def get(self, key, default=None):
+    def _value(self, key):
         value = dict.get(self, key)
+        if value is None and self.pending:
+            path = self.pending.get(key)
+            if path is not None:
+                self.load(path)
+                value = dict.get(self, key)
+        return value
+
+    def _complete(self) -> None:
+        if self.pending:
+            self.load(None)
+
+    def get(self, key, default=None):
+        value = self._value(key)
         if self.log is not None:
             self._note(key, value)
         return default if value is None else value
 
     def __getitem__(self, key):
-        value = dict.__getitem__(self, key)
+        value = self._value(key)
         if self.log is not None:
             self._note(key, value)
+        if value is None:
+            raise KeyError(key)
         return value
 
     def __contains__(self, key) -> bool:
-        value = dict.get(self, key)
+        value = self._value(key)
         if self.log is not None:
             self._note(key, value)
         return value is not None
 
     def __iter__(self):
+        self._complete()
         if self.log is not None:
             self.log.everything = True
         return dict.__iter__(self)
 
     def items(self):
+        self._complete()
         if self.log is not None:
             self.log.everything = True
         return dict.items(self)
 
     def values(self):
+        self._complete()
         if self.log is not None:
             self.log.everything = True
         return dict.values(self)
 
 
+_TABLES = ("files", "modules", "classes", "functions")
+# Derived facts a snapshot carries, so that a restored index need not recompute them.
+_FACTS = ("heavy_types", "bound_callers", "heavy_classes", "cache_decorators", "freezers",
+          "unfreezers", "heavy_names", "cached_names")
+
+
 class ProjectIndex:
     def __init__(self, summaries: Iterable[FileSummary], heavy_types: Iterable[str] = ()) -> None:
-        self.files: dict[str, FileSummary] = _Recorded()
-        self.modules: dict[str, FileSummary] = _Recorded()
-        self.classes: dict[str, ClassSummary] = _Recorded()
-        self.functions: dict[str, FunctionSummary] = _Recorded()
-        for name in ("files", "modules", "classes", "functions"):
-            getattr(self, name).name = name
+        self._tables()
+        self._fingerprint: Optional[str] = None
         for s in summaries:
             self.files[os.path.abspath(s.path)] = s
             self.modules.setdefault(s.module, s)
@@ -522,6 +545,63 @@ class ProjectIndex:
         self.cached_names = frozenset(  # cached module-level functions
             f.qualname.rsplit(".", 1)[1].encode() for f in self.functions.values()
             if not f.is_method and any(self.is_cache_decorator(d) for d in f.decorators))
+
+    def _tables(self) -> None:
+        self.files: dict[str, FileSummary] = _Recorded()
+        self.modules: dict[str, FileSummary] = _Recorded()
+        self.classes: dict[str, ClassSummary] = _Recorded()
+        self.functions: dict[str, FunctionSummary] = _Recorded()
+        for name in _TABLES:
+            getattr(self, name).name = name
+
+    # -- snapshots: the same index again without reading every summary ---------------
+    def snapshot(self) -> dict:
+        """Plain data from which `restore` rebuilds this index: the derived facts, and
+        which file's summary holds each table entry."""
+        holders: dict[str, list[tuple[str, str]]] = {}
+        for name in _TABLES:
+            for key, value in dict.items(getattr(self, name)):
+                holders.setdefault(value.path, []).append((name, key))
+        facts = {name: getattr(self, name) for name in _FACTS}
+        return {"facts": facts, "holders": holders, "fingerprint": self.fingerprint()}
+
+    @classmethod
+    def restore(cls, snapshot: dict, summary_of: Callable[[str], Optional[FileSummary]]) -> "ProjectIndex":
+        """The index `snapshot` was taken of, given each file's summary on demand (only
+        the files whose entries are looked up are read; iterating a table reads all)."""
+        index = cls.__new__(cls)
+        index._tables()
+        for name, value in snapshot["facts"].items():
+            setattr(index, name, value)
+        index._fingerprint = snapshot["fingerprint"]
+        holders: dict[str, list[tuple[str, str]]] = snapshot["holders"]
+        for name in _TABLES:
+            table = getattr(index, name)
+            table.pending = {}
+            table.load = lambda path: index._load(path, holders, summary_of)
+        for path, entries in holders.items():
+            for name, key in entries:
+                getattr(index, name).pending[key] = path
+        return index
+
+    def _load(self, path: Optional[str], holders, summary_of) -> None:
+        for path in ([path] if path is not None else list({p for name in _TABLES
+                                                         for p in getattr(self, name).pending.values()})):
+            summary = summary_of(path)
+            if summary is None:
+                raise RuntimeError(f"{path}: its summary is missing from the cache")
+            found = {"files": {os.path.abspath(summary.path): summary}, "modules": {summary.module: summary},
+                     "classes": {}, "functions": {}}
+            for c in summary.classes.values():
+                found["classes"][c.qualname] = c
+                for m in c.methods.values():
+                    found["functions"][m.qualname] = m
+            for f in summary.functions.values():
+                found["functions"][f.qualname] = f
+            for name, key in holders.get(path, ()):
+                table = getattr(self, name)
+                if table.pending.pop(key, None) is not None:
+                    dict.__setitem__(table, key, found[name][key])
 
     # -- what a file's findings depend on (for the result cache) -----------------
     @contextmanager
@@ -575,6 +655,11 @@ class ProjectIndex:
 
     def fingerprint(self) -> str:
         """A digest of the project-wide facts that any file's findings may depend on."""
+        if self._fingerprint is None:
+            self._fingerprint = self._facts_digest()
+        return self._fingerprint
+
+    def _facts_digest(self) -> str:
         cached = sorted((q, f.bounded) for q, f in dict.items(self.functions)
                         if any(self.is_cache_decorator(d) for d in f.decorators))
         callers = sorted((q, sorted(self.bound_callers.get(q, ()))) for q, _ in cached)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import multiprocessing
 import os
+import pickle
 import signal
 import threading
 from contextlib import contextmanager
@@ -320,10 +321,11 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     config = config_key(settings, [r.code for r in rules], mode.edits)
     last = RunCache(cache_dir)
     found = _since_last_run(last, readable, digests, config, codes, rules, settings, mode,
-                            jobs, cache_dir)
+                            cache_dir)
     if found is None:
-        found = _run_cached(readable, digests, config, codes, rules, settings, mode, jobs,
-                            cache_dir, progress)
+        found, snapshot = _run_cached(readable, digests, config, codes, rules, settings, mode,
+                                      jobs, cache_dir, progress)
+        last.entries["index"] = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
     crashed = any(f.code == INTERNAL_ERROR[0] for o in found for f in o.findings)
     last.entries.update(  # a crash is not a result to keep: the next run starts afresh
         paths=sorted(readable), config=None if crashed else config, digests=digests,
@@ -334,12 +336,12 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     return _result(paths, outcomes + found)
 
 
-# Past this many changed files, the last run is not worth patching.
-FEW_CHANGED = 16
+# Past this many files to re-lint, the last run is not worth patching.
+FEW_CHANGED = 64
 
 
 def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[str, str],
-                    config: str, codes, rules, settings: Settings, mode: Mode, jobs: int,
+                    config: str, codes, rules, settings: Settings, mode: Mode,
                     cache_dir: Path) -> Optional[list[FileOutcome]]:
     """The last run's outcomes brought up to date without validating every file, or None.
     Nothing changed: its findings. A few files changed but not what the index knows of
@@ -355,7 +357,10 @@ def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[st
                                  consulted=Consulted(dict.fromkeys(depends.get(os.path.abspath(p), ()))))
     if not changed:
         return [kept(p) for p in readable]
-    if len(changed) > FEW_CHANGED:
+    changed_paths = {os.path.abspath(p) for p in changed}
+    again = [p for p in readable if p in changed
+             or not changed_paths.isdisjoint(depends.get(os.path.abspath(p), ()))]
+    if len(again) > FEW_CHANGED or "index" not in last.entries:
         return None
     summaries = SummaryCache(cache_dir)
     for p in changed:
@@ -363,13 +368,14 @@ def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[st
         if summaries.last(p) != (now or False):
             return None
         summaries.put(p, readable[p], now or False)
+    if not all(os.path.abspath(p) in summaries.entries for p in readable):
+        return None
     summaries.save()
-    changed_paths = {os.path.abspath(p) for p in changed}
-    again = [p for p in readable if p in changed
-             or not changed_paths.isdisjoint(depends.get(os.path.abspath(p), ()))]
-    index = build_index(list(readable), settings, jobs, readable, summaries)
+    # The same index as the last run's: restored, reading only the summaries it is asked for.
+    index = ProjectIndex.restore(pickle.loads(last.entries["index"]),
+                                 lambda path: summaries.last(path) or None)
     fresh = _prefilter_and_check({p: readable[p] for p in again}, codes, rules, settings,
-                                 mode, index, jobs, None)
+                                 mode, index, 1, None)
     for o in fresh:
         if o.consulted is not None:
             own = os.path.abspath(o.path)
@@ -384,8 +390,9 @@ def _run_uncached(readable, codes, rules, settings, mode, jobs, progress) -> lis
 
 
 def _run_cached(readable, digests, config, codes, rules, settings, mode, jobs, cache_dir,
-                progress) -> list[FileOutcome]:
-    """Per file: reuse the cached findings while nothing they depend on changed."""
+                progress) -> tuple[list[FileOutcome], dict]:
+    """Per file: reuse the cached findings while nothing they depend on changed. Also
+    returns a snapshot of the project index."""
     results = FindingsCache(cache_dir)
     index = build_index(list(readable), settings, jobs, readable, SummaryCache(cache_dir), progress)
     facts = index.fingerprint()
@@ -400,7 +407,7 @@ def _run_cached(readable, digests, config, codes, rules, settings, mode, jobs, c
     fresh = _prefilter_and_check(left, codes, rules, settings, mode, index, jobs, progress)
     _remember(results, fresh, digests, config, facts)
     results.save()
-    return reused + fresh
+    return reused + fresh, index.snapshot()
 
 
 def _prefilter_and_check(readable: dict[str, bytes], codes, rules, settings: Settings, mode: Mode,

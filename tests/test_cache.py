@@ -2,6 +2,8 @@
 that a run without the cache would not."""
 
 import json
+import os
+import pickle
 import shutil
 import textwrap
 from pathlib import Path
@@ -9,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from retainlint import index as index_module
 from retainlint import runner
+from retainlint.lint import lint_bytes
 from retainlint.config import Settings
 from retainlint.registry import all_rules
 
@@ -188,3 +192,26 @@ def test_an_edit_the_index_does_not_see_relints_that_file_alone(tmp_path, monkey
             gc.freeze()
         """))
     assert _run(tmp_path, cache).findings == _run(tmp_path, None).findings
+
+
+def test_an_index_restored_from_its_snapshot_gives_the_same_findings():
+    paths = sorted(str(p) for p in FIXTURES.rglob("*.py") if ".fixed" not in str(p))
+    summaries = {os.path.abspath(p): s for p in paths
+                 if (s := index_module.summarize(p, Path(p).read_bytes())) is not None}
+    full = index_module.ProjectIndex(summaries.values())
+    read: list[str] = []
+    restored = index_module.ProjectIndex.restore(
+        pickle.loads(pickle.dumps(full.snapshot())),
+        lambda path: read.append(path) or summaries.get(path))
+    assert restored.fingerprint() == full.fingerprint()
+    rules = list(all_rules())
+
+    def findings(path, index):
+        result = lint_bytes(path, Path(path).read_bytes(), rules, Settings(), index=index)
+        return [(f.code, f.start, f.message) for f in result.findings]
+
+    first = findings(paths[0], restored)
+    assert 0 < len(read) < len(summaries)  # only what the lint looked up was read
+    assert first == findings(paths[0], full)
+    for p in paths:
+        assert findings(p, restored) == findings(p, full), p
