@@ -151,7 +151,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
                 edits=output_format in ("json", "sarif"))  # SARIF fixes need the line edits
     cache_dir = None if no_cache else cache_dir or settings.root / ".retainlint_cache"
     with _progress_bar(sys.stderr.isatty() and not machine and len(files) >= PROGRESS_MIN_FILES) as bar:
-        result = run(files, [r.code for r in chosen], settings, mode, jobs, cache_dir, bar)
+        result = run(files, list(chosen), settings, mode, jobs, cache_dir, bar)
 
     colored = _color(color) and not machine
     out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)

@@ -128,7 +128,7 @@ def settings_from_table(table: dict, path: Path) -> Settings:
 
 
 def _validate_selectors(settings: Settings, path: Path) -> None:
-    from retainlint.registry import lookup
+    from retainlint.registry import lookup_codes
 
     groups = {"select": settings.select or (), "ignore": settings.ignore,
               "extend-select": settings.extend_select}
@@ -136,6 +136,6 @@ def _validate_selectors(settings: Settings, path: Path) -> None:
     for key, selectors in groups.items():
         for selector in selectors:
             try:
-                lookup(selector)
+                lookup_codes(selector)
             except ConfigError as e:
                 raise ConfigError(f"{path}: [tool.retainlint] {key}: {e}") from None

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional
 
-import libcst as cst
 
 
 class Severity(str, enum.Enum):
@@ -41,9 +40,6 @@ class Related:
     end: Position
 
 
-Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
-
-
 @dataclass
 class Fix:
     """A CST edit: original nodes (by identity) mapped to their replacements.
@@ -54,7 +50,8 @@ class Fix:
 
     applicability: Applicability
     message: str
-    replacements: dict = field(default_factory=dict)  # cst.CSTNode -> Replacement
+    # original cst.CSTNode -> its replacement (a node, FlattenSentinel or RemovalSentinel)
+    replacements: dict = field(default_factory=dict)
     imports: tuple[str, ...] = ()
     # Filled in after linting, when a reporter needs them: [(start, end, content)].
     edits: Optional[list[tuple[Position, Position, str]]] = None
@@ -85,3 +82,16 @@ class Finding:
 # always reported, never silenced.
 SOURCE_ERROR = ("RL000", "source-error")
 INTERNAL_ERROR = ("RL999", "internal-error")
+
+
+def source_error(path: str, message: str, line: int = 1, column: int = 1) -> Finding:
+    return Finding(
+        code=SOURCE_ERROR[0],
+        name=SOURCE_ERROR[1],
+        message=message,
+        path=path,
+        start=Position(line, column),
+        end=Position(line, column),
+        severity=Severity.ERROR,
+        noqa_line=line,
+    )

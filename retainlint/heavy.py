@@ -15,29 +15,10 @@ import libcst as cst
 
 from retainlint.context import body_functions, body_statements
 from retainlint.walk import visit
+from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from retainlint.context import FileContext
-
-HEAVY_TYPES = frozenset(
-    {
-        "torch.Tensor",
-        "torch.nn.Module",
-        "torch.nn.modules.module.Module",
-        "torch.nn.Parameter",
-        "torch.nn.parameter.Parameter",
-        "transformers.PreTrainedModel",
-        "transformers.modeling_utils.PreTrainedModel",
-    }
-)
-
-TENSOR_FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in (
-        "empty zeros ones full rand randn randint arange tensor as_tensor from_numpy "
-        "empty_like zeros_like ones_like full_like rand_like randn_like empty_strided"
-    ).split()
-)
 
 UNION_WRAPPERS = frozenset({"typing.Optional", "typing.Union", "Optional", "Union"})
 _MAX_DEPTH = 6

@@ -12,6 +12,8 @@ from typing import Optional
 
 import libcst as cst
 
+from retainlint.names import absolute_import  # noqa: F401 - re-exported
+
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     """`a.b.c` for Name/Attribute chains, else None."""
@@ -23,21 +25,6 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
-
-
-def absolute_import(module: str, is_package: bool, level: int, target: Optional[str]) -> str:
-    """Resolve `from ..x import` relative to `module`."""
-    if level == 0:
-        return target or ""
-    base = module.split(".") if module else []
-    if not is_package:
-        base = base[:-1]
-    if level > 1:
-        base = base[: len(base) - (level - 1)] if level - 1 <= len(base) else []
-    if target:
-        base = [*base, target]
-    return ".".join(base)
-
 
 
 class ImportTable:

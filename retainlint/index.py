@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Hashable, Iterable, Iterator, Optional
 
-from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES
-from retainlint.imports import absolute_import
+from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
 from retainlint.nodes import OWNERS, FileNodes
 
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})

@@ -27,6 +27,7 @@ from retainlint.finding import (
     Position,
     Related,
     Severity,
+    source_error,
 )
 from retainlint.index import ProjectIndex, summarize
 from retainlint.prefilter import Source
@@ -48,19 +49,6 @@ class FileResult:
     @property
     def has_errors(self) -> bool:
         return any(f.code in (SOURCE_ERROR[0], INTERNAL_ERROR[0]) for f in self.findings)
-
-
-def source_error(path: str, message: str, line: int = 1, column: int = 1) -> Finding:
-    return Finding(
-        code=SOURCE_ERROR[0],
-        name=SOURCE_ERROR[1],
-        message=message,
-        path=path,
-        start=Position(line, column),
-        end=Position(line, column),
-        severity=Severity.ERROR,
-        noqa_line=line,
-    )
 
 
 def rules_triggered(data: bytes, rules: Sequence[type[Rule]], settings: Settings,

@@ -10,17 +10,12 @@ from rich.console import Console
 from rich.text import Text
 
 from retainlint.finding import Applicability, Finding
-from retainlint.registry import all_rules
+from retainlint.registry import catalog, rule_url
 from retainlint.source import read_source
 
-RULES_BY_CODE = {}
-
-
 def _rule_url(code: str) -> Optional[str]:
-    if not RULES_BY_CODE:
-        RULES_BY_CODE.update({r.code: r for r in all_rules()})
-    rule = RULES_BY_CODE.get(code)
-    return rule.url() if rule else None
+    name = dict(catalog()).get(code)
+    return rule_url(code, name) if name else None
 
 
 def _marker(f: Finding) -> str:

@@ -53,7 +53,7 @@ class Report:
     statement: Optional[cst.CSTNode]  # the enclosing statement, for `# noqa`
 
 
-DOCS_URL = "https://github.com/retainlint/retainlint/blob/main/docs/rules.md"
+from retainlint.registry import DOCS_URL, rule_url  # noqa: F401 - DOCS_URL: for importers
 
 
 class Rule:
@@ -133,4 +133,4 @@ class Rule:
 
     @classmethod
     def url(cls) -> str:
-        return f"{DOCS_URL}#{cls.code.lower()}-{cls.name}"
+        return rule_url(cls.code, cls.name)

@@ -13,15 +13,19 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from retainlint import fixer
 from retainlint.config import Settings
-from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity
+from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
 from retainlint.cache import Entry, FindingsCache, RunCache, SummaryCache, config_key, digest
 from retainlint.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
-from retainlint.lint import FileResult, lint_bytes, parse, rules_triggered, source_error
-from retainlint.registry import all_rules
+from retainlint.registry import all_rules, catalog
+
+if TYPE_CHECKING:
+    from retainlint.lint import FileResult
+
+# retainlint.lint and retainlint.fixer (libcst, the rules) are imported where a file is
+# linted: a run answered from the cache never needs them.
 from retainlint.source import WriteError, read_source, write_atomic
 
 # Below this many files to parse, a pool costs more than it saves.
@@ -70,6 +74,9 @@ def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
         except OSError as e:
             outcome.findings.append(source_error(path, f"cannot read: {e.strerror or e}"))
             return outcome
+    from retainlint import fixer
+    from retainlint.lint import lint_bytes
+
     rules = [r for r in all_rules() if r.code in codes]
     if mode.fix or mode.diff:
         result = _fix_and_write(path, data, rules, settings, mode, outcome, index)
@@ -92,6 +99,9 @@ def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
 def fix_bytes(path, data, rules, settings, mode, outcome, index=None) -> tuple[FileResult, bytes]:
     """Apply fixes round after round until none applies; returns the final lint result
     and the fixed source (which always parses)."""
+    from retainlint import fixer
+    from retainlint.lint import lint_bytes, parse
+
     result = lint_bytes(path, data, rules, settings, keep_module=True, index=index)
     for _ in range(fixer.MAX_ROUNDS):
         fixes = [f.fix for f in result.findings if _applies(f, mode)]
@@ -113,6 +123,8 @@ def fix_bytes(path, data, rules, settings, mode, outcome, index=None) -> tuple[F
 
 
 def _fix_and_write(path, original, rules, settings, mode, outcome, index) -> FileResult:
+    from retainlint.lint import lint_bytes
+
     result, data = fix_bytes(path, original, rules, settings, mode, outcome, index)
     if data == original:
         return result
@@ -303,7 +315,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         progress: Progress | None = None) -> RunResult:
     """`cache_dir`: where the caches live (None: no cache). Findings are cached only for
     runs that write nothing (no --fix, no --diff)."""
-    rules = [r for r in all_rules() if r.code in codes]
+    codes = [code for code, _ in catalog() if code in set(codes)]
     outcomes: list[FileOutcome] = []
     readable: dict[str, bytes] = {}
     for path in paths:
@@ -312,19 +324,18 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
     jobs = jobs or os.cpu_count() or 1
-    if cache_dir is None or mode.fix or mode.diff or not rules:
-        return _result(paths, outcomes + _run_uncached(readable, codes, rules, settings, mode,
-                                                       jobs, progress))
+    if cache_dir is None or mode.fix or mode.diff or not codes:
+        return _result(paths, outcomes + _run_uncached(readable, codes, settings, mode, jobs,
+                                                       progress))
     # A file's identity is its content and its module name (an `__init__.py` deleted
     # elsewhere renames it, and every lookup of its names).
     digests = {os.path.abspath(p): f"{digest(d)} {module_name(p)}" for p, d in readable.items()}
-    config = config_key(settings, [r.code for r in rules], mode.edits)
+    config = config_key(settings, codes, mode.edits)
     last = RunCache(cache_dir)
-    found = _since_last_run(last, readable, digests, config, codes, rules, settings, mode,
-                            cache_dir)
+    found = _since_last_run(last, readable, digests, config, codes, settings, mode, cache_dir)
     if found is None:
-        found, snapshot = _run_cached(readable, digests, config, codes, rules, settings, mode,
-                                      jobs, cache_dir, progress)
+        found, snapshot = _run_cached(readable, digests, config, codes, settings, mode, jobs,
+                                      cache_dir, progress)
         last.entries["index"] = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
     crashed = any(f.code == INTERNAL_ERROR[0] for o in found for f in o.findings)
     last.entries.update(  # a crash is not a result to keep: the next run starts afresh
@@ -341,7 +352,7 @@ FEW_CHANGED = 64
 
 
 def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[str, str],
-                    config: str, codes, rules, settings: Settings, mode: Mode,
+                    config: str, codes, settings: Settings, mode: Mode,
                     cache_dir: Path) -> Optional[list[FileOutcome]]:
     """The last run's outcomes brought up to date without validating every file, or None.
     Nothing changed: its findings. A few files changed but not what the index knows of
@@ -374,8 +385,8 @@ def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[st
     # The same index as the last run's: restored, reading only the summaries it is asked for.
     index = ProjectIndex.restore(pickle.loads(last.entries["index"]),
                                  lambda path: summaries.last(path) or None)
-    fresh = _prefilter_and_check({p: readable[p] for p in again}, codes, rules, settings,
-                                 mode, index, 1, None)
+    fresh = _prefilter_and_check({p: readable[p] for p in again}, codes, settings, mode,
+                                 index, 1, None)
     for o in fresh:
         if o.consulted is not None:
             own = os.path.abspath(o.path)
@@ -383,14 +394,13 @@ def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[st
     return [kept(p) for p in readable if p not in set(again)] + fresh
 
 
-def _run_uncached(readable, codes, rules, settings, mode, jobs, progress) -> list[FileOutcome]:
+def _run_uncached(readable, codes, settings, mode, jobs, progress) -> list[FileOutcome]:
     index = build_index(list(readable), settings, jobs, readable, None, progress) \
-        if rules and readable else ProjectIndex([])
-    return _prefilter_and_check(readable, codes, rules, settings, mode, index, jobs, progress)
+        if codes and readable else ProjectIndex([])
+    return _prefilter_and_check(readable, codes, settings, mode, index, jobs, progress)
 
 
-def _run_cached(readable, digests, config, codes, rules, settings, mode, jobs, cache_dir,
-                progress) -> tuple[list[FileOutcome], dict]:
+def _run_cached(readable, digests, config, codes, settings, mode, jobs, cache_dir, progress) -> tuple[list[FileOutcome], dict]:
     """Per file: reuse the cached findings while nothing they depend on changed. Also
     returns a snapshot of the project index."""
     results = FindingsCache(cache_dir)
@@ -404,14 +414,17 @@ def _run_cached(readable, digests, config, codes, rules, settings, mode, jobs, c
             reused.append(FileOutcome(path, list(found), consulted=entry.consulted))
         else:
             left[path] = data
-    fresh = _prefilter_and_check(left, codes, rules, settings, mode, index, jobs, progress)
+    fresh = _prefilter_and_check(left, codes, settings, mode, index, jobs, progress)
     _remember(results, fresh, digests, config, facts)
     results.save()
     return reused + fresh, index.snapshot()
 
 
-def _prefilter_and_check(readable: dict[str, bytes], codes, rules, settings: Settings, mode: Mode,
+def _prefilter_and_check(readable: dict[str, bytes], codes, settings: Settings, mode: Mode,
                          index: ProjectIndex, jobs: int, progress) -> list[FileOutcome]:
+    from retainlint.lint import rules_triggered
+
+    rules = [r for r in all_rules() if r.code in codes]
     # A cheap test decides which files are parsed at all.
     to_check, skipped = [], []
     for p, data in readable.items():

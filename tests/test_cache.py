@@ -5,6 +5,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -215,3 +217,23 @@ def test_an_index_restored_from_its_snapshot_gives_the_same_findings():
     assert first == findings(paths[0], full)
     for p in paths:
         assert findings(p, restored) == findings(p, full), p
+
+
+def test_a_run_answered_from_the_cache_imports_neither_libcst_nor_the_rules(tmp_path):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""\
+        import torch
+
+        class Wrapper:
+            def __init__(self, model):
+                torch._dynamo.convert_frame.register_bytecode_hook(self.hook)
+        """))
+    first = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
+    assert first.returncode == 1 and "m.py:5:9: RL501" in first.stdout
+    probe = ("import sys\nfrom retainlint.cli import main\n"
+             "try:\n    main(['check', '--output-format', 'concise', '.'])\n"
+             "except SystemExit as e:\n    code = e.code\n"
+             "print(code, 'libcst' in sys.modules, any(m.startswith('retainlint.rules.') for m in sys.modules))\n")
+    again = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                           text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+    assert "m.py:5:9: RL501" in again.stdout
+    assert again.stdout.splitlines()[-1] == "1 False False", again.stdout + again.stderr

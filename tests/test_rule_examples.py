@@ -7,7 +7,7 @@ import pytest
 
 from retainlint.config import Settings
 from retainlint.lint import lint_bytes
-from retainlint.registry import all_rules
+from retainlint.registry import DEFAULT_OFF, all_rules, catalog
 from retainlint.runner import FileOutcome, Mode, fix_bytes
 
 CASES = [
@@ -71,4 +71,7 @@ def test_rule_metadata(rule):
     for section in ("## What it does", "## Why it leaks", "## Example"):
         assert section in rule.docs, f"{rule.code} docs lack {section}"
     assert rule.triggers, "every rule declares trigger tokens"
+    # selection reads codes and names from module file names, and defaults from DEFAULT_OFF
+    assert (rule.code, rule.name) in catalog()
+    assert (rule.code in DEFAULT_OFF) == (not rule.default_enabled)
     assert rule.valid and rule.invalid

@@ -1,0 +1,40 @@
+"""Plain facts about names, shared by the project index and the rules without libcst
+(the index and a run answered from the cache never import it)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+HEAVY_TYPES = frozenset(
+    {
+        "torch.Tensor",
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+        "transformers.PreTrainedModel",
+        "transformers.modeling_utils.PreTrainedModel",
+    }
+)
+
+TENSOR_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "empty zeros ones full rand randn randint arange tensor as_tensor from_numpy "
+        "empty_like zeros_like ones_like full_like rand_like randn_like empty_strided"
+    ).split()
+)
+
+
+def absolute_import(module: str, is_package: bool, level: int, target: Optional[str]) -> str:
+    """Resolve `from ..x import` relative to `module`."""
+    if level == 0:
+        return target or ""
+    base = module.split(".") if module else []
+    if not is_package:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)] if level - 1 <= len(base) else []
+    if target:
+        base = [*base, target]
+    return ".".join(base)
