@@ -11,7 +11,7 @@ import pytest
 
 from retainlint.config import Settings, settings_from_table
 from retainlint.index import ProjectIndex, summarize
-from retainlint.lint import lint_bytes, rules_triggered
+from retainlint.lint import FileResult, lint_module, parse, rules_triggered
 from retainlint.registry import all_rules
 from retainlint.runner import Mode, build_index, run
 
@@ -39,6 +39,15 @@ def test_invalid_examples_pass_the_prefilter(rule, i, example):
     assert rule in rules_triggered(source, [rule], settings, index, "example.py")
 
 
+def _unfiltered(path: str, rule, settings: Settings, index):
+    """The rule's findings with no prefilter at all (`lint_bytes` applies it)."""
+    module, error = parse(path, Path(path).read_bytes())
+    assert error is None
+    result = FileResult(path)
+    lint_module(result, module, [rule], settings, index)
+    return result.findings
+
+
 def _groups(folder: Path):
     """(settings, files) checked together: the plain files, and each case with a .toml."""
     plain, own = [], []
@@ -60,9 +69,7 @@ def test_prefilter_hides_no_fixture_finding(folder):
     for settings, files in _groups(folder):
         paths = [str(p) for p in files]
         index = build_index(paths, settings, jobs=1)
-        everything = sorted(
-            (f.path, f.start.line, f.code)
-            for p in paths
-            for f in lint_bytes(p, Path(p).read_bytes(), [rule], settings, index=index).findings)
+        everything = sorted((f.path, f.start.line, f.code)
+                            for p in paths for f in _unfiltered(p, rule, settings, index))
         prefiltered = run(paths, [rule.code], settings, Mode(), jobs=1).findings
         assert sorted((f.path, f.start.line, f.code) for f in prefiltered) == everything
