@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
@@ -13,6 +14,8 @@ from retainlint.module_caches import (
     ContainerTracker,
     Event,
     annotation_text,
+    container_facts,
+    might_be_heavy,
     might_define_container,
     names_heavy_type,
 )
@@ -33,15 +36,51 @@ class StrongModuleValuedCache(ContainerTracker, Rule):
     summary = "A module-level dict whose values are models or tensors keeps them alive forever"
     severity = Severity.ERROR
     fix_applicability = Applicability.UNSAFE
-    # As for RL301: a heavy value is recognised through a qualified name starting with
-    # `torch.`/`transformers.`, a configured heavy type or a heavy project class.
-    triggers = ("torch", "transformers")
+    # As for RL301 (a literal or a call of dict/defaultdict/OrderedDict defines the dict;
+    # the same triggers, so that both scan a file in turn: see `container_facts`).
+    triggers = ("{", "dict", "Dict", "set")
+    scans = True
     _scopes = ("module",)
 
     @classmethod
+    def scan(cls, nodes):
+        """The names that would make a value heavy: the value types annotated on dicts
+        defined at module level and bound once, what functions write into a dict of such
+        a name, and (when functions do write) its literal entries (see `Evidence`)."""
+        facts = container_facts(nodes, last_use=True)
+        dicts = {name: entries for (scope, name), entries in facts.candidates.items()
+                 if scope is None and any(kind == "dict" for kind, _, _ in entries)}
+        if not dicts:
+            return None
+        evidence = facts.evidence.fresh()
+        for name, entries in dicts.items():
+            for _, node, annotation in entries:
+                evidence.container_slot(annotation, 1)
+                if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Subscript):
+                    evidence.container_slot(node.value.func, 1)  # `dict[K, V]()`
+            for annotation in facts.bare.get((None, name), ()):
+                evidence.container_slot(annotation, 1)
+        written = set()
+        for name, _, value, fn, method_class in facts.writes:
+            if name in dicts and value is not None and fn is not None:
+                evidence.value(value, fn, method_class)
+                written.add(name)
+        for name in written:  # `_c = {"identity": nn.Identity()}` counts once functions write
+            for _, node, _ in dicts[name]:
+                if isinstance(node.value, ast.Dict):
+                    for value in node.value.values:
+                        evidence.value(value, None, None)
+        return evidence.result()
+
+    @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        """A container defined at top level (or one level in), and a heavy type named."""
-        return might_define_container(data) and names_heavy_type(data, cls.triggers, settings, index)
+        """A dict defined at module level whose annotated value type, or the values
+        functions write into it, may be heavy."""
+        summary = getattr(data, "summary", None)
+        if summary is None:
+            return might_define_container(data) and names_heavy_type(data, ("torch", "transformers"), settings, index)
+        found = summary.scans.get(cls.code)
+        return found is not None and might_be_heavy(found, summary, settings, index)
 
     def applies(self) -> bool:
         return self.has_candidates()

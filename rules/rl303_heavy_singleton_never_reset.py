@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import weakref
 from dataclasses import dataclass, field
 from typing import Optional
@@ -9,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.finding import Applicability, Severity
-from retainlint.module_caches import names_heavy_type
+from retainlint.module_caches import Evidence, innermost_function, might_be_heavy, names_heavy_type
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.rules.rl602_release_keeps_heavy_attribute import substantial_value
 from retainlint.walk import visit
@@ -80,12 +81,115 @@ class HeavySingletonNeverReset(Rule):
     severity = Severity.WARNING
     fix_applicability = Applicability.NONE
     triggers = ("global ",)
+    scans = True
+
+    @classmethod
+    def scan(cls, nodes):
+        """Per name a function declares `global`: its assignments there (the function,
+        and the names that would make the value heavy: see `Evidence`), and the resets
+        `leave_Module` counts (`del X`, `X, Y = ...`, `X.clear()`). Resets through
+        `globals()` are left out: fewer resets only let more files through."""
+        declared: dict[int, set[str]] = {}
+        spans = set()
+        for node in nodes.of(ast.Global):
+            fn, _ = innermost_function(nodes, node)
+            if fn is not None:
+                declared.setdefault(id(fn), set()).update(node.names)
+                spans.add((fn.lineno, fn.end_lineno))
+        if not declared:
+            return None
+        evidence = Evidence(nodes)
+        top = evidence.functions
+        assigns: dict[str, list] = {}
+        resets: dict[str, list] = {}
+
+        def where(fn) -> tuple:
+            # the function, and its name if it is a module-level one (a reset elsewhere,
+            # in a method or a nested function, is assumed to run)
+            return (fn.lineno, fn.col_offset), (fn.name if fn.name in top else None)
+
+        def reset(target, fn, names) -> None:
+            if isinstance(target, ast.Name):
+                if target.id in names:
+                    resets.setdefault(target.id, []).append(where(fn))
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                for element in target.elts:
+                    reset(element, fn, names)
+            elif isinstance(target, ast.Starred):
+                reset(target.value, fn, names)
+
+        for node in nodes.of(ast.Assign, ast.AnnAssign, ast.Delete):
+            line = node.lineno
+            if not any(first <= line <= last for first, last in spans):
+                continue
+            fn, method_class = innermost_function(nodes, node)
+            names = declared.get(id(fn)) if fn is not None else None
+            if not names:
+                continue
+            if type(node) is ast.Delete:
+                for target in node.targets:
+                    reset(target, fn, names)
+                continue
+            if node.value is None:
+                continue
+            for target in (node.targets if type(node) is ast.Assign else (node.target,)):
+                if isinstance(target, ast.Name):
+                    if target.id in names:
+                        found = evidence.fresh()
+                        found.value(node.value, fn, method_class)
+                        assigns.setdefault(target.id, []).append(
+                            (*where(fn), found.result()))
+                else:
+                    reset(target, fn, names)
+        if not assigns:
+            return None
+        resetters = {top_name for entries in (*assigns.values(), *resets.values())
+                     for _, top_name, *_ in entries if top_name}
+        used: set[str] = set()
+        for node in nodes.of(ast.Call):
+            func = node.func
+            if type(func) is ast.Attribute and func.attr == "clear" \
+                    and type(func.value) is ast.Name and func.value.id in assigns:
+                fn, _ = innermost_function(nodes, node)
+                if fn is not None:
+                    resets.setdefault(func.value.id, []).append(where(fn))
+            if resetters:
+                # names this file uses (an under-count of `_name_uses`: calls, arguments)
+                for part in (func, *node.args, *(k.value for k in node.keywords)):
+                    name = part.id if type(part) is ast.Name else (
+                        part.attr if type(part) is ast.Attribute else None)
+                    if name in resetters:
+                        used.add(name)
+        return tuple(sorted((name, tuple(entries), tuple(resets.get(name, ())))
+                            for name, entries in assigns.items())), frozenset(used)
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        """`global` and a heavy type named (`torch`, `transformers`, a configured heavy
-        type or a heavy project class)."""
-        return b"global " in data and names_heavy_type(data, ("torch", "transformers"), settings, index)
+        """A global a function assigns something that may be heavy, with no reset that
+        surely runs (in another function: a method, a nested function, or a module-level
+        one called or imported somewhere)."""
+        summary = getattr(data, "summary", None)
+        if summary is None:
+            return b"global " in data and names_heavy_type(data, ("torch", "transformers"), settings, index)
+        found = summary.scans.get(cls.code)
+        if not found:
+            return False
+        entries, used = found
+        for name, assigns, resets in entries:
+            heavy = {fn for fn, _, names in assigns if might_be_heavy(names, summary, settings, index)}
+            if not heavy:
+                continue
+            # the other assignments are resets; none counts in a function that assigns
+            # something heavy
+            others = [(fn, top) for fn, top, _ in assigns]
+            if any(top is None or top in used or index.ask(_used_anywhere, top)
+                   for fn, top in (*resets, *others) if fn not in heavy):
+                continue
+            if not name.startswith("_") and index.ask(
+                    _imported_as_module, (summary.module, summary.module)):
+                continue
+            return True
+        return False
 
     docs = """
 ## What it does
