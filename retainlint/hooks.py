@@ -87,6 +87,28 @@ _REMOVING_WORDS = ("remove", "unregister", "detach", "clean", "release", "clear"
                    "reset", "teardown", "close", "free", "destroy", "drop", "uninstall")
 
 
+# -- on the `ast`, for the rules' prefilter scans ---------------------------------------
+
+def ast_hook_name(call: ast.Call) -> Optional[str]:
+    """`hook_name` on the ast."""
+    func = call.func
+    if type(func) is ast.Attribute:
+        return func.attr if func.attr in HANDLE_HOOKS else None
+    if type(func) is ast.Name:
+        return func.id if func.id in HANDLE_HOOKS else None
+    return None
+
+
+def ast_registrations(nodes) -> list[ast.Call]:
+    """The hook registrations of a file (`FileNodes`), kept on `nodes` for both rules."""
+    found = nodes.__dict__.get("_retainlint_registrations")
+    if found is None:
+        found = nodes.__dict__["_retainlint_registrations"] = [
+            c for c in nodes.of(ast.Call) if ast_hook_name(c) is not None
+        ] if b"hook" in nodes.source else []  # every registration's name ends so
+    return found
+
+
 # -- small expression helpers -----------------------------------------------------------
 
 def iter_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

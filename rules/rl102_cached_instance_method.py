@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
 
@@ -10,9 +11,15 @@ import libcst as cst
 from retainlint.cstutil import call_args
 from retainlint.finding import Applicability, Severity
 from retainlint.index import CACHE_DECORATORS
-from retainlint.prefilter import words
 from retainlint.index import instantiated_in_functions
+from retainlint.nodes import FileNodes
 from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.rules.rl101_cache_key_bound_method import (
+    absolute,
+    decorator_name,
+    file_imports,
+    qualify,
+)
 from retainlint.walk import visit
 
 _NOT_INSTANCE = frozenset(
@@ -33,6 +40,7 @@ _ENUM_BASES = frozenset(
     }
 )
 _UNBOUNDED_BY_DEFAULT = frozenset({"functools.cache"})
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class _Instantiations(cst.CSTVisitor):
@@ -58,17 +66,54 @@ class CachedInstanceMethod(Rule):
     fix_applicability = Applicability.NONE
     triggers = ("cache",)
 
+    scans = True
+
+    @classmethod
+    def scan(cls, nodes: FileNodes) -> frozenset[str]:
+        """The qualified decorators of instance methods (first parameter `self`) that no
+        decorator makes static, class or property methods, in classes that are not enums
+        by their own bases: one of them must be a cache decorator."""
+        found: set[str] = set()
+        imports = None
+        for klass in nodes.of(ast.ClassDef):
+            methods = [s for s in klass.body if isinstance(s, _DEFS) and s.decorator_list]
+            if not methods:
+                continue
+            if imports is None:
+                imports = file_imports(nodes)
+            if any(qualify(imports, b) in _ENUM_BASES for b in klass.bases) or any(
+                    k.arg == "metaclass" and qualify(imports, k.value) in _ENUM_BASES
+                    for k in klass.keywords):
+                continue
+            for fn in methods:
+                params = fn.args.posonlyargs or fn.args.args
+                if not params or params[0].arg != "self":
+                    continue
+                names = [decorator_name(imports, d) for d in fn.decorator_list]
+                if any(n in _NOT_INSTANCE or n in _PROPERTY
+                       or n.endswith((".setter", ".getter", ".deleter")) for n in names if n):
+                    continue
+                found.update(n for n in names if n)
+        return frozenset(found)
+
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        """An indented (method) decorator naming a cache, a cache decorator imported
-        under another name, or an indented project cache decorator."""
+        """A cache decorator among the decorators `scan` found (bytes alone when the file
+        has no "cache": an indented decorator naming one, or a cache decorator imported
+        under another name)."""
+        summary = getattr(data, "summary", None)
+        found = summary.scans.get(cls.code) if summary is not None else None
+        if found is not None:
+            return any(q in CACHE_DECORATORS or index.is_cache_decorator(absolute(q, summary))
+                       for q in found)
         if b"@" not in data:
             return False
-        if _INDENTED_CACHE.search(data) or _CACHE_ALIAS.search(data):
+        if b"cache" in data and (_INDENTED_CACHE.search(data) or _CACHE_ALIAS.search(data)):
             return True
         return any(
-            re.search(rb"^[ \t]+@[\w.]*\b" + re.escape(name) + rb"\b", data, re.MULTILINE)
-            for name in index.cache_decorator_names & words(data)
+            name in data
+            and re.search(rb"^[ \t]+@[\w.]*\b" + re.escape(name) + rb"\b", data, re.MULTILINE)
+            for name in index.cache_decorator_names
         )
 
     docs = """

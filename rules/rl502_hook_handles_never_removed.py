@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
@@ -14,6 +15,7 @@ from retainlint.hooks import (
     GLOBAL_HOOKS,
     ClassHandles,
     HandleStore,
+    ast_registrations,
     hook_argument,
     is_accumulate_grad,
     iter_nodes,
@@ -23,6 +25,7 @@ from retainlint.hooks import (
     short,
     self_attrs,
 )
+from retainlint.nodes import FileNodes
 from retainlint.rule import Example, RelatedNode, Rule
 
 
@@ -34,8 +37,34 @@ class HookHandlesNeverRemoved(Rule):
     fix_applicability = Applicability.SAFE
     triggers = ("register_",)
 
+    scans = True
+
+    @classmethod
+    def scan(cls, nodes: FileNodes) -> bool:
+        """A registration on something other than `self`, in a class, whose handle is not
+        thrown away (it may be stored on `self`); or a discarded `register_hook` /
+        `register_prehook` in a file that reaches gradient accumulators."""
+        statements = None
+        for call in ast_registrations(nodes):
+            func = call.func
+            if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
+                continue  # a hook on the instance itself: RL701's business
+            if statements is None:
+                statements = {id(s.value) for s in nodes.of(ast.Expr)}
+            if id(call) in statements:
+                if (type(func) is ast.Attribute and func.attr in ("register_hook", "register_prehook")
+                        and (b"get_gradient_edge" in nodes.source
+                             or b"next_functions" in nodes.source and b"grad_fn" in nodes.source)):
+                    return True
+            elif any(isinstance(o, ast.ClassDef) for o in nodes.owners(call)):
+                return True
+        return False
+
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
+        summary = getattr(data, "summary", None)
+        if summary is not None:
+            return bool(summary.scans.get(cls.code))
         return b"register_" in data and b"hook(" in data
 
     docs = """
