@@ -423,13 +423,24 @@ def summarize(path: str, data: bytes) -> Optional[FileSummary]:
     return summary
 
 
+# What `scans` holds for a rule whose scan raised: its prefilter lets the file through.
+SCAN_FAILED = "<scan failed>"
+
+
 def _scans(nodes: FileNodes) -> dict[str, object]:
     """Every rule's structural prefilter facts, for the rules whose triggers are here
-    (for all rules, whichever are selected: summaries are cached across runs)."""
+    (for all rules, whichever are selected: summaries are cached across runs). A scan
+    that fails costs only its own prefilter, not the file's summary."""
     from retainlint.registry import all_rules  # the rules import this module
 
-    return {rule.code: rule.scan(nodes) for rule in all_rules()
-            if rule.scans and any(t.encode() in nodes.source for t in rule.triggers)}
+    found: dict[str, object] = {}
+    for rule in all_rules():
+        if rule.scans and any(t.encode() in nodes.source for t in rule.triggers):
+            try:
+                found[rule.code] = rule.scan(nodes)
+            except Exception:  # noqa: BLE001 - the libcst pass will see what it is
+                found[rule.code] = SCAN_FAILED
+    return found
 
 
 @dataclass

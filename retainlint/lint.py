@@ -29,7 +29,7 @@ from retainlint.finding import (
     Severity,
     source_error,
 )
-from retainlint.index import ProjectIndex, summarize
+from retainlint.index import SCAN_FAILED, ProjectIndex, summarize
 from retainlint.prefilter import Source
 from retainlint.rule import Rule
 from retainlint.suppress import Suppressions
@@ -53,8 +53,11 @@ class FileResult:
 
 def rules_triggered(data: bytes, rules: Sequence[type[Rule]], settings: Settings,
                     index: ProjectIndex, path: str = "") -> list[type[Rule]]:
-    source = Source.of(data, path, index.files.get(os.path.abspath(path)) if path else None)
-    return [r for r in rules if r.might_match(source, settings, index)]
+    summary = index.files.get(os.path.abspath(path)) if path else None
+    source = Source.of(data, path, summary)
+    failed = summary.scans if summary is not None else {}
+    return [r for r in rules
+            if failed.get(r.code) == SCAN_FAILED or r.might_match(source, settings, index)]
 
 
 def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Finding]]:

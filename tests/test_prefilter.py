@@ -73,3 +73,13 @@ def test_prefilter_hides_no_fixture_finding(folder):
                             for p in paths for f in _unfiltered(p, rule, settings, index))
         prefiltered = run(paths, [rule.code], settings, Mode(), jobs=1).findings
         assert sorted((f.path, f.start.line, f.code) for f in prefiltered) == everything
+
+
+def test_a_scan_that_raises_lets_the_file_through(monkeypatch):
+    rule = RULES["RL401"]
+    source = b"import gc\n\nclass Engine:\n    def start(self):\n        gc.freeze()\n"
+    monkeypatch.setattr(rule, "scan", classmethod(lambda cls, nodes: 1 / 0))
+    summary = summarize("example.py", source)
+    assert summary is not None and summary.classes  # the summary itself survives
+    index = ProjectIndex([summary])
+    assert rule in rules_triggered(source, [rule], Settings(), index, "example.py")
