@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Callable, Hashable, Iterable, Iterator, Optional
 
 from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
-from retainlint.nodes import OWNERS, FileNodes
+from retainlint.nodes import OWNERS, FileNodes, dotted
 
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
 # maxsize defaults to 128 for these; functools.cache is unbounded.
@@ -110,15 +110,6 @@ def _getattr_of_method(value: ast.AST) -> bool:
     )
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -253,7 +244,7 @@ class _Summarizer:
             _Summarizer._self_assign(body, func.value, call.args[position])
 
     def qualify(self, node: ast.AST) -> Optional[str]:
-        name = _dotted(node)
+        name = dotted(node)
         if name is None:
             return None
         head, _, rest = name.partition(".")

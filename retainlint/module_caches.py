@@ -23,6 +23,7 @@ from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, find
 from retainlint import prefilter
 from retainlint.imports import absolute_import
 from retainlint.walk import visit
+from retainlint.nodes import dotted as ast_dotted
 
 
 # -- container types ---------------------------------------------------------------
@@ -832,15 +833,6 @@ _INSERTING = frozenset({"setdefault", "add", "update", "__setitem__"})
 _EVIDENCE_DEPTH = 12  # deeper than the oracle's, so the superset holds
 
 
-def ast_dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def innermost_function(nodes, node: ast.AST):

@@ -10,6 +10,18 @@ import ast
 from collections import defaultdict
 from typing import Iterator, Optional
 
+def dotted(node: ast.AST) -> Optional[str]:
+    """`a.b.c` for a chain of attributes on a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
 # Nodes that open a scope: `owner(node)` is the innermost one around a node.
 OWNERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 

@@ -14,7 +14,7 @@ from retainlint.finding import Applicability, Position, Related, Severity
 from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES
 from retainlint.imports import absolute_import
 from retainlint.index import METHOD_NAMES, CACHE_DECORATORS
-from retainlint.nodes import FileNodes
+from retainlint.nodes import FileNodes, dotted
 from retainlint.prefilter import words
 from retainlint.rule import Example, RelatedNode, Rule
 
@@ -508,15 +508,6 @@ _PLAIN = frozenset({"str", "int", "float", "bool", "bytes", "None", "object"})
 RETAINED = "!"  # evidence that needs no index: `self`, a bound method, a tensor made here
 
 
-def dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def file_imports(nodes: FileNodes) -> dict[str, str]:

@@ -15,6 +15,7 @@ from retainlint.cstutil import is_self, self_attribute
 from retainlint.finding import Applicability, Severity
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
+from retainlint.nodes import dotted as _ast_dotted
 
 # Calls whose result is a plain value derived from their argument, never the argument.
 _SCALAR_CALLS = frozenset(
@@ -575,15 +576,6 @@ def _ast_self_root(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _ast_dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _release_named(nodes) -> bool:

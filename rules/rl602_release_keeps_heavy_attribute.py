@@ -20,6 +20,7 @@ from retainlint.imports import absolute_import
 from retainlint.prefilter import words
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
+from retainlint.nodes import dotted as _dotted
 
 # Words that, as a part of a method or function name (split on `_`), release what
 # they are called on or handed: `self.runner.shutdown()`, `free_cache(self.kv)`.
@@ -586,15 +587,6 @@ def _dotted_qualname(ctx, func: ast.AST) -> Optional[str]:
 _MAX_ORIGIN = 12  # `_origin` stops at _MAX_DEPTH; deeper only lets more through
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _annotation_makers(ann: Optional[ast.AST], wrappers: tuple = (), depth: int = 0) -> list:
