@@ -111,12 +111,15 @@ def test_ten_megabyte_generated_file(tree):
     assert "big.py:7:9: RL501" in r.stdout and GOOD_FINDING in r.stdout
 
 
+# A shape a rule's prefilter lets through (a comment naming the hook is no longer enough),
+# so that each file reaches the libcst parse.
+SHAPE = "import torch\ntorch._dynamo.convert_frame.register_bytecode_hook(print)\n"
 DEEP = {
-    "parens.py": TRIGGER + "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n",
-    "chain.py": TRIGGER + "x = " + "+".join(["a"] * 100_000) + "\n",
-    "boolops.py": TRIGGER + "x = a" + " and a" * 20_000 + "\n",
-    "unary.py": TRIGGER + "x = " + "-" * 50_000 + "a\n",
-    "newer_syntax_parens.py": TRIGGER + "type X = int\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+    "parens.py": SHAPE + "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n",
+    "chain.py": SHAPE + "x = " + "+".join(["a"] * 100_000) + "\n",
+    "boolops.py": SHAPE + "x = a" + " and a" * 20_000 + "\n",
+    "unary.py": SHAPE + "x = " + "-" * 50_000 + "a\n",
+    "newer_syntax_parens.py": SHAPE + "type X = int\nx = " + "[" * 5000 + "]" * 5000 + "\n",
 }
 
 
