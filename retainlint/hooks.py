@@ -101,12 +101,9 @@ def ast_hook_name(call: ast.Call) -> Optional[str]:
 
 def ast_registrations(nodes) -> list[ast.Call]:
     """The hook registrations of a file (`FileNodes`), kept on `nodes` for both rules."""
-    found = nodes.__dict__.get("_retainlint_registrations")
-    if found is None:
-        found = nodes.__dict__["_retainlint_registrations"] = [
-            c for c in nodes.of(ast.Call) if ast_hook_name(c) is not None
-        ] if b"hook" in nodes.source else []  # every registration's name ends so
-    return found
+    return nodes.shared("hook registrations", lambda nodes: [
+        c for c in nodes.of(ast.Call) if ast_hook_name(c) is not None
+    ] if b"hook" in nodes.source else [])  # every registration's name ends so
 
 
 # -- small expression helpers -----------------------------------------------------------

@@ -1156,17 +1156,12 @@ class ContainerFacts:
     writes: list = field(default_factory=list)
 
 
-# (nodes, facts): RL301 and RL302 (same triggers) scan each file in turn, and RL302 lets
-# go of it (holding on would keep the file's tree alive until the next file).
-_LAST_FACTS: list = [None, None]
+def container_facts(nodes) -> ContainerFacts:
+    """Computed once per file for the scans of RL301 and RL302."""
+    return nodes.shared("containers", _container_facts)
 
 
-def container_facts(nodes, last_use: bool = False) -> ContainerFacts:
-    if _LAST_FACTS[0] is nodes:
-        facts = _LAST_FACTS[1]
-        if last_use:
-            _LAST_FACTS[:] = [None, None]
-        return facts
+def _container_facts(nodes) -> ContainerFacts:
     evidence = Evidence(nodes)
     facts = ContainerFacts(evidence)
     bindings: dict[tuple, int] = {}
@@ -1208,8 +1203,6 @@ def container_facts(nodes, last_use: bool = False) -> ContainerFacts:
             if key is not None and not isinstance(key, ast.Slice):
                 name = base.id if isinstance(base, ast.Name) else base.attr
                 facts.writes.append((name, key, value, *innermost_function(nodes, node)))
-    if not last_use:
-        _LAST_FACTS[:] = [nodes, facts]
     return facts
 
 

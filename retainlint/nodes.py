@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional, TypeVar
+
+T = TypeVar("T")
 
 def dotted(node: ast.AST) -> Optional[str]:
     """`a.b.c` for a chain of attributes on a name, else None."""
@@ -37,6 +39,7 @@ class FileNodes:
         self.source = source
         self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
         self._owner: dict[int, Optional[ast.AST]] = {}
+        self._shared: dict[str, object] = {}
 
     def add(self, node: ast.AST, owner: Optional[ast.AST]) -> None:
         self._by_type[type(node)].append(node)
@@ -47,6 +50,12 @@ class FileNodes:
         if len(kinds) == 1:
             return self._by_type.get(kinds[0], [])
         return [n for kind in kinds for n in self._by_type.get(kind, ())]
+
+    def shared(self, key: str, compute: Callable[["FileNodes"], T]) -> T:
+        """`compute(self)`, once per file: facts several rules' scans need."""
+        if key not in self._shared:
+            self._shared[key] = compute(self)
+        return self._shared[key]  # type: ignore[return-value]
 
     def owner(self, node: ast.AST) -> Optional[ast.AST]:
         return self._owner.get(id(node))

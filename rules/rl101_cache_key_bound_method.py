@@ -515,10 +515,11 @@ def file_imports(nodes: FileNodes) -> dict[str, str]:
     rule (every import of the file; the first binding of a name wins), except that the
     module is unknown here: a relative import stays relative (`.sub.name`, see
     `absolute`). Several rules' scans need it: it is kept on `nodes`."""
-    table = nodes.__dict__.get("_retainlint_imports")
-    if table is not None:
-        return table
-    table = {}
+    return nodes.shared("imports", _file_imports)
+
+
+def _file_imports(nodes: FileNodes) -> dict[str, str]:
+    table: dict[str, str] = {}
     found = nodes.of(ast.Import, ast.ImportFrom)
     if len(found) > 1:
         found = sorted(found, key=lambda n: (n.lineno, n.col_offset))
@@ -536,7 +537,6 @@ def file_imports(nodes: FileNodes) -> dict[str, str]:
             if alias.name != "*":
                 sep = "" if not base or base.endswith(".") else "."
                 table.setdefault(alias.asname or alias.name, f"{base}{sep}{alias.name}")
-    nodes.__dict__["_retainlint_imports"] = table
     return table
 
 

@@ -34,9 +34,10 @@ def finalize_calls(nodes: FileNodes) -> list[tuple[ast.Call, list[ast.AST], list
     """(call, positional arguments, keyword values) of the file's `weakref.finalize(...)`
     calls with an owner and a callback, however `weakref` or `finalize` is imported (as
     `ctx.qualname` resolves them). For the scans of RL201 and RL202: kept on `nodes`."""
-    found = nodes.__dict__.get("_retainlint_finalize")
-    if found is not None:
-        return found
+    return nodes.shared("finalize calls", _finalize_calls)
+
+
+def _finalize_calls(nodes) -> list:
     found = []
     imports = file_imports(nodes)
     # A relative import may still name the top-level `weakref` (`from . import weakref`
@@ -58,7 +59,6 @@ def finalize_calls(nodes: FileNodes) -> list[tuple[ast.Call, list[ast.AST], list
         positional = [a for a in call.args if type(a) is not ast.Starred]
         if len(positional) >= 2:
             found.append((call, positional, [k.value for k in call.keywords if k.arg is not None]))
-    nodes.__dict__["_retainlint_finalize"] = found
     return found
 
 

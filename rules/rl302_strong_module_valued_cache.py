@@ -47,7 +47,7 @@ class StrongModuleValuedCache(ContainerTracker, Rule):
         """The names that would make a value heavy: the value types annotated on dicts
         defined at module level and bound once, what functions write into a dict of such
         a name, and (when functions do write) its literal entries (see `Evidence`)."""
-        facts = container_facts(nodes, last_use=True)
+        facts = container_facts(nodes)
         dicts = {name: entries for (scope, name), entries in facts.candidates.items()
                  if scope is None and any(kind == "dict" for kind, _, _ in entries)}
         if not dicts:
