@@ -6,10 +6,11 @@ import difflib
 from typing import Sequence
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from retainlint.finding import Fix, Position
 from retainlint.imports import collect_module_imports
+from retainlint.positions import ranges_of
 
 MAX_ROUNDS = 10
 
@@ -29,7 +30,7 @@ def _overlaps(a: CodeRange, b: CodeRange) -> bool:
 
 def apply(module: cst.Module, fixes: Sequence[Fix]) -> tuple[cst.Module, list[Fix]]:
     """Apply every fix that does not overlap one applied before it."""
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = ranges_of(module, [node for fix in fixes for node in fix.replacements])
     taken: list[CodeRange] = []
     merged: dict = {}
     imports: set[str] = set()

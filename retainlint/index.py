@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Hashable, Iterable, Iterator, Optional
 
+from retainlint.gcpause import gc_paused
 from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
 from retainlint.nodes import OWNERS, FileNodes, dotted
 
@@ -403,15 +404,16 @@ def _children(node: ast.AST):
 
 
 def summarize(path: str, data: bytes) -> Optional[FileSummary]:
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    # absolute: summaries are cached and shared, whatever the current directory
-    summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
-    summary = summarizer.summary()
-    summary.scans = _scans(summarizer.nodes)
-    return summary
+    with gc_paused():
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        # absolute: summaries are cached and shared, whatever the current directory
+        summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
+        summary = summarizer.summary()
+        summary.scans = _scans(summarizer.nodes)
+        return summary
 
 
 # What `scans` holds for a rule whose scan raised: its prefilter lets the file through.

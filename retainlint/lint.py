@@ -16,7 +16,6 @@ from pathlib import Path, PurePath
 from typing import Optional, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from retainlint.config import Settings
 from retainlint.context import FileContext
@@ -30,6 +29,7 @@ from retainlint.finding import (
     source_error,
 )
 from retainlint.index import SCAN_FAILED, ProjectIndex, summarize
+from retainlint.positions import ranges_of
 from retainlint.prefilter import Source
 from retainlint.rule import Rule
 from retainlint.suppress import Suppressions
@@ -208,7 +208,11 @@ def lint_module(result: FileResult, module: cst.Module, rules, settings: Setting
     result.findings.extend(crashes)
     if not ctx.reports:
         return
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    wanted = [node for report in ctx.reports
+              for node in (report.node, report.statement,
+                           *(rel.node for rel in report.related if not isinstance(rel, Related)))
+              if node is not None]
+    positions = ranges_of(module, wanted)
     suppressions = Suppressions.scan(module.code)
     for report in ctx.reports:
         rng = positions[report.node]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from retainlint.config import Settings
+from retainlint.gcpause import gc_paused
 from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
 from retainlint.cache import Entry, FindingsCache, RunCache, SummaryCache, config_key, digest
 from retainlint.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
@@ -67,6 +68,12 @@ def _applies(finding: Finding, mode: Mode) -> bool:
 
 def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
                data: bytes | None = None, index: ProjectIndex | None = None) -> FileOutcome:
+    with gc_paused():
+        return _check_file(path, codes, settings, mode, data, index)
+
+
+def _check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
+                data: bytes | None, index: ProjectIndex | None) -> FileOutcome:
     outcome = FileOutcome(path)
     if data is None:
         try:
