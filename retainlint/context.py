@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from retainlint.imports import ImportTable, collect_module_imports
+from retainlint.positions import code_and_ranges
 
 if TYPE_CHECKING:
     from retainlint.config import Settings
@@ -96,6 +98,11 @@ class FileContext:
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+    @cached_property
+    def source(self) -> str:
+        """The whole file's code (generated once, when a rule asks)."""
+        return code_and_ranges(self.module, ())[0]
 
     def methods(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         return {f.name.value: f for f in body_functions(cls)}

@@ -224,8 +224,14 @@ class _Summarizer:
                     stack.append((child, body, in_logger, False, node))
                 continue
             inner_owner = node if kind in _OWNER_KINDS else owner
-            for child in _children(node):
-                stack.append((child, body, in_logger, False, inner_owner))
+            for name in _child_fields(kind):
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for item in value:
+                        if type(item) in _WALKED:
+                            stack.append((item, body, in_logger, False, inner_owner))
+                elif type(value) in _WALKED:
+                    stack.append((value, body, in_logger, False, inner_owner))
 
     @staticmethod
     def _self_assign(body: _Body, target: ast.AST, value: ast.AST) -> None:
@@ -392,28 +398,40 @@ _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, as
            ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue)
 
 
-def _children(node: ast.AST):
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
-                    yield item
-        elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
-            yield value
+def _node_types(base: type) -> Iterator[type]:
+    yield base
+    for sub in base.__subclasses__():
+        yield from _node_types(sub)
+
+
+# The walk tests exact types (a set lookup, not an isinstance per child): every node
+# type except the leaves. Fields holding only names, numbers or leaves are not read.
+_WALKED = frozenset(t for t in _node_types(ast.AST) if not issubclass(t, _LEAVES))
+_SCALAR_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module",
+                            "level", "kind", "type_comment", "is_async", "conversion",
+                            "simple", "lineno", "col_offset"})
+
+
+@lru_cache(maxsize=None)
+def _child_fields(kind: type) -> tuple[str, ...]:
+    return tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
 
 
 def summarize(path: str, data: bytes) -> Optional[FileSummary]:
-    with gc_paused():
-        try:
-            tree = ast.parse(data)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        # absolute: summaries are cached and shared, whatever the current directory
-        summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
-        summary = summarizer.summary()
-        summary.scans = _scans(summarizer.nodes)
-        return summary
+    with gc_paused():  # the tree dies with `_summarize`'s frame, before collections resume
+        return _summarize(path, data)
+
+
+def _summarize(path: str, data: bytes) -> Optional[FileSummary]:
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    # absolute: summaries are cached and shared, whatever the current directory
+    summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
+    summary = summarizer.summary()
+    summary.scans = _scans(summarizer.nodes)
+    return summary
 
 
 # What `scans` holds for a rule whose scan raised: its prefilter lets the file through.

@@ -29,7 +29,7 @@ from retainlint.finding import (
     source_error,
 )
 from retainlint.index import SCAN_FAILED, ProjectIndex, summarize
-from retainlint.positions import ranges_of
+from retainlint.positions import code_and_ranges
 from retainlint.prefilter import Source
 from retainlint.rule import Rule
 from retainlint.suppress import Suppressions
@@ -212,8 +212,8 @@ def lint_module(result: FileResult, module: cst.Module, rules, settings: Setting
               for node in (report.node, report.statement,
                            *(rel.node for rel in report.related if not isinstance(rel, Related)))
               if node is not None]
-    positions = ranges_of(module, wanted)
-    suppressions = Suppressions.scan(module.code)
+    code, positions = code_and_ranges(module, wanted)
+    suppressions = Suppressions.scan(code)
     for report in ctx.reports:
         rng = positions[report.node]
         start = Position(rng.start.line, rng.start.column + 1)

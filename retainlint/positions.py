@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from contextlib import contextmanager
-from typing import Iterable, Iterator, Optional
+from contextlib import nullcontext
+from typing import Iterable, Optional
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -31,6 +31,7 @@ class _Offsets(CodegenState):
         self.offset = 0
         self.open: list[int] = []  # where each wanted node being generated started
         self.ranges: dict[cst.CSTNode, tuple[int, int]] = {}
+        self.popped = False
 
     def add_token(self, value: str) -> None:
         self.tokens.append(value)
@@ -41,8 +42,9 @@ class _Offsets(CodegenState):
             self.add_token(token)
 
     def pop_trailing_newline(self) -> None:
-        # Ranges ending at the end of the file count that newline, as libcst's do.
-        pass
+        # Left in place until the end: ranges ending at the end of the file count that
+        # newline, as libcst's do.
+        self.popped = bool(self.tokens)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         if node in self.wanted:
@@ -53,41 +55,62 @@ class _Offsets(CodegenState):
             # The whitespace-inclusive range, unless the syntactic one was recorded.
             self.ranges.setdefault(node, (self.open.pop(), self.offset))
 
-    @contextmanager
     def record_syntactic_position(self, node: cst.CSTNode, *,
                                   start_node: Optional[cst.CSTNode] = None,
-                                  end_node: Optional[cst.CSTNode] = None) -> Iterator[None]:
+                                  end_node: Optional[cst.CSTNode] = None):
+        # Called for nearly every node: a shared do-nothing context for the others
+        # (a generator-based one per node cost as much as the code generation itself).
         if node not in self.wanted:
-            yield
-            return
-        # A node whose range is hoisted from its children (a block from its first and
-        # last statements) needs theirs; they are generated inside this block.
+            return _NOTHING
+        return _Syntactic(self, node, start_node, end_node)
+
+
+_NOTHING = nullcontext()
+
+
+class _Syntactic:
+    """Records a wanted node's syntactic range: what is generated inside the block,
+    or hoisted from children (a block's range runs from its first to its last statement)."""
+
+    def __init__(self, state: _Offsets, node, start_node, end_node) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+        # The hoisted-from children are generated inside this block: record them too.
         for child in (start_node, end_node):
             if child is not None:
-                self.wanted.add(child)
-        start = self.offset
-        yield
-        end = self.offset
-        if start_node is not None:
-            start = self.ranges[start_node][0]
-        if end_node is not None:
-            end = self.ranges[end_node][1]
-        self.ranges[node] = (start, end)
+                state.wanted.add(child)
+
+    def __enter__(self) -> None:
+        self.start = self.state.offset
+
+    def __exit__(self, *exc) -> None:
+        ranges = self.state.ranges
+        start = ranges[self.start_node][0] if self.start_node is not None else self.start
+        end = ranges[self.end_node][1] if self.end_node is not None else self.state.offset
+        ranges[self.node] = (start, end)
 
 
-def ranges_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
-    """The range of each of `nodes` found in `module` (nodes not in it are left out)."""
+def code_and_ranges(module: cst.Module, nodes: Iterable[cst.CSTNode]
+                    ) -> tuple[str, dict[cst.CSTNode, CodeRange]]:
+    """The module's code (as `module.code`, in one cheaper pass) and the range of each of
+    `nodes` found in it (nodes not in it are left out)."""
     asked = set(nodes)
-    if not asked:
-        return {}
     state = _Offsets(module, set(asked))
     module._codegen(state)
     code = "".join(state.tokens)
-    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(code)]
+    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(code)] if asked else []
 
     def position(offset: int) -> CodePosition:
         line = bisect.bisect_right(line_starts, offset)
         return CodePosition(line, offset - line_starts[line - 1])
 
-    return {node: CodeRange(position(start), position(end))
-            for node, (start, end) in state.ranges.items() if node in asked}
+    ranges = {node: CodeRange(position(start), position(end))
+              for node, (start, end) in state.ranges.items() if node in asked}
+    if state.popped:
+        code = code[: len(code) - len(state.tokens[-1])]
+    return code, ranges
+
+
+def ranges_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
+    """The range of each of `nodes` found in `module` (nodes not in it are left out)."""
+    nodes = list(nodes)
+    return code_and_ranges(module, nodes)[1] if nodes else {}

@@ -68,7 +68,7 @@ def _applies(finding: Finding, mode: Mode) -> bool:
 
 def check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
                data: bytes | None = None, index: ProjectIndex | None = None) -> FileOutcome:
-    with gc_paused():
+    with gc_paused():  # the file's tree dies with `_check_file`'s frame, before collections resume
         return _check_file(path, codes, settings, mode, data, index)
 
 

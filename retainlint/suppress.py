@@ -14,6 +14,7 @@ _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w-]+(?:[\s,]+[\w-]+)*))?", re.IG
 _FILE_NOQA = re.compile(
     r"^#\s*retainlint:\s*noqa(?::\s*(?P<codes>[\w-]+(?:[\s,]+[\w-]+)*))?\s*$", re.IGNORECASE
 )
+_ANY_NOQA = re.compile("noqa", re.IGNORECASE)
 ALL = None  # a bare noqa
 # Other linters' codes for the same finding: `# noqa: B019` (flake8-bugbear, ruff) also
 # silences RL102, so existing suppressions keep working.
@@ -36,6 +37,8 @@ class Suppressions:
     @classmethod
     def scan(cls, source: str) -> "Suppressions":
         found = cls()
+        if not _ANY_NOQA.search(source):  # most files: no need to tokenize
+            return found
         for line, text, own_line in _comments(source):
             file_match = _FILE_NOQA.match(text) if own_line else None
             if file_match:

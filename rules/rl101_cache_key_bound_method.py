@@ -404,7 +404,7 @@ def get_fqns(model: nn.Module, name: str):
             # attribute such as `self.tokenizer` is an instance, not a bound method)
             method = self.ctx.methods(cls).get(attr) if cls is not None else None
             return method is not None and not decorator_names(self.ctx, method) & _PROPERTIES
-        return f"{self.ctx.code(owner)}.{attr}(" in self.ctx.module.code
+        return f"{self.ctx.code(owner)}.{attr}(" in self.ctx.source
 
     # -- definitions -----------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from retainlint.positions import ranges_of
+from retainlint.positions import code_and_ranges, ranges_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted([*ROOT.glob("fixtures/RL*/**/*.py"), *ROOT.glob("retainlint/*.py")])
@@ -19,6 +19,7 @@ ODD = {
     "tabs and semicolons": "if x:\n\ty = 1; z = 2\n\tdef g(): return (\n\t\t3)\n",
     "decorators and comments": "# head\n\n@a.b(1)\n# between\n@c\nasync def f(\n    x,  # arg\n):\n    '''doc'''\n    async with a as b, c:\n        pass\n",
     "empty": "",
+    "only comments, no trailing newline": "# a\n# b",
 }
 
 
@@ -34,7 +35,10 @@ def _all_nodes(module: cst.Module) -> list[cst.CSTNode]:
 def _compare(module: cst.Module) -> None:
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     nodes = _all_nodes(module)
-    assert ranges_of(module, nodes) == {n: expected[n] for n in nodes}
+    code, ranges = code_and_ranges(module, nodes)
+    assert code == module.code
+    assert ranges == {n: expected[n] for n in nodes}
+    assert code_and_ranges(module, []) == (module.code, {})
     # One node at a time: a range must not depend on which other nodes were asked for.
     for node in nodes[:: max(1, len(nodes) // 8)]:
         assert ranges_of(module, [node]) == {node: expected[node]}
