@@ -203,8 +203,9 @@ def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
 
 
 def _batches(items: list, jobs: int) -> list[list]:
-    # Small enough to spread uneven files over the workers and to move a progress bar.
-    size = max(1, min(32, len(items) // (jobs * 8)))
+    # Small enough to spread uneven files over the workers (a hundred files to check are
+    # sent one by one) and to move a progress bar.
+    size = max(1, min(32, len(items) // (jobs * 32)))
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
@@ -441,6 +442,9 @@ def _prefilter_and_check(readable: dict[str, bytes], codes, settings: Settings, 
             to_check.append(p)
         else:
             skipped.append(FileOutcome(p, consulted=consulted))
+    # Largest first: the few big files (model runners, engines) take most of the time,
+    # and one of them taken last would leave the other workers idle.
+    to_check.sort(key=lambda p: -len(readable[p]))
     checked = _check_all(to_check, codes, settings, mode, index, jobs, progress)
     fixed = sum(o.fixed for o in checked)
     if mode.fix and fixed:
