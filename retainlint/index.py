@@ -446,7 +446,7 @@ def _scans(nodes: FileNodes) -> dict[str, object]:
 
     found: dict[str, object] = {}
     for rule in all_rules():
-        if rule.scans and any(t.encode() in nodes.source for t in rule.triggers):
+        if rule.scans and rule.triggered_by(nodes.source):
             try:
                 found[rule.code] = rule.scan(nodes)
             except Exception:  # noqa: BLE001 - the libcst pass will see what it is
@@ -542,6 +542,7 @@ class ProjectIndex:
     def __init__(self, summaries: Iterable[FileSummary], heavy_types: Iterable[str] = ()) -> None:
         self._tables()
         self._fingerprint: Optional[str] = None
+        self.answers: dict[tuple[str, Hashable], Hashable] = {}  # see `ask`
         for s in summaries:
             self.files[os.path.abspath(s.path)] = s
             self.modules.setdefault(s.module, s)
@@ -584,7 +585,8 @@ class ProjectIndex:
             for key, value in dict.items(getattr(self, name)):
                 holders.setdefault(value.path, []).append((name, key))
         facts = {name: getattr(self, name) for name in _FACTS}
-        return {"facts": facts, "holders": holders, "fingerprint": self.fingerprint()}
+        return {"facts": facts, "holders": holders, "fingerprint": self.fingerprint(),
+                "answers": dict(self.answers)}
 
     @classmethod
     def restore(cls, snapshot: dict, summary_of: Callable[[str], Optional[FileSummary]]) -> "ProjectIndex":
@@ -595,6 +597,9 @@ class ProjectIndex:
         for name, value in snapshot["facts"].items():
             setattr(index, name, value)
         index._fingerprint = snapshot["fingerprint"]
+        # The same index, so the same answers: a question asked last time (by the file
+        # now edited, say) is not asked of every summary again.
+        index.answers = dict(snapshot["answers"])
         holders: dict[str, list[tuple[str, str]]] = snapshot["holders"]
         for name in _TABLES:
             table = getattr(index, name)
@@ -644,16 +649,23 @@ class ProjectIndex:
         """Answer a project-wide question (`is X cleared anywhere?`), a module-level
         function of (index, key) that may read every file. A result cached while it was
         asked depends on the answer, not on every file read to find it: the answer is
-        noted, and the question asked again before the result is reused."""
+        noted, and the question asked again before the result is reused. The index does
+        not change, so each answer is worked out once (`answers`, kept in snapshots)."""
+        asked = (f"{question.__module__}:{question.__qualname__}", key)
         consulted = self.files.log
         self._log(None)
         try:
-            answer = question(self, key)
+            answer = self._answer(asked, question)
         finally:
             self._log(consulted)
         if consulted is not None:
-            consulted.answers[(f"{question.__module__}:{question.__qualname__}", key)] = answer
+            consulted.answers[asked] = answer
         return answer
+
+    def _answer(self, asked: tuple[str, Hashable], question: Callable) -> Hashable:
+        if asked not in self.answers:
+            self.answers[asked] = question(self, asked[1])
+        return self.answers[asked]
 
     def still_valid(self, consulted: "Consulted", digests: dict[str, str]) -> bool:
         """Would the lookups noted in `consulted` give the same answers in this index?
@@ -670,7 +682,7 @@ class ProjectIndex:
                 question = getattr(importlib.import_module(module), function)
             except (ImportError, AttributeError):
                 return False
-            if question(self, key) != answer:
+            if self._answer((name, key), question) != answer:
                 return False
         return True
 

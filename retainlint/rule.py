@@ -56,6 +56,10 @@ class Report:
 from retainlint.registry import DOCS_URL, rule_url  # noqa: F401 - DOCS_URL: for importers
 
 
+# Rule class -> its triggers as bytes (encoded once: asked for every file).
+_TRIGGER_BYTES: dict[type, tuple[bytes, ...]] = {}
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -87,7 +91,15 @@ class Rule:
         """A cheap test: False means the file is not parsed for this rule. It must be
         True for every file the rule reports something in. By default, does the file
         contain one of the trigger tokens?"""
-        return any(token.encode() in data for token in cls.triggers)
+        return cls.triggered_by(data)
+
+    @classmethod
+    def triggered_by(cls, data: bytes) -> bool:
+        """Does `data` contain one of the trigger tokens?"""
+        encoded = _TRIGGER_BYTES.get(cls)
+        if encoded is None:
+            encoded = _TRIGGER_BYTES[cls] = tuple(t.encode() for t in cls.triggers)
+        return any(token in data for token in encoded)
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx

@@ -194,11 +194,12 @@ def _check_many(args) -> list[FileOutcome]:
 
 def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
     found = []
-    for path in paths:
-        try:
-            found.append((path, summarize(path, read_source(path))))
-        except Exception:  # noqa: BLE001 - unreadable, or too odd to summarize: no summary
-            continue
+    with gc_paused():  # one collection per batch, not one per file
+        for path in paths:
+            try:
+                found.append((path, summarize(path, read_source(path))))
+            except Exception:  # noqa: BLE001 - unreadable, or too odd to summarize: no summary
+                continue
     return found
 
 
@@ -425,7 +426,11 @@ def _run_cached(readable, digests, config, codes, settings, mode, jobs, cache_di
     fresh = _prefilter_and_check(left, codes, settings, mode, index, jobs, progress)
     _remember(results, fresh, digests, config, facts)
     results.save()
-    return reused + fresh, index.snapshot()
+    snapshot = index.snapshot()
+    for o in reused + fresh:  # answers worked out in the workers, or in earlier runs
+        if o.consulted is not None:
+            snapshot["answers"].update(o.consulted.answers)
+    return reused + fresh, snapshot
 
 
 def _prefilter_and_check(readable: dict[str, bytes], codes, settings: Settings, mode: Mode,

@@ -238,3 +238,28 @@ def test_a_run_answered_from_the_cache_imports_neither_libcst_nor_the_rules(tmp_
                            text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
     assert "m.py:5:9: RL501" in again.stdout
     assert again.stdout.splitlines()[-1] == "1 False False", again.stdout + again.stderr
+
+
+def test_project_wide_answers_travel_with_the_snapshot():
+    """A file edited since the last run asks the project-wide questions it asked then
+    (`is this name used anywhere?`): the snapshot carries the answers, so the re-run
+    reads only the summaries it looks up, never every file's."""
+    paths = sorted(str(p) for p in FIXTURES.rglob("*.py") if ".fixed" not in str(p))
+    summaries = {os.path.abspath(p): s for p in paths
+                 if (s := index_module.summarize(p, Path(p).read_bytes())) is not None}
+    full = index_module.ProjectIndex(summaries.values())
+    rules = list(all_rules())
+
+    def findings(path, index):
+        result = lint_bytes(path, Path(path).read_bytes(), rules, Settings(), index=index)
+        return [(f.code, f.start, f.message) for f in result.findings]
+
+    before = {p: findings(p, full) for p in paths}  # the last run: questions asked here
+    assert len(full.answers) > 10
+    snapshot = pickle.dumps(full.snapshot())
+    for p in paths:
+        read: list[str] = []
+        restored = index_module.ProjectIndex.restore(
+            pickle.loads(snapshot), lambda path: read.append(path) or summaries.get(path))
+        assert findings(p, restored) == before[p], p
+        assert len(read) < len(summaries) / 2, p
