@@ -227,6 +227,9 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
     advance = (progress or _no_progress)("Indexing", len(missing))
     fresh: list[tuple[str, FileSummary | None]] = []
     if jobs > 1 and len(missing) > POOL_THRESHOLD:
+        # The rules (and libcst) are imported once, here: forked workers inherit them
+        # instead of importing them each (their scans run with every summary).
+        all_rules()
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
         try:
             for batch in pool.map(_summarize_many, _batches(missing, jobs)):
