@@ -196,25 +196,29 @@ def test_an_edit_the_index_does_not_see_relints_that_file_alone(tmp_path, monkey
     assert _run(tmp_path, cache).findings == _run(tmp_path, None).findings
 
 
-def test_an_index_restored_from_its_snapshot_gives_the_same_findings():
+def _fixtures_as_one_project():
+    """Every fixture file, their summaries by path, and the index over all of them."""
     paths = sorted(str(p) for p in FIXTURES.rglob("*.py") if ".fixed" not in str(p))
     summaries = {os.path.abspath(p): s for p in paths
                  if (s := index_module.summarize(p, Path(p).read_bytes())) is not None}
-    full = index_module.ProjectIndex(summaries.values())
+    return paths, summaries, index_module.ProjectIndex(summaries.values())
+
+
+def _lint_findings(path, index):
+    result = lint_bytes(path, Path(path).read_bytes(), list(all_rules()), Settings(), index=index)
+    return [(f.code, f.start, f.message) for f in result.findings]
+
+
+def test_an_index_restored_from_its_snapshot_gives_the_same_findings():
+    paths, summaries, full = _fixtures_as_one_project()
     snapshot = pickle.dumps(full.snapshot())
-    rules = list(all_rules())
-
-    def findings(path, index):
-        result = lint_bytes(path, Path(path).read_bytes(), rules, Settings(), index=index)
-        return [(f.code, f.start, f.message) for f in result.findings]
-
     reads = []
     for p in paths:
         read: list[str] = []
         restored = index_module.ProjectIndex.restore(
             pickle.loads(snapshot), lambda path: read.append(path) or summaries.get(path))
         assert restored.fingerprint() == full.fingerprint()
-        assert findings(p, restored) == findings(p, full), p
+        assert _lint_findings(p, restored) == _lint_findings(p, full), p
         reads.append(len(read))
     # summaries are read when looked up (a project-wide question reads them all)
     assert min(reads) < len(summaries)
@@ -244,22 +248,13 @@ def test_project_wide_answers_travel_with_the_snapshot():
     """A file edited since the last run asks the project-wide questions it asked then
     (`is this name used anywhere?`): the snapshot carries the answers, so the re-run
     reads only the summaries it looks up, never every file's."""
-    paths = sorted(str(p) for p in FIXTURES.rglob("*.py") if ".fixed" not in str(p))
-    summaries = {os.path.abspath(p): s for p in paths
-                 if (s := index_module.summarize(p, Path(p).read_bytes())) is not None}
-    full = index_module.ProjectIndex(summaries.values())
-    rules = list(all_rules())
-
-    def findings(path, index):
-        result = lint_bytes(path, Path(path).read_bytes(), rules, Settings(), index=index)
-        return [(f.code, f.start, f.message) for f in result.findings]
-
-    before = {p: findings(p, full) for p in paths}  # the last run: questions asked here
+    paths, summaries, full = _fixtures_as_one_project()
+    before = {p: _lint_findings(p, full) for p in paths}  # the last run: questions asked here
     assert len(full.answers) > 10
     snapshot = pickle.dumps(full.snapshot())
     for p in paths:
         read: list[str] = []
         restored = index_module.ProjectIndex.restore(
             pickle.loads(snapshot), lambda path: read.append(path) or summaries.get(path))
-        assert findings(p, restored) == before[p], p
+        assert _lint_findings(p, restored) == before[p], p
         assert len(read) < len(summaries) / 2, p
