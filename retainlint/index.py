@@ -773,6 +773,18 @@ class ProjectIndex:
         return (qualified.startswith("torch.nn.") and qualified.count(".") == 2
                 and qualified.rsplit(".", 1)[1][:1].isupper())
 
+    def ancestors(self, bases: Iterable[Optional[str]]) -> Iterator[ClassSummary]:
+        """The project classes among `bases` and above them, each once."""
+        todo, seen = list(bases), set()
+        while todo:
+            q = self.resolve(todo.pop())
+            if not q or q in seen or q not in self.classes:
+                continue
+            seen.add(q)
+            summary = self.classes[q]
+            yield summary
+            todo.extend(summary.bases)
+
     def is_heavy_class(self, qualified: Optional[str]) -> bool:
         resolved = self.resolve(qualified)
         return resolved in self.heavy_classes or self._heavy_builtin(resolved)
@@ -842,6 +854,21 @@ class ProjectIndex:
         unfreezers = closure(GC_UNFREEZE)
         freezers = {q for q in closure(GC_FREEZE) if q not in unfreezers}
         return frozenset(freezers), frozenset(unfreezers)
+
+
+def qualified_in(summary: Optional[FileSummary], node: ast.AST) -> Optional[str]:
+    """`node`, a dotted name, as the project names it seen from `summary`'s file: its head
+    through the file's imports, or prefixed with the file's module when defined there."""
+    name = dotted(node)
+    if name is None:
+        return None
+    head, dot, rest = name.partition(".")
+    if summary is not None:
+        if head in summary.imports:
+            head = summary.imports[head]
+        elif head in summary.classes or head in summary.functions:
+            head = f"{summary.module}.{head}"
+    return head + dot + rest
 
 
 def instantiated_in_functions(index: ProjectIndex, qualified: str, outside: str = "") -> bool:

@@ -16,6 +16,7 @@ from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.module_caches import removed_in_project
 from retainlint.index import instantiated_in_functions
+from retainlint.nodes import dotted
 from retainlint.rule import Example, Rule
 from retainlint.walk import visit
 
@@ -96,14 +97,11 @@ def imported_names(nodes) -> dict[str, str]:
 
 def qualified(node: ast.AST, imports: dict[str, str]) -> Optional[str]:
     """`node` as a dotted name, its head resolved through `imports`."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
+    name = dotted(node)
+    if name is None:
         return None
-    parts.append(imports.get(node.id, node.id))
-    return ".".join(reversed(parts))
+    head, dot, rest = name.partition(".")
+    return imports.get(head, head) + dot + rest
 
 
 def _in_instance_method(nodes, node: ast.AST) -> bool:

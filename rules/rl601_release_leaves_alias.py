@@ -15,6 +15,7 @@ from retainlint.cstutil import is_self, self_attribute
 from retainlint.finding import Applicability, Severity
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
+from retainlint.index import qualified_in
 from retainlint.nodes import dotted as _ast_dotted
 
 # Calls whose result is a plain value derived from their argument, never the argument.
@@ -102,22 +103,6 @@ class _Escape:
 
     def __init__(self, index) -> None:
         self.index = index
-
-    def qualify(self, summary_file, node: ast.AST) -> Optional[str]:
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        head = node.id
-        if summary_file is not None and head in summary_file.imports:
-            base = summary_file.imports[head]
-        elif summary_file is not None and (head in summary_file.classes or head in summary_file.functions):
-            base = f"{summary_file.module}.{head}"
-        else:
-            base = head
-        return ".".join([base, *reversed(parts)])
 
     def callee_keeps(self, qualified: Optional[str], position: Optional[int],
                      keyword: Optional[str], depth: int = 0) -> bool:
@@ -257,7 +242,7 @@ class _Escape:
                     inner |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
             return self.holds(file, expr.elt, inner, depth)
         if isinstance(expr, ast.Call):
-            q = self.qualify(file, expr.func)
+            q = qualified_in(file, expr.func)
             if q in _SCALAR_CALLS or _scalar_name(q):
                 return False
             if isinstance(expr.func, ast.Attribute):

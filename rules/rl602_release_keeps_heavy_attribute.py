@@ -20,6 +20,7 @@ from retainlint.imports import absolute_import
 from retainlint.prefilter import words
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
+from retainlint.index import qualified_in
 from retainlint.nodes import dotted as _dotted
 
 # Words that, as a part of a method or function name (split on `_`), release what
@@ -419,22 +420,6 @@ class _Weigher:
         return False
 
     # -- values ------------------------------------------------------------------
-    def qualify(self, file, node: ast.AST) -> Optional[str]:
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        head = node.id
-        if head in file.imports:
-            base = file.imports[head]
-        elif head in file.classes or head in file.functions:
-            base = f"{file.module}.{head}"
-        else:
-            base = head
-        return ".".join([base, *reversed(parts)])
-
     def ast_substantial(self, value: ast.AST, file, owner, local_values, depth: int) -> bool:
         if depth > _MAX_DEPTH:
             return False
@@ -446,7 +431,7 @@ class _Weigher:
                     and func.value.id == "self" and owner is not None:
                 method = owner.methods.get(func.attr)
                 return method is not None and self.returns_substantial(method.returns, depth)
-            q = self.qualify(file, func)
+            q = qualified_in(file, func)
             return self.call_substantial(q, lambda factory: _small_tensor(call, factory, local_values), depth)
         if isinstance(value, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
             return again(value.elt)

@@ -13,6 +13,7 @@ from retainlint.context import body_statements
 from retainlint.cstutil import decorator_names, is_self
 from retainlint.heavy import TENSOR_FACTORIES, find_param
 from retainlint.finding import Applicability, Severity
+from retainlint.index import qualified_in
 from retainlint.hooks import (
     AUTOGRAD_HOOKS,
     HANDLE_HOOKS,
@@ -81,19 +82,6 @@ def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
         return _EXTERNAL_HOLDS[key]
     _EXTERNAL_HOLDS[key] = False  # recursion guard
     file = index.files.get(os.path.abspath(summary.path))
-    imports = file.imports if file is not None else {}
-    local = set(file.classes) | set(file.functions) if file is not None else set()
-    module = file.module if file is not None else ""
-
-    def qualify(node: ast.AST) -> Optional[str]:
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        head = imports.get(node.id) or (f"{module}.{node.id}" if node.id in local else node.id)
-        return ".".join([head, *reversed(parts)])
 
     found = False
     tree = parse_file(summary.path)
@@ -103,7 +91,7 @@ def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
                 if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call) and any(
                         isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
                         for t in sub.targets):
-                    q = qualify(sub.value.func)
+                    q = qualified_in(file, sub.value.func)
                     if q and _holds_value(index, q, depth):
                         found = True
                         break
@@ -440,18 +428,11 @@ def _mentions_self(node: ast.AST) -> bool:
 
 def _inherits_method(index, bases, attrs) -> bool:
     """Is one of `attrs` a bound method of a project base class (`_method_names`)?"""
-    todo, seen = list(bases), set()
-    while todo:
-        q = index.resolve(todo.pop())
-        if not q or q in seen or q not in index.classes:
-            continue
-        seen.add(q)
-        summary = index.classes[q]
+    for summary in index.ancestors(bases):
         for attr in attrs:
             method = summary.methods.get(attr)
             if method is not None and not set(method.decorators) & _INHERITED_EXCLUDED:
                 return True
-        todo.extend(summary.bases)
     return False
 
 
@@ -966,18 +947,10 @@ class Attention(nn.Module):
         names = {n for n, fn in methods.items()
                  if not is_property(self.ctx, fn) and not (decorator_names(self.ctx, fn) & _STATIC)}
         names |= _MODULE_METHODS
-        index = self.ctx.index
-        todo = [self.ctx.absolute(self.ctx.qualname(b.value)) for b in cls.bases]
-        seen: set[str] = set()
-        while todo:
-            q = index.resolve(todo.pop())
-            if not q or q in seen or q not in index.classes:
-                continue
-            seen.add(q)
-            summary = index.classes[q]
+        bases = [self.ctx.absolute(self.ctx.qualname(b.value)) for b in cls.bases]
+        for summary in self.ctx.index.ancestors(bases):
             names |= {n for n, f in summary.methods.items() if not (
                 set(f.decorators) & (_STATIC | {"property", "functools.cached_property"}))}
-            todo.extend(summary.bases)
         return names - {n for n, fn in methods.items() if is_property(self.ctx, fn)}
 
     def _holds_heavy(self, cls: cst.ClassDef) -> bool:
