@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from retainlint.imports import ImportTable, collect_module_imports
-from retainlint.positions import code_and_ranges
 
 if TYPE_CHECKING:
     from retainlint.config import Settings
@@ -55,12 +53,13 @@ def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
 
 
 class FileContext:
-    def __init__(self, path: str, module: cst.Module, settings: "Settings",
+    def __init__(self, path: str, module: cst.Module, source: str, settings: "Settings",
                  index: "ProjectIndex") -> None:
         from retainlint.heavy import HeavyOracle
 
         self.path = path
         self.module = module
+        self.source = source  # the file's text (the module's code, without generating it)
         self.settings = settings
         self.index = index
         self.module_name = index.module_of(path)
@@ -98,11 +97,6 @@ class FileContext:
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
-
-    @cached_property
-    def source(self) -> str:
-        """The whole file's code (generated once, when a rule asks)."""
-        return code_and_ranges(self.module, ())[0]
 
     def methods(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         return {f.name.value: f for f in body_functions(cls)}

@@ -600,11 +600,12 @@ class ClassHandles:
         handle_methods: dict[str, cst.Call] = {}
         self.facts: dict[str, MethodFacts] = {}
         for name, fn in self.methods.items():
-            f = method_facts(fn)
+            f = self.facts[name] = method_facts(fn)
             if f.returns_handle is not None:
                 handle_methods[name] = f.returns_handle
-        for name, fn in self.methods.items():
-            self.facts[name] = method_facts(fn, handle_methods)
+        if handle_methods:  # a second look, now knowing which calls return a handle
+            for name, fn in self.methods.items():
+                self.facts[name] = method_facts(fn, handle_methods)
         self.own = own
         self._callbacks: Optional[set[str]] = None
 

@@ -29,7 +29,7 @@ from retainlint.finding import (
     source_error,
 )
 from retainlint.index import SCAN_FAILED, ProjectIndex, summarize
-from retainlint.positions import code_and_ranges
+from retainlint.positions import ranges_of
 from retainlint.prefilter import Source
 from retainlint.rule import Rule
 from retainlint.suppress import Suppressions
@@ -187,13 +187,14 @@ def lint_bytes(
     result.parsed = True
     if keep_module:
         result.module = module
-    lint_module(result, module, active, settings, index)
+    lint_module(result, module, data.decode(module.encoding), active, settings, index)
     return result
 
 
-def lint_module(result: FileResult, module: cst.Module, rules, settings: Settings,
-                index: ProjectIndex) -> None:
-    ctx = FileContext(result.path, module, settings, index)
+def lint_module(result: FileResult, module: cst.Module, source: str, rules,
+                settings: Settings, index: ProjectIndex) -> None:
+    """`source`: the file's text, which `module` was parsed from."""
+    ctx = FileContext(result.path, module, source, settings, index)
     crashes: list[Finding] = []
     instances = [r(ctx) for r in rules]
     instances = [r for r in instances if r.applies()]
@@ -212,8 +213,8 @@ def lint_module(result: FileResult, module: cst.Module, rules, settings: Setting
               for node in (report.node, report.statement,
                            *(rel.node for rel in report.related if not isinstance(rel, Related)))
               if node is not None]
-    code, positions = code_and_ranges(module, wanted)
-    suppressions = Suppressions.scan(code)
+    positions = ranges_of(module, wanted, source)
+    suppressions = Suppressions.scan(source)
     for report in ctx.reports:
         rng = positions[report.node]
         start = Position(rng.start.line, rng.start.column + 1)

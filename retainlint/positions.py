@@ -2,10 +2,11 @@
 
 libcst's `PositionProvider` records the range of every node in the module: about eight
 times the cost of generating its code. A report needs the ranges of a handful of nodes,
-so this generates the code once, counting characters, and notes offsets only where one
-of those nodes starts and ends. The ranges are the same as `PositionProvider`'s
-(syntactic: the whitespace a node owns is left out); `tests/test_positions.py` checks
-that node by node."""
+so this generates the code, counting characters, and notes offsets only where one of
+those nodes starts and ends; given the file's text, it stops as soon as the last of them
+is done (on average halfway through the file). The ranges are the same as
+`PositionProvider`'s (syntactic: the whitespace a node owns is left out);
+`tests/test_positions.py` checks that node by node."""
 
 from __future__ import annotations
 
@@ -21,17 +22,23 @@ from libcst.metadata import CodePosition, CodeRange
 _NEWLINE = re.compile(r"\r\n?|\n")
 
 
-class _Offsets(CodegenState):
-    """Generates the module's code, noting the character offsets of the wanted nodes."""
+class _Done(Exception):
+    """Every asked node's range is known: the rest of the code is not needed."""
 
-    def __init__(self, module: cst.Module, wanted: set[cst.CSTNode]) -> None:
+
+class _Offsets(CodegenState):
+    """Generates the module's code, noting the character offsets of the wanted nodes.
+    Nodes are tracked by `id`: `CSTNode.__hash__` is a Python call, and these tests run
+    for every node generated."""
+
+    def __init__(self, module: cst.Module, asked: list[cst.CSTNode], stop_early: bool) -> None:
         super().__init__(default_indent=module.default_indent,
                          default_newline=module.default_newline)
-        self.wanted = wanted
+        self.wanted = {id(n) for n in asked}
+        self.pending = set(self.wanted) if stop_early else None  # asked, not done yet
         self.offset = 0
         self.open: list[int] = []  # where each wanted node being generated started
-        self.ranges: dict[cst.CSTNode, tuple[int, int]] = {}
-        self.popped = False
+        self.ranges: dict[int, tuple[int, int]] = {}
 
     def add_token(self, value: str) -> None:
         self.tokens.append(value)
@@ -42,25 +49,31 @@ class _Offsets(CodegenState):
             self.add_token(token)
 
     def pop_trailing_newline(self) -> None:
-        # Left in place until the end: ranges ending at the end of the file count that
-        # newline, as libcst's do.
-        self.popped = bool(self.tokens)
+        pass  # kept: ranges ending at the end of the file count that newline, as libcst's do
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if node in self.wanted:
+        if id(node) in self.wanted:
             self.open.append(self.offset)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if node in self.wanted:
+        key = id(node)
+        if key in self.wanted:
             # The whitespace-inclusive range, unless the syntactic one was recorded.
-            self.ranges.setdefault(node, (self.open.pop(), self.offset))
+            self.ranges.setdefault(key, (self.open.pop(), self.offset))
+            self.done(key)
+
+    def done(self, key: int) -> None:
+        if self.pending is not None:
+            self.pending.discard(key)
+            if not self.pending:
+                raise _Done
 
     def record_syntactic_position(self, node: cst.CSTNode, *,
                                   start_node: Optional[cst.CSTNode] = None,
                                   end_node: Optional[cst.CSTNode] = None):
         # Called for nearly every node: a shared do-nothing context for the others
         # (a generator-based one per node cost as much as the code generation itself).
-        if node not in self.wanted:
+        if id(node) not in self.wanted:
             return _NOTHING
         return _Syntactic(self, node, start_node, end_node)
 
@@ -73,44 +86,54 @@ class _Syntactic:
     or hoisted from children (a block's range runs from its first to its last statement)."""
 
     def __init__(self, state: _Offsets, node, start_node, end_node) -> None:
-        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+        self.state, self.key = state, id(node)
+        self.start_key = id(start_node) if start_node is not None else None
+        self.end_key = id(end_node) if end_node is not None else None
         # The hoisted-from children are generated inside this block: record them too.
-        for child in (start_node, end_node):
-            if child is not None:
-                state.wanted.add(child)
+        state.wanted.update(k for k in (self.start_key, self.end_key) if k is not None)
 
     def __enter__(self) -> None:
         self.start = self.state.offset
 
     def __exit__(self, *exc) -> None:
+        if exc[0] is not None:
+            return  # stopping early (or failing): nothing to record
         ranges = self.state.ranges
-        start = ranges[self.start_node][0] if self.start_node is not None else self.start
-        end = ranges[self.end_node][1] if self.end_node is not None else self.state.offset
-        ranges[self.node] = (start, end)
+        start = ranges[self.start_key][0] if self.start_key is not None else self.start
+        end = ranges[self.end_key][1] if self.end_key is not None else self.state.offset
+        ranges[self.key] = (start, end)
+        self.state.done(self.key)
 
 
-def code_and_ranges(module: cst.Module, nodes: Iterable[cst.CSTNode]
-                    ) -> tuple[str, dict[cst.CSTNode, CodeRange]]:
-    """The module's code (as `module.code`, in one cheaper pass) and the range of each of
-    `nodes` found in it (nodes not in it are left out)."""
-    asked = set(nodes)
-    state = _Offsets(module, set(asked))
-    module._codegen(state)
+def ranges_of(module: cst.Module, nodes: Iterable[cst.CSTNode], source: Optional[str] = None
+              ) -> dict[cst.CSTNode, CodeRange]:
+    """The range of each of `nodes` found in `module` (nodes not in it are left out).
+    `source`: the module's text, when the caller has it; the code is then generated
+    only as far as the last of `nodes`."""
+    asked = list(nodes)
+    if not asked:
+        return {}
+    state = _Offsets(module, asked, stop_early=source is not None)
+    try:
+        module._codegen(state)
+        stopped = False
+    except _Done:
+        stopped = True
     code = "".join(state.tokens)
-    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(code)] if asked else []
+    # libcst can drop a character it does not keep (a leading form feed): then the
+    # generated code, not the file's text, is what the offsets count.
+    if stopped and not source.startswith(code):
+        return ranges_of(module, asked)
+    text = source if stopped else code
+    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def position(offset: int) -> CodePosition:
         line = bisect.bisect_right(line_starts, offset)
         return CodePosition(line, offset - line_starts[line - 1])
 
-    ranges = {node: CodeRange(position(start), position(end))
-              for node, (start, end) in state.ranges.items() if node in asked}
-    if state.popped:
-        code = code[: len(code) - len(state.tokens[-1])]
-    return code, ranges
-
-
-def ranges_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
-    """The range of each of `nodes` found in `module` (nodes not in it are left out)."""
-    nodes = list(nodes)
-    return code_and_ranges(module, nodes)[1] if nodes else {}
+    found = {}
+    for node in asked:
+        span = state.ranges.get(id(node))
+        if span is not None:
+            found[node] = CodeRange(position(span[0]), position(span[1]))
+    return found

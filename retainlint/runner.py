@@ -341,10 +341,12 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
                                                        progress))
     # A file's identity is its content and its module name (an `__init__.py` deleted
     # elsewhere renames it, and every lookup of its names).
-    digests = {os.path.abspath(p): f"{digest(d)} {module_name(p)}" for p, d in readable.items()}
+    absolute = {p: os.path.abspath(p) for p in readable}  # once: each call asks for the cwd
+    digests = {a: f"{digest(readable[p])} {module_name(a)}" for p, a in absolute.items()}
     config = config_key(settings, codes, mode.edits)
     last = RunCache(cache_dir)
-    found = _since_last_run(last, readable, digests, config, codes, settings, mode, cache_dir)
+    found = _since_last_run(last, readable, absolute, digests, config, codes, settings, mode,
+                            cache_dir)
     if found is None:
         found, snapshot = _run_cached(readable, digests, config, codes, settings, mode, jobs,
                                       cache_dir, progress)
@@ -353,7 +355,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     last.entries.update(  # a crash is not a result to keep: the next run starts afresh
         paths=sorted(readable), config=None if crashed else config, digests=digests,
         findings={o.path: o.findings for o in found if o.findings},
-        depends={os.path.abspath(o.path): sorted(o.consulted.files)
+        depends={absolute[o.path]: sorted(o.consulted.files)
                  for o in found if o.consulted is not None and o.consulted.files})
     last.save()
     return _result(paths, outcomes + found)
@@ -363,8 +365,8 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
 FEW_CHANGED = 64
 
 
-def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[str, str],
-                    config: str, codes, settings: Settings, mode: Mode,
+def _since_last_run(last: RunCache, readable: dict[str, bytes], absolute: dict[str, str],
+                    digests: dict[str, str], config: str, codes, settings: Settings, mode: Mode,
                     cache_dir: Path) -> Optional[list[FileOutcome]]:
     """The last run's outcomes brought up to date without validating every file, or None.
     Nothing changed: its findings. A few files changed but not what the index knows of
@@ -375,14 +377,14 @@ def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[st
     before: dict[str, str] = last.entries["digests"]
     findings: dict[str, list[Finding]] = last.entries["findings"]
     depends: dict[str, list[str]] = last.entries["depends"]
-    changed = {p for p in readable if before.get(os.path.abspath(p)) != digests[os.path.abspath(p)]}
+    changed = {p for p, a in absolute.items() if before.get(a) != digests[a]}
     kept = lambda p: FileOutcome(p, list(findings.get(p, ())),  # noqa: E731
-                                 consulted=Consulted(dict.fromkeys(depends.get(os.path.abspath(p), ()))))
+                                 consulted=Consulted(dict.fromkeys(depends.get(absolute[p], ()))))
     if not changed:
         return [kept(p) for p in readable]
-    changed_paths = {os.path.abspath(p) for p in changed}
+    changed_paths = {absolute[p] for p in changed}
     again = [p for p in readable if p in changed
-             or not changed_paths.isdisjoint(depends.get(os.path.abspath(p), ()))]
+             or not changed_paths.isdisjoint(depends.get(absolute[p], ()))]
     if len(again) > FEW_CHANGED or "index" not in last.entries:
         return None
     summaries = SummaryCache(cache_dir)
@@ -391,7 +393,7 @@ def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[st
         if summaries.last(p) != (now or False):
             return None
         summaries.put(p, readable[p], now or False)
-    if not all(os.path.abspath(p) in summaries.entries for p in readable):
+    if not all(a in summaries.entries for a in absolute.values()):
         return None
     summaries.save()
     # The same index as the last run's: restored, reading only the summaries it is asked for.
@@ -401,7 +403,7 @@ def _since_last_run(last: RunCache, readable: dict[str, bytes], digests: dict[st
                                  index, 1, None)
     for o in fresh:
         if o.consulted is not None:
-            own = os.path.abspath(o.path)
+            own = absolute[o.path]
             o.consulted.files = {p: digests.get(p) for p in o.consulted.files if p != own}
     return [kept(p) for p in readable if p not in set(again)] + fresh
 

@@ -43,15 +43,16 @@ def is_node(value) -> bool:
     return known
 
 
-def children(node: cst.CSTNode):
-    for name in child_fields(type(node)):
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found = []
+    for name in _CHILD_FIELDS.get(type(node)) or child_fields(type(node)):
         value = getattr(node, name)
-        if type(value) in (tuple, list):
-            for item in value:
-                if is_node(item):
-                    yield item
-        elif is_node(value):
-            yield value
+        kind = type(value)
+        if kind is tuple or kind is list:
+            found.extend(value)  # libcst's sequence fields hold nodes only
+        elif _IS_NODE.get(kind) or is_node(value):
+            found.append(value)
+    return found
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:

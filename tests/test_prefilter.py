@@ -41,10 +41,11 @@ def test_invalid_examples_pass_the_prefilter(rule, i, example):
 
 def _unfiltered(path: str, rule, settings: Settings, index):
     """The rule's findings with no prefilter at all (`lint_bytes` applies it)."""
-    module, error = parse(path, Path(path).read_bytes())
+    data = Path(path).read_bytes()
+    module, error = parse(path, data)
     assert error is None
     result = FileResult(path)
-    lint_module(result, module, [rule], settings, index)
+    lint_module(result, module, data.decode(module.encoding), [rule], settings, index)
     return result.findings
 
 
