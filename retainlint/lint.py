@@ -265,17 +265,6 @@ def _ignored_here(path: str, settings: Settings) -> set[str]:
     return ignored
 
 
-_STATEMENT: dict[type, bool] = {}
-
-
-def _is_statement(node: cst.CSTNode) -> bool:
-    t = type(node)
-    known = _STATEMENT.get(t)
-    if known is None:
-        known = _STATEMENT[t] = isinstance(node, _STATEMENT_TYPES)
-    return known
-
-
 class _Dispatcher:
     """One traversal for all rules. Keeps the scope stacks every rule sees, and turns a
     rule that raises into an internal-error finding without stopping the others.
@@ -294,6 +283,7 @@ class _Dispatcher:
                     table = self.visits if attr[0] == "v" else self.leaves
                     table.setdefault(attr.split("_", 1)[1], []).append((rule, getattr(rule, attr)))
         self.dead: set[int] = set()
+        self.plans: dict[type, tuple] = {}
 
     def _call(self, handlers, node) -> None:
         for rule, method in handlers:
@@ -323,32 +313,30 @@ class _Dispatcher:
                 )
 
     def walk(self, node: cst.CSTNode) -> None:
-        self.on_visit(node)
+        plan = self.plans.get(type(node)) or self._plan(type(node))
+        visits, leaves, stacks = plan
+        for stack in stacks:
+            stack.append(node)
+        if visits:
+            self._call(visits, node)
         for child in children(node):
             self.walk(child)
-        self.on_leave(node)
+        if leaves:
+            self._call(leaves, node)
+        for stack in stacks:
+            stack.pop()
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def _plan(self, kind: type) -> tuple:
+        """What visiting a node of this type involves: the rules' `visit_` and `leave_`
+        handlers, and the scope stacks it goes on (worked out once per type)."""
         scope = self.ctx.scope
-        if _is_statement(node):
-            scope.statements.append(node)
-            if isinstance(node, cst.ClassDef):
-                scope.classes.append(node)
-            elif isinstance(node, cst.FunctionDef):
-                scope.functions.append(node)
-        handlers = self.visits.get(type(node).__name__)
-        if handlers:
-            self._call(handlers, node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        handlers = self.leaves.get(type(original_node).__name__)
-        if handlers:
-            self._call(handlers, original_node)
-        if _is_statement(original_node):
-            scope = self.ctx.scope
-            scope.statements.pop()
-            if isinstance(original_node, cst.ClassDef):
-                scope.classes.pop()
-            elif isinstance(original_node, cst.FunctionDef):
-                scope.functions.pop()
+        stacks = []
+        if issubclass(kind, _STATEMENT_TYPES):
+            stacks.append(scope.statements)
+            if kind is cst.ClassDef:
+                stacks.append(scope.classes)
+            elif kind is cst.FunctionDef:
+                stacks.append(scope.functions)
+        plan = self.plans[kind] = (self.visits.get(kind.__name__), self.leaves.get(kind.__name__),
+                                   tuple(stacks))
+        return plan

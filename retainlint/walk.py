@@ -3,9 +3,9 @@
 libcst's own `node.visit(visitor)` rebuilds every node on the way back up (validation
 included), which costs several times the parse on real code. Read-only analysis does
 not need that: this walks node fields directly, skipping whitespace and punctuation,
-and drives any `libcst.CSTVisitor` (its `visit_<Node>` / `leave_<Node>` methods; a
-`visit_*` returning False prunes the subtree). Children come in dataclass field order,
-which is not always source order."""
+and drives any `libcst.CSTVisitor` through its `visit_<Node>` / `leave_<Node>` methods
+(a `visit_*` returning False prunes the subtree; `on_visit`/`on_leave` are not used).
+Children come in dataclass field order, which is not always source order."""
 
 from __future__ import annotations
 
@@ -57,7 +57,34 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """`node.visit(visitor)` for read-only visitors, without rebuilding the tree."""
-    if visitor.on_visit(node) is not False:
+    _visit(node, visitor, _handlers(type(visitor)))
+
+
+# visitor class -> node type -> (its visit_<Node>, its leave_<Node>): libcst's
+# `on_visit` looks the method up by name at every node.
+_HANDLERS: dict[type, dict[type, tuple]] = {}
+
+
+def _handlers(visitor_type: type) -> dict[type, tuple]:
+    table = _HANDLERS.get(visitor_type)
+    if table is None:
+        if (visitor_type.on_visit is not cst.CSTVisitor.on_visit
+                or visitor_type.on_leave is not cst.CSTVisitor.on_leave):
+            raise TypeError(f"{visitor_type.__name__}: write visit_<Node>/leave_<Node> methods")
+        table = _HANDLERS[visitor_type] = {}
+    return table
+
+
+def _visit(node: cst.CSTNode, visitor: cst.CSTVisitor, table: dict[type, tuple]) -> None:
+    kind = type(node)
+    methods = table.get(kind)
+    if methods is None:
+        cls, name = type(visitor), kind.__name__
+        methods = table[kind] = (getattr(cls, f"visit_{name}", None),
+                                 getattr(cls, f"leave_{name}", None))
+    enter, leave = methods
+    if enter is None or enter(visitor, node) is not False:
         for child in children(node):
-            visit(child, visitor)
-    visitor.on_leave(node)
+            _visit(child, visitor, table)
+    if leave is not None:
+        leave(visitor, node)
