@@ -179,13 +179,15 @@ class _Summarizer:
     def _scan(self) -> None:
         # (node, the summarized function it is in, inside a logger class, is a method,
         #  the innermost function/class/lambda around it)
-        nodes = self.nodes
+        by_type, owner_of = self.nodes.by_type, self.nodes.owner_of
+        fields = _CHILD_FIELDS
         stack: list[tuple[ast.AST, Optional[_Body], bool, bool, Optional[ast.AST]]] = [
             (n, None, False, False, None) for n in reversed(self.tree.body)]
         while stack:
             node, body, in_logger, is_method, owner = stack.pop()
-            nodes.add(node, owner)
             kind = type(node)
+            by_type[kind].append(node)
+            owner_of[id(node)] = owner
             if kind is ast.Call:
                 if not in_logger:
                     self.calls.append(node)
@@ -224,7 +226,7 @@ class _Summarizer:
                     stack.append((child, body, in_logger, False, node))
                 continue
             inner_owner = node if kind in _OWNER_KINDS else owner
-            for name in _child_fields(kind):
+            for name in fields[kind]:
                 value = getattr(node, name, None)
                 if type(value) is list:
                     for item in value:
@@ -412,9 +414,9 @@ _SCALAR_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "
                             "simple", "lineno", "col_offset"})
 
 
-@lru_cache(maxsize=None)
-def _child_fields(kind: type) -> tuple[str, ...]:
-    return tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
+# Node type -> its fields that can hold walked nodes.
+_CHILD_FIELDS = {kind: tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
+                 for kind in _node_types(ast.AST)}
 
 
 def summarize(path: str, data: bytes) -> Optional[FileSummary]:

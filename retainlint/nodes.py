@@ -37,19 +37,17 @@ class FileNodes:
     def __init__(self, tree: ast.Module, source: bytes) -> None:
         self.tree = tree
         self.source = source
-        self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
-        self._owner: dict[int, Optional[ast.AST]] = {}
+        # Filled by the project index's walk (`index._Summarizer._scan`), inline there:
+        # a method call per node cost a tenth of the walk.
+        self.by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        self.owner_of: dict[int, Optional[ast.AST]] = {}  # id(node) -> owner
         self._shared: dict[str, object] = {}
-
-    def add(self, node: ast.AST, owner: Optional[ast.AST]) -> None:
-        self._by_type[type(node)].append(node)
-        self._owner[id(node)] = owner
 
     def of(self, *kinds: type) -> list[ast.AST]:
         """The nodes of these exact types, in no particular order."""
         if len(kinds) == 1:
-            return self._by_type.get(kinds[0], [])
-        return [n for kind in kinds for n in self._by_type.get(kind, ())]
+            return self.by_type.get(kinds[0], [])
+        return [n for kind in kinds for n in self.by_type.get(kind, ())]
 
     def shared(self, key: str, compute: Callable[["FileNodes"], T]) -> T:
         """`compute(self)`, once per file: facts several rules' scans need."""
@@ -58,19 +56,19 @@ class FileNodes:
         return self._shared[key]  # type: ignore[return-value]
 
     def owner(self, node: ast.AST) -> Optional[ast.AST]:
-        return self._owner.get(id(node))
+        return self.owner_of.get(id(node))
 
     def owners(self, node: ast.AST) -> Iterator[ast.AST]:
         """The functions, classes and lambdas around `node`, innermost first."""
-        owner = self._owner.get(id(node))
+        owner = self.owner_of.get(id(node))
         while owner is not None:
             yield owner
-            owner = self._owner.get(id(owner))
+            owner = self.owner_of.get(id(owner))
 
     def method_of(self, node: ast.AST) -> Optional[tuple[ast.ClassDef, ast.AST]]:
         """(class, method) when the innermost function around `node` is a method."""
         fn = next((o for o in self.owners(node) if not isinstance(o, ast.Lambda)), None)
         if fn is None or isinstance(fn, ast.ClassDef):
             return None
-        cls = self._owner.get(id(fn))
+        cls = self.owner_of.get(id(fn))
         return (cls, fn) if isinstance(cls, ast.ClassDef) else None
