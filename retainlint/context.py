@@ -81,6 +81,11 @@ class FileContext:
                 self.functions[stmt.name.value] = stmt
         self.heavy: HeavyOracle = HeavyOracle(self)
 
+    def close(self) -> None:
+        """The lint is done: drop the links back to this context (see `lint_module`)."""
+        self.heavy = None  # type: ignore[assignment]
+        self.reports = []
+
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
         """The dotted name as imported (`nn.Module` -> `torch.nn.Module`); names defined
         in this file stay bare (`Model`), builtins too (`dict`)."""

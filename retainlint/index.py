@@ -18,6 +18,7 @@ import bisect
 import hashlib
 import importlib
 import os
+from sys import intern
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -262,8 +263,10 @@ class _Summarizer:
         elif head in self.local:
             target = f"{self.module}.{head}"
         else:
-            return name
-        return f"{target}.{rest}" if rest else target
+            return intern(name)
+        # Interned: the same few thousand names recur in every file's calls, and one
+        # object is pickled once per batch of summaries the index workers send back.
+        return intern(f"{target}.{rest}" if rest else target)
 
     def alternatives(self, ann: Optional[ast.AST]) -> list[str]:
         """`X`, `X | None`, `Optional[X]`, `Union[X, Y]`, `"X"` -> qualified X (and Y)."""
@@ -433,6 +436,7 @@ def _summarize(path: str, data: bytes) -> Optional[FileSummary]:
     summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
     summary = summarizer.summary()
     summary.scans = _scans(summarizer.nodes)
+    summarizer.nodes.release()
     return summary
 
 

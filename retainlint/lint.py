@@ -195,8 +195,21 @@ def lint_module(result: FileResult, module: cst.Module, source: str, rules,
                 settings: Settings, index: ProjectIndex) -> None:
     """`source`: the file's text, which `module` was parsed from."""
     ctx = FileContext(result.path, module, source, settings, index)
-    crashes: list[Finding] = []
     instances = [r(ctx) for r in rules]
+    try:
+        _lint(result, ctx, instances, source)
+    finally:
+        # Cycles run through the context (its heavy oracle, the reports' rules) and
+        # through what the rules collected: emptied, the file's tree is freed now, not
+        # by the next collection, which had to walk all of it.
+        ctx.close()
+        for rule in instances:
+            vars(rule).clear()
+
+
+def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: str) -> None:
+    module = ctx.module
+    crashes: list[Finding] = []
     instances = [r for r in instances if r.applies()]
     if not instances:
         return

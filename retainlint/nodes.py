@@ -49,6 +49,17 @@ class FileNodes:
             return self.by_type.get(kinds[0], [])
         return [n for kind in kinds for n in self.by_type.get(kind, ())]
 
+    def release(self) -> None:
+        """Drop the tree and everything derived from it. Facts kept in `shared` often
+        refer back to this object (a cycle), and the rules' scans leave closures that
+        do too: emptied, those cycles hold nothing, and the tree is freed the moment the
+        index is done with the file instead of at the next collection, which had to walk
+        every node of it."""
+        self.tree = None
+        self.by_type.clear()
+        self.owner_of.clear()
+        self._shared.clear()
+
     def shared(self, key: str, compute: Callable[["FileNodes"], T]) -> T:
         """`compute(self)`, once per file: facts several rules' scans need."""
         if key not in self._shared:

@@ -230,15 +230,19 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
         # The rules (and libcst) are imported once, here: forked workers inherit them
         # instead of importing them each (their scans run with every summary).
         all_rules()
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
-        try:
-            for batch in pool.map(_summarize_many, _batches(missing, jobs)):
-                fresh.extend(batch)
-                advance(len(batch))
-        except BrokenProcessPool:  # a worker crashed: summarize here, one by one
-            fresh = _summarize_many(missing)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        # No cyclic collection here while the summaries pile up (each full collection
+        # walked all of them), nor in the workers, which inherit the pause: a file's tree
+        # is freed as soon as it is summarized, and what little garbage is cyclic can wait.
+        with gc_paused():
+            pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+            try:
+                for batch in pool.map(_summarize_many, _batches(missing, jobs)):
+                    fresh.extend(batch)
+                    advance(len(batch))
+            except BrokenProcessPool:  # a worker crashed: summarize here, one by one
+                fresh = _summarize_many(missing)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
     else:
         for batch in _batches(missing, 1):
             fresh.extend(_summarize_many(batch))
