@@ -15,7 +15,7 @@ from pathlib import Path
 
 from retainlint.config import Settings
 from retainlint.discover import discover
-from retainlint.lint import rules_triggered
+from retainlint.prefilter import rules_triggered
 from retainlint.registry import all_rules
 from retainlint.runner import build_index
 from retainlint.source import read_source

@@ -15,12 +15,11 @@ import libcst as cst
 
 from retainlint.context import body_functions, body_statements
 from retainlint.walk import visit
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES  # noqa: F401 - re-exported
+from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from retainlint.context import FileContext
 
-UNION_WRAPPERS = frozenset({"typing.Optional", "typing.Union", "Optional", "Union"})
 _MAX_DEPTH = 6
 
 

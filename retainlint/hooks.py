@@ -14,66 +14,11 @@ import libcst as cst
 
 from retainlint.context import FileContext, body_functions
 from retainlint.cstutil import decorator_names, is_self
+from retainlint.hook_names import HANDLE_HOOKS
 from retainlint.walk import children, visit
 
 # -- name tables -------------------------------------------------------------------------
 
-# Process-wide registries (reached as `torch....<name>`): a GC root.
-GLOBAL_HOOKS = frozenset(
-    {
-        "register_bytecode_hook",
-        "register_module_forward_hook",
-        "register_module_forward_pre_hook",
-        "register_module_full_backward_hook",
-        "register_module_full_backward_pre_hook",
-        "register_module_buffer_registration_hook",
-        "register_module_module_registration_hook",
-        "register_module_parameter_registration_hook",
-    }
-)
-
-# Hooks stored inside the object they are registered on (RL501's opt-in list).
-PER_OBJECT_HOOKS = frozenset(
-    {
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_full_backward_pre_hook",
-        "register_backward_hook",
-        "register_state_dict_pre_hook",
-        "register_load_state_dict_post_hook",
-        "register_hook",
-        "register_post_accumulate_grad_hook",
-        "register_step_pre_hook",
-        "register_step_post_hook",
-    }
-)
-
-# `nn.Module` / optimizer state-dict hooks (public and the older private spellings).
-STATE_DICT_HOOKS = frozenset(
-    {
-        "register_state_dict_pre_hook",
-        "register_state_dict_post_hook",
-        "register_load_state_dict_pre_hook",
-        "register_load_state_dict_post_hook",
-        "_register_state_dict_hook",
-        "_register_load_state_dict_pre_hook",
-    }
-)
-
-# Hooks kept by autograd in C++ (a tensor's or a graph node's hook list): the Python
-# cycle collector cannot see through them.
-AUTOGRAD_HOOKS = frozenset({"register_hook", "register_prehook", "register_post_accumulate_grad_hook"})
-
-# Every registration that returns a `RemovableHandle`.
-HANDLE_HOOKS = GLOBAL_HOOKS | PER_OBJECT_HOOKS | STATE_DICT_HOOKS | AUTOGRAD_HOOKS | frozenset(
-    {
-        "register_multi_grad_hook",
-        "register_module_backward_hook",
-        "register_optimizer_step_pre_hook",
-        "register_optimizer_step_post_hook",
-    }
-)
 
 CONTEXT_MANAGER_DECORATORS = frozenset(
     {"contextlib.contextmanager", "contextlib.asynccontextmanager", "contextmanager",
@@ -88,22 +33,6 @@ _REMOVING_WORDS = ("remove", "unregister", "detach", "clean", "release", "clear"
 
 
 # -- on the `ast`, for the rules' prefilter scans ---------------------------------------
-
-def ast_hook_name(call: ast.Call) -> Optional[str]:
-    """`hook_name` on the ast."""
-    func = call.func
-    if type(func) is ast.Attribute:
-        return func.attr if func.attr in HANDLE_HOOKS else None
-    if type(func) is ast.Name:
-        return func.id if func.id in HANDLE_HOOKS else None
-    return None
-
-
-def ast_registrations(nodes) -> list[ast.Call]:
-    """The hook registrations of a file (`FileNodes`), kept on `nodes` for both rules."""
-    return nodes.shared("hook registrations", lambda nodes: [
-        c for c in nodes.of(ast.Call) if ast_hook_name(c) is not None
-    ] if b"hook" in nodes.source else [])  # every registration's name ends so
 
 
 # -- small expression helpers -----------------------------------------------------------

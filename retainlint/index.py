@@ -448,10 +448,10 @@ def _scans(nodes: FileNodes) -> dict[str, object]:
     """Every rule's structural prefilter facts, for the rules whose triggers are here
     (for all rules, whichever are selected: summaries are cached across runs). A scan
     that fails costs only its own prefilter, not the file's summary."""
-    from retainlint.registry import all_rules  # the rules import this module
+    from retainlint.registry import all_prefilters  # the prefilters import this module
 
     found: dict[str, object] = {}
-    for rule in all_rules():
+    for rule in all_prefilters():
         if rule.scans and rule.triggered_by(nodes.source):
             try:
                 found[rule.code] = rule.scan(nodes)

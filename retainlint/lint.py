@@ -28,9 +28,9 @@ from retainlint.finding import (
     Severity,
     source_error,
 )
-from retainlint.index import SCAN_FAILED, ProjectIndex, summarize
+from retainlint.index import ProjectIndex, summarize
 from retainlint.positions import ranges_of
-from retainlint.prefilter import Source
+from retainlint.prefilter import rules_triggered
 from retainlint.rule import Rule
 from retainlint.suppress import Suppressions
 from retainlint.walk import children
@@ -49,15 +49,6 @@ class FileResult:
     @property
     def has_errors(self) -> bool:
         return any(f.code in (SOURCE_ERROR[0], INTERNAL_ERROR[0]) for f in self.findings)
-
-
-def rules_triggered(data: bytes, rules: Sequence[type[Rule]], settings: Settings,
-                    index: ProjectIndex, path: str = "") -> list[type[Rule]]:
-    summary = index.files.get(os.path.abspath(path)) if path else None
-    source = Source.of(data, path, summary)
-    failed = summary.scans if summary is not None else {}
-    return [r for r in rules
-            if failed.get(r.code) == SCAN_FAILED or r.might_match(source, settings, index)]
 
 
 def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Finding]]:

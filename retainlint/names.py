@@ -38,3 +38,7 @@ def absolute_import(module: str, is_package: bool, level: int, target: Optional[
     if target:
         base = [*base, target]
     return ".".join(base)
+
+
+# Annotations that wrap the type that matters: `Optional[X]`, `Union[X, Y]`.
+UNION_WRAPPERS = frozenset({"typing.Optional", "typing.Union", "Optional", "Union"})

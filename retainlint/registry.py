@@ -2,7 +2,8 @@
 
 Selecting rules reads only the rule modules' file names (`rl101_cache_key_bound_method.py`
 is RL101, `cache-key-bound-method`): a run answered from the cache never imports the
-rules, nor libcst (a third of a second)."""
+rules, nor libcst (a third of a second). Deciding which files to parse needs only the
+prefilters (`retainlint/prefilters/`), which do not import libcst either."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable
 from retainlint.config import ConfigError
 
 if TYPE_CHECKING:
+    from retainlint.prefilter import Prefilter
     from retainlint.rule import Rule
 
 DOCS_URL = "https://github.com/retainlint/retainlint/blob/main/docs/rules.md"
@@ -35,6 +37,25 @@ def catalog() -> tuple[tuple[str, str], ...]:
         code, _, name = info.name.partition("_")
         found.append((code.upper(), name.replace("_", "-")))
     return tuple(sorted(found))
+
+
+@functools.lru_cache(maxsize=1)
+def all_prefilters() -> tuple[type[Prefilter], ...]:
+    """Every rule's prefilter (`retainlint/prefilters/rlNNN.py`), by code: what deciding
+    which files to parse needs, without importing libcst or the rules."""
+    import retainlint.prefilters as package
+    from retainlint.prefilter import Prefilter
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        [prefilter] = [obj for obj in vars(module).values()
+                       if isinstance(obj, type) and issubclass(obj, Prefilter)
+                       and obj.__module__ == module.__name__]
+        if prefilter.code.lower() != info.name:
+            raise RuntimeError(f"{info.name}: a prefilter module is named after its rule's code")
+        found.append(prefilter)
+    return tuple(sorted(found, key=lambda p: p.code))
 
 
 @functools.lru_cache(maxsize=1)

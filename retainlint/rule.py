@@ -1,22 +1,20 @@
 """What a rule is: one class in one module of `rules/`, carrying its code, name,
-documentation, trigger tokens, examples and detection (libcst `visit_*`/`leave_*`
-methods, all rules sharing one traversal of each file)."""
+documentation, examples and detection (libcst `visit_*`/`leave_*` methods, all rules
+sharing one traversal of each file), and deriving from its prefilter (trigger tokens and
+structural scan, in `retainlint/prefilters/`)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 import libcst as cst
 
 from retainlint.finding import Applicability, Fix, Related, Severity
+from retainlint.prefilter import Prefilter
 
 if TYPE_CHECKING:
-    from retainlint.config import Settings
-    from retainlint.index import ProjectIndex
     from retainlint.context import FileContext
-    from retainlint.nodes import FileNodes
 
 
 @dataclass
@@ -57,58 +55,18 @@ class Report:
 from retainlint.registry import DOCS_URL, rule_url  # noqa: F401 - DOCS_URL: for importers
 
 
-# Rule class -> (the prefix all its triggers share, its triggers), as bytes: worked out
-# once, asked for every file.
-_TRIGGER_BYTES: dict[type, tuple[bytes, tuple[bytes, ...]]] = {}
+class Rule(Prefilter):
+    """`code`, `triggers`, `scan` and `might_match` come from the rule's prefilter
+    (`retainlint/prefilters/`), which the rule class derives from."""
 
-
-class Rule:
-    code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]  # one line, for tables and SARIF short descriptions
     docs: ClassVar[str]  # markdown: what it does, why it leaks, incident, example, fix
     severity: ClassVar[Severity] = Severity.ERROR
     fix_applicability: ClassVar[Applicability] = Applicability.NONE
-    # A file that contains none of these substrings is never parsed for this rule.
-    triggers: ClassVar[tuple[str, ...]] = ()
     default_enabled: ClassVar[bool] = True
     valid: ClassVar[list] = []
     invalid: ClassVar[list[Example]] = []
-
-    # Does this rule define `scan`? (Its result is then in `data.summary.scans[code]`.)
-    scans: ClassVar[bool] = False
-
-    @classmethod
-    def scan(cls, nodes: "FileNodes") -> object:
-        """Structural prefilter facts, gathered from the file's `ast` while the project
-        is indexed, only for files holding one of `triggers`: small, picklable, and
-        independent of settings (summaries are cached across runs and configurations).
-        A rule that defines it sets `scans = True`; `might_match` reads the result from
-        `data.summary.scans[cls.code]` (`data.summary` is None for a file `ast` cannot
-        parse: decide from the bytes alone then)."""
-        return None
-
-    @classmethod
-    def might_match(cls, data: bytes, settings: "Settings", index: "ProjectIndex") -> bool:
-        """A cheap test: False means the file is not parsed for this rule. It must be
-        True for every file the rule reports something in. By default, does the file
-        contain one of the trigger tokens?"""
-        return cls.triggered_by(data)
-
-    @classmethod
-    def triggered_by(cls, data: bytes) -> bool:
-        """Does `data` contain one of the trigger tokens?"""
-        known = _TRIGGER_BYTES.get(cls)
-        if known is None:
-            encoded = tuple(t.encode() for t in cls.triggers)
-            known = _TRIGGER_BYTES[cls] = (os.path.commonprefix(encoded) if encoded else b"",
-                                           encoded)
-        shared, encoded = known
-        # One search for the shared prefix (RL501's nineteen hook names all start
-        # `register_`) instead of one per trigger in the many files without it.
-        if len(encoded) > 1 and shared and shared not in data:
-            return False
-        return any(token in data for token in encoded)
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx

@@ -20,7 +20,8 @@ from retainlint.gcpause import gc_paused
 from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
 from retainlint.cache import Entry, FindingsCache, RunCache, SummaryCache, config_key, digest
 from retainlint.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
-from retainlint.registry import all_rules, catalog
+from retainlint.prefilter import rules_triggered
+from retainlint.registry import all_prefilters, all_rules, catalog
 
 if TYPE_CHECKING:
     from retainlint.lint import FileResult
@@ -227,9 +228,9 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
     advance = (progress or _no_progress)("Indexing", len(missing))
     fresh: list[tuple[str, FileSummary | None]] = []
     if jobs > 1 and len(missing) > POOL_THRESHOLD:
-        # The rules (and libcst) are imported once, here: forked workers inherit them
-        # instead of importing them each (their scans run with every summary).
-        all_rules()
+        # The prefilters are imported once, here: forked workers inherit them instead of
+        # importing them each (their scans run with every summary).
+        all_prefilters()
         # No cyclic collection here while the summaries pile up (each full collection
         # walked all of them), nor in the workers, which inherit the pause: a file's tree
         # is freed as soon as it is summarized, and what little garbage is cyclic can wait.
@@ -271,7 +272,9 @@ def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: P
                 outcomes.append(_check_guarded(p, codes, settings, mode, index))
                 advance(1)
             return outcomes
-        # The index goes to each worker once, not with every batch.
+        # The index goes to each worker once, not with every batch; the rules (and
+        # libcst) are imported once, here, and inherited.
+        all_rules()
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                                    initargs=(index, stop))
         try:
@@ -444,14 +447,12 @@ def _run_cached(readable, digests, config, codes, settings, mode, jobs, cache_di
 
 def _prefilter_and_check(readable: dict[str, bytes], codes, settings: Settings, mode: Mode,
                          index: ProjectIndex, jobs: int, progress) -> list[FileOutcome]:
-    from retainlint.lint import rules_triggered
-
-    rules = [r for r in all_rules() if r.code in codes]
+    prefilters = [p for p in all_prefilters() if p.code in codes]
     # A cheap test decides which files are parsed at all.
     to_check, skipped = [], []
     for p, data in readable.items():
         with index.recording() as consulted:
-            triggered = rules_triggered(data, rules, settings, index, p)
+            triggered = rules_triggered(data, prefilters, settings, index, p)
         if triggered:
             to_check.append(p)
         else:

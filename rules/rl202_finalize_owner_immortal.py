@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Optional
 
 import libcst as cst
 
 from retainlint.cstutil import call_args, decorator_names
 from retainlint.finding import Applicability, Severity
-from retainlint.nodes import FileNodes
+from retainlint.prefilters.rl202 import FinalizeOwnerImmortalPrefilter, _PARTIAL
 from retainlint.rule import Example, Rule
-from retainlint.rules.rl101_cache_key_bound_method import Values, qualify
-from retainlint.rules.rl201_finalize_pins_argument import finalize_calls
 from retainlint.walk import visit
 
-_PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})
 _NOT_BOUND = frozenset(
     {
         "staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod",
@@ -69,13 +65,11 @@ def mentions(node: cst.CSTNode, name: str) -> bool:
     return any(mentions(child, name) for child in node.children)
 
 
-class FinalizeOwnerImmortal(Rule):
-    code = "RL202"
+class FinalizeOwnerImmortal(FinalizeOwnerImmortalPrefilter, Rule):
     name = "finalize-owner-immortal"
     summary = "The `weakref.finalize` callback or its arguments reference the owner, so it is never collected"
     severity = Severity.ERROR
     fix_applicability = Applicability.NONE
-    triggers = ("finalize",)
     docs = """
 ## What it does
 Reports `weakref.finalize(obj, func, *args, **kwargs)` (however imported) where `func`
@@ -226,35 +220,6 @@ def track(conn):
         ),
     ]
 
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes: FileNodes) -> bool:
-        """Does a `weakref.finalize` call have a callback or argument that may keep the
-        owner alive: the owner itself, one of its attributes, a lambda naming it, a
-        `functools.partial`, or a local of the function that is assigned or defined
-        there (when the owner is a name)?"""
-        calls = finalize_calls(nodes)
-        if not calls:
-            return False
-        values = Values(nodes)
-        for call, positional, keywords in calls:
-            owner = positional[0]
-            try:
-                if any(_may_pin(values, call, arg, owner)
-                       for arg in (positional[1], *positional[2:], *keywords)):
-                    return True
-            except RecursionError:  # `ast.dump` of an absurdly deep expression
-                return True
-        return False
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        summary = getattr(data, "summary", None)
-        if summary is None:
-            return b"finalize" in data
-        return bool(summary.scans.get(cls.code))
-
     def visit_Call(self, node: cst.Call) -> None:
         if not _is_finalize(self.ctx, node) or any(a.star for a in node.args[:2]):
             return
@@ -389,32 +354,6 @@ def track(conn):
             if local is not None and self._assigned_attribute(local, attr, seen):
                 return True
         return False
-
-
-def _may_pin(values: Values, call: ast.Call, expr: ast.AST, owner: ast.AST) -> bool:
-    """`FinalizeOwnerImmortal._pins` on the ast, coarser: what it reports has one of
-    these shapes."""
-    shape = ast.dump(owner)
-    if ast.dump(expr) == shape:
-        return True
-    kind = type(expr)
-    if kind is ast.Attribute:
-        return ast.dump(expr.value) == shape
-    if kind is ast.Call:
-        return qualify(values.imports, expr.func) in _PARTIAL
-    if type(owner) is not ast.Name:
-        return False
-    if kind is ast.Lambda:
-        return any(type(n) is ast.Name and n.id == owner.id for n in ast.walk(expr))
-    if kind is ast.Name:
-        fn, _ = values.scope(call)
-        if fn is None:
-            return False
-        if values.assigned(fn, expr.id):
-            return True
-        return any(d.name == expr.id and fn in values.nodes.owners(d)
-                   for d in values.nodes.of(ast.FunctionDef, ast.AsyncFunctionDef))
-    return False
 
 
 def _decorator_tail(d: cst.Decorator) -> str:

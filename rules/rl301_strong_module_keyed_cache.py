@@ -2,65 +2,20 @@
 
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
 from retainlint.cstutil import module_ref
 from retainlint.finding import Applicability, Severity
-from retainlint.module_caches import (
-    Candidate,
-    ContainerTracker,
-    Event,
-    annotation_text,
-    container_facts,
-    might_be_heavy,
-    might_define_container,
-    names_heavy_type,
-)
+from retainlint.module_caches import Candidate, ContainerTracker, Event, annotation_text
+from retainlint.prefilters.rl301 import StrongModuleKeyedCachePrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 
 
-class StrongModuleKeyedCache(ContainerTracker, Rule):
-    code = "RL301"
+class StrongModuleKeyedCache(ContainerTracker, StrongModuleKeyedCachePrefilter, Rule):
     name = "strong-module-keyed-cache"
     summary = "A module-level or class-level dict/set keyed by models or tensors keeps them alive forever"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
-    # A container is defined by a literal (`{}`, `{...}`) or a call of dict/set/
-    # defaultdict/OrderedDict, however imported: one of these is in every flagged file.
-    triggers = ("{", "dict", "Dict", "set")
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes):
-        """The names that would make a key heavy: the key types annotated on containers
-        defined outside functions and bound once, and what keys written to a container of
-        such a name are (see `Evidence`)."""
-        facts = container_facts(nodes)
-        if not facts.candidates:
-            return None
-        evidence = facts.evidence.fresh()
-        for (scope, name), entries in facts.candidates.items():
-            for _, node, annotation in entries:
-                evidence.container_slot(annotation, 0)
-                if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Subscript):
-                    evidence.container_slot(node.value.func, 0)  # `dict[K, V]()`
-            for annotation in facts.bare.get((scope, name), ()):
-                evidence.container_slot(annotation, 0)
-        for _, key, _, fn, method_class in facts.writes:
-            evidence.value(key, fn, method_class)
-        return evidence.result()
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        """A container defined at module level or in a class body whose annotated key
-        type or written keys may be heavy (a heavy type, a heavy project class, ...)."""
-        summary = getattr(data, "summary", None)
-        if summary is None:
-            return might_define_container(data) and names_heavy_type(data, ("torch", "transformers"), settings, index)
-        found = summary.scans.get(cls.code)
-        return found is not None and might_be_heavy(found, summary, settings, index)
 
     def applies(self) -> bool:
         return self.has_candidates()

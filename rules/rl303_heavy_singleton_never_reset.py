@@ -2,49 +2,20 @@
 
 from __future__ import annotations
 
-import ast
-import weakref
 from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 
 from retainlint.finding import Applicability, Severity
-from retainlint.module_caches import Evidence, innermost_function, might_be_heavy, names_heavy_type
+from retainlint.prefilters.rl303 import (
+    HeavySingletonNeverResetPrefilter,
+    _imported_as_module,
+    _used_anywhere,
+)
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.rules.rl602_release_keeps_heavy_attribute import substantial_value
 from retainlint.walk import visit
-
-# Simple names of everything any project function calls or any file imports, per index:
-# a reset function whose name is in none of them (nor used in its own file) is dead code.
-_USED_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _used_anywhere(index, name: str) -> bool:
-    """Does any project function call, or any file import, something named `name`?"""
-    names = _USED_NAMES.get(index)
-    if names is None:
-        found: set[str] = set()
-        for f in index.functions.values():
-            found.update(c.rsplit(".", 1)[-1] for c in f.calls)
-        for summary in index.files.values():
-            found.update(v.rsplit(".", 1)[-1] for v in summary.imports.values())
-        names = _USED_NAMES[index] = frozenset(found)
-    return name in names
-
-
-def _imported_as_module(index, key: tuple[str, str]) -> bool:
-    """Does another project file bind `module` itself (`from pkg import mod`,
-    `import pkg.mod as m`), so that it could write `mod.X = None`? (A plain
-    `import pkg.mod` is recorded as binding `pkg` only, like every `import pkg.other`:
-    not counted, or every public global of a package would be exempt.)"""
-    module, here = key
-    for path, summary in index.files.items():
-        if summary.module == here:
-            continue
-        if module in summary.imports.values():
-            return True
-    return False
 
 
 def _is_globals_call(expr) -> bool:
@@ -74,122 +45,11 @@ class _Global:
     resets: list = field(default_factory=list)  # [FunctionDef] that reset it
 
 
-class HeavySingletonNeverReset(Rule):
-    code = "RL303"
+class HeavySingletonNeverReset(HeavySingletonNeverResetPrefilter, Rule):
     name = "heavy-singleton-never-reset"
     summary = "A module global assigned a heavy object by a function is never reset"
     severity = Severity.WARNING
     fix_applicability = Applicability.NONE
-    triggers = ("global ",)
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes):
-        """Per name a function declares `global`: its assignments there (the function,
-        and the names that would make the value heavy: see `Evidence`), and the resets
-        `leave_Module` counts (`del X`, `X, Y = ...`, `X.clear()`). Resets through
-        `globals()` are left out: fewer resets only let more files through."""
-        declared: dict[int, set[str]] = {}
-        spans = set()
-        for node in nodes.of(ast.Global):
-            fn, _ = innermost_function(nodes, node)
-            if fn is not None:
-                declared.setdefault(id(fn), set()).update(node.names)
-                spans.add((fn.lineno, fn.end_lineno))
-        if not declared:
-            return None
-        evidence = Evidence(nodes)
-        top = evidence.functions
-        assigns: dict[str, list] = {}
-        resets: dict[str, list] = {}
-
-        def where(fn) -> tuple:
-            # the function, and its name if it is a module-level one (a reset elsewhere,
-            # in a method or a nested function, is assumed to run)
-            return (fn.lineno, fn.col_offset), (fn.name if fn.name in top else None)
-
-        def reset(target, fn, names) -> None:
-            if isinstance(target, ast.Name):
-                if target.id in names:
-                    resets.setdefault(target.id, []).append(where(fn))
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                for element in target.elts:
-                    reset(element, fn, names)
-            elif isinstance(target, ast.Starred):
-                reset(target.value, fn, names)
-
-        for node in nodes.of(ast.Assign, ast.AnnAssign, ast.Delete):
-            line = node.lineno
-            if not any(first <= line <= last for first, last in spans):
-                continue
-            fn, method_class = innermost_function(nodes, node)
-            names = declared.get(id(fn)) if fn is not None else None
-            if not names:
-                continue
-            if type(node) is ast.Delete:
-                for target in node.targets:
-                    reset(target, fn, names)
-                continue
-            if node.value is None:
-                continue
-            for target in (node.targets if type(node) is ast.Assign else (node.target,)):
-                if isinstance(target, ast.Name):
-                    if target.id in names:
-                        found = evidence.fresh()
-                        found.value(node.value, fn, method_class)
-                        assigns.setdefault(target.id, []).append(
-                            (*where(fn), found.result()))
-                else:
-                    reset(target, fn, names)
-        if not assigns:
-            return None
-        resetters = {top_name for entries in (*assigns.values(), *resets.values())
-                     for _, top_name, *_ in entries if top_name}
-        used: set[str] = set()
-        for node in nodes.of(ast.Call):
-            func = node.func
-            if type(func) is ast.Attribute and func.attr == "clear" \
-                    and type(func.value) is ast.Name and func.value.id in assigns:
-                fn, _ = innermost_function(nodes, node)
-                if fn is not None:
-                    resets.setdefault(func.value.id, []).append(where(fn))
-            if resetters:
-                # names this file uses (an under-count of `_name_uses`: calls, arguments)
-                for part in (func, *node.args, *(k.value for k in node.keywords)):
-                    name = part.id if type(part) is ast.Name else (
-                        part.attr if type(part) is ast.Attribute else None)
-                    if name in resetters:
-                        used.add(name)
-        return tuple(sorted((name, tuple(entries), tuple(resets.get(name, ())))
-                            for name, entries in assigns.items())), frozenset(used)
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        """A global a function assigns something that may be heavy, with no reset that
-        surely runs (in another function: a method, a nested function, or a module-level
-        one called or imported somewhere)."""
-        summary = getattr(data, "summary", None)
-        if summary is None:
-            return b"global " in data and names_heavy_type(data, ("torch", "transformers"), settings, index)
-        found = summary.scans.get(cls.code)
-        if not found:
-            return False
-        entries, used = found
-        for name, assigns, resets in entries:
-            heavy = {fn for fn, _, names in assigns if might_be_heavy(names, summary, settings, index)}
-            if not heavy:
-                continue
-            # the other assignments are resets; none counts in a function that assigns
-            # something heavy
-            others = [(fn, top) for fn, top, _ in assigns]
-            if any(top is None or top in used or index.ask(_used_anywhere, top)
-                   for fn, top in (*resets, *others) if fn not in heavy):
-                continue
-            if not name.startswith("_") and index.ask(
-                    _imported_as_module, (summary.module, summary.module)):
-                continue
-            return True
-        return False
 
     docs = """
 ## What it does

@@ -11,6 +11,7 @@ import libcst as cst
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.module_caches import FunctionNames, function_bindings
+from retainlint.prefilters.rl304 import WeakKeyValueRefsKeyPrefilter, _WRAPPERS
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -32,12 +33,7 @@ _NON_HOLDING = frozenset(
     }
 )
 # Callables whose result is built around their arguments (besides class constructors).
-_WRAPPERS = frozenset(
-    {"functools.partial", "functools.partialmethod", "types.MethodType", "tuple", "list",
-     "dict", "set", "frozenset", "collections.namedtuple", "dataclasses.replace"}
-)
 _WEAK_CACHE_NAME = re.compile(r"weak.*(?:cache|memo)|(?:cache|memo).*weak", re.IGNORECASE)
-_WEAK_CACHE_BYTES = re.compile(rb"@[\w.]*(?:weak\w*(?:cache|memo)|(?:cache|memo)\w*weak)", re.IGNORECASE)
 _MAX_DEPTH = 4
 _BUILDERS = (cst.Tuple, cst.List, cst.Set, cst.Dict, cst.Call, cst.Lambda)
 
@@ -338,13 +334,11 @@ class _Write:
     container: str
 
 
-class WeakKeyValueRefsKey(Rule):
-    code = "RL304"
+class WeakKeyValueRefsKey(WeakKeyValueRefsKeyPrefilter, Rule):
     name = "weak-key-value-refs-key"
     summary = "A WeakKeyDictionary value that holds its own key keeps the entry alive forever"
     severity = Severity.WARNING  # an error when the key is a model, a tensor or holds one
     fix_applicability = Applicability.NONE
-    triggers = ("WeakKeyDictionary", "WeakIdKeyDictionary", "weak")
 
     docs = """
 ## What it does
@@ -512,13 +506,6 @@ def compiled(model):
             lines=[16],
         ),
     ]
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        if b"WeakKeyDictionary" in data or b"WeakIdKeyDictionary" in data:
-            return True
-        # a weak-keyed cache decorator named so (`@weak_lru_cache`, `@utils.cache_weakly`)
-        return (b"weak" in data or b"Weak" in data) and _WEAK_CACHE_BYTES.search(data) is not None
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

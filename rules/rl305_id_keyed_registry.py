@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -11,7 +9,7 @@ import libcst as cst
 
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
-from retainlint.module_caches import ast_dotted, container_writes, definitions
+from retainlint.prefilters.rl305 import IdKeyedRegistryPrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.rules.rl304_weak_key_value_refs_key import (
     Scopes,
@@ -36,14 +34,6 @@ _READERS = frozenset(
     }
 )
 _ID = frozenset({"id", "builtins.id"})
-# last components of `_DICT_CTORS`, for the `ast` scan
-_DICT_NAMES = frozenset({"dict", "defaultdict", "OrderedDict", "Dict", "DefaultDict"})
-# `NAME[: ann] = {` / dict / defaultdict / OrderedDict, at column 0 or one indentation level
-_DEFINITION = re.compile(
-    rb"^(?:    |  |\t)?[A-Za-z_]\w*[ \t]*(?::[^=\n]+)?=[ \t]*[(]?[ \t]*"
-    rb"(?:\{|dict\b|defaultdict\b|OrderedDict\b|collections\.|typing\.|Dict\b)",
-    re.MULTILINE,
-)
 _IMMORTAL_ATTRS = frozenset({"f_globals", "__globals__", "__class__", "__module__", "__builtins__"})
 _IMMORTAL_CALLS = frozenset(
     {"globals", "builtins.globals", "type", "builtins.type", "importlib.import_module",
@@ -71,13 +61,11 @@ class _Event:
     cls: Optional[cst.ClassDef] = None
 
 
-class IdKeyedRegistry(Rule):
-    code = "RL305"
+class IdKeyedRegistry(IdKeyedRegistryPrefilter, Rule):
     name = "id-keyed-registry"
     summary = "A module- or class-level registry keyed by id(obj) whose value is obj keeps every obj alive"
     severity = Severity.WARNING  # an error when the object is (or holds) a model or a tensor
     fix_applicability = Applicability.NONE
-    triggers = ("[id(", "setdefault(id(", "[(id(")
 
     docs = """
 ## What it does
@@ -195,42 +183,6 @@ class Session:
             lines=[9, 10],
         ),
     ]
-
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes) -> bool:
-        """Is a dict defined outside functions (and bound once there) written to with a
-        value and an `id(...)` key, alone or in a tuple?"""
-        aliases = {a.asname for node in nodes.of(ast.ImportFrom) for a in node.names
-                   if a.asname and (a.name in _DICT_NAMES or a.name == "id")}
-        bindings: dict[tuple, int] = {}
-        dicts = set()
-        for scope, node in definitions(nodes.tree.body, None):
-            if isinstance(node, ast.Assign):
-                targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
-            elif isinstance(node.target, ast.Name) and node.value is not None:
-                targets = [node.target.id]
-            else:
-                continue
-            for t in targets:
-                bindings[(scope, t)] = bindings.get((scope, t), 0) + 1
-            if targets and _maybe_dict(node.value, aliases):
-                dicts.add((scope, targets[0]))
-        names = {name for scope, name in dicts if bindings[(scope, name)] == 1}
-        return bool(names) and any(
-            value is not None and _maybe_id_key(key, aliases)
-            for _, _, key, value in container_writes(nodes, names))
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        """An `id(...)` key, and a dict defined at module level or in a class body."""
-        summary = getattr(data, "summary", None)
-        if summary is not None:
-            return bool(summary.scans.get(cls.code))
-        if not any(t in data for t in (b"[id(", b"setdefault(id(", b"[(id(")):
-            return False
-        return _DEFINITION.search(data) is not None
 
     def applies(self) -> bool:
         """Only files that define a dict at module level or in a top-level class body."""
@@ -451,22 +403,3 @@ def _id_argument(ctx, key: Optional[cst.BaseExpression]) -> Optional[cst.BaseExp
     return None
 
 
-def _maybe_dict(value: ast.AST, aliases: set) -> bool:
-    """Could `value` make a dict (`_is_dict`, read coarsely from the `ast`)?"""
-    if isinstance(value, (ast.Dict, ast.DictComp)):
-        return True
-    if not isinstance(value, ast.Call):
-        return False
-    func = value.func.value if isinstance(value.func, ast.Subscript) else value.func
-    dotted = ast_dotted(func)
-    return dotted is not None and (dotted.rpartition(".")[2] in _DICT_NAMES or dotted in aliases)
-
-
-def _maybe_id_key(key: ast.AST, aliases: set) -> bool:
-    """`id(x)`, or a tuple holding one (`_id_argument`, coarsely)."""
-    if isinstance(key, ast.Tuple):
-        return any(_maybe_id_key(e, aliases) for e in key.elts)
-    if not isinstance(key, ast.Call) or len(key.args) + len(key.keywords) != 1:
-        return False
-    dotted = ast_dotted(key.func)
-    return dotted is not None and (dotted.rpartition(".")[2] == "id" or dotted in aliases)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
 from retainlint.cstutil import (
@@ -13,50 +11,17 @@ from retainlint.cstutil import (
     unique_self_attribute,
 )
 from retainlint.finding import Applicability, Severity
-from retainlint.hooks import GLOBAL_HOOKS, PER_OBJECT_HOOKS
-from retainlint.nodes import FileNodes
+from retainlint.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
+from retainlint.prefilters.rl501 import DiscardedHookHandlePrefilter
 from retainlint.rule import Example, Rule
-from retainlint.rules.rl101_cache_key_bound_method import file_imports, qualify
 
 
-class DiscardedHookHandle(Rule):
-    code = "RL501"
+class DiscardedHookHandle(DiscardedHookHandlePrefilter, Rule):
     name = "discarded-hook-handle"
     summary = "The removal handle of a registered hook is thrown away, so the hook can never be removed"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
-    triggers = tuple(sorted(GLOBAL_HOOKS | PER_OBJECT_HOOKS))
 
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes: FileNodes) -> tuple[bool, bool]:
-        """(a registration with a global registry of torch (however imported), a
-        per-object one: each a call that is a statement of its own)."""
-        imports = file_imports(nodes)
-        global_ = per_object = False
-        for statement in nodes.of(ast.Expr):
-            call = statement.value
-            if type(call) is not ast.Call:
-                continue
-            func = call.func
-            if type(func) is ast.Attribute and func.attr in PER_OBJECT_HOOKS:
-                per_object = True
-            if not global_:
-                q = qualify(imports, func)
-                global_ = bool(q and q.startswith("torch.") and q.rpartition(".")[2] in GLOBAL_HOOKS)
-        return global_, per_object
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        summary = getattr(data, "summary", None)
-        found = summary.scans.get(cls.code) if summary is not None else None
-        if found is not None:
-            return found[0] or (settings.per_object_hooks and found[1])
-        if summary is not None:
-            return False  # none of the hook names is in the file
-        hooks = GLOBAL_HOOKS | PER_OBJECT_HOOKS if settings.per_object_hooks else GLOBAL_HOOKS
-        return any(h.encode() in data for h in hooks)
     docs = """
 ## What it does
 Reports a call that registers a hook and throws away the handle it returns

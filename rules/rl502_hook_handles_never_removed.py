@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Optional
 
 import libcst as cst
@@ -10,62 +9,28 @@ import libcst as cst
 from retainlint.context import body_statements
 from retainlint.cstutil import append_to_function, is_instance_method, is_self, prepend_to_function
 from retainlint.finding import Applicability, Severity
+from retainlint.hook_names import AUTOGRAD_HOOKS, GLOBAL_HOOKS
 from retainlint.hooks import (
-    AUTOGRAD_HOOKS,
-    GLOBAL_HOOKS,
     ClassHandles,
     HandleStore,
-    ast_registrations,
     hook_argument,
     is_accumulate_grad,
     iter_nodes,
     mentions_self,
     names_in,
     receiver,
-    short,
     self_attrs,
+    short,
 )
-from retainlint.nodes import FileNodes
+from retainlint.prefilters.rl502 import HookHandlesNeverRemovedPrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 
 
-class HookHandlesNeverRemoved(Rule):
-    code = "RL502"
+class HookHandlesNeverRemoved(HookHandlesNeverRemovedPrefilter, Rule):
     name = "hook-handles-never-removed"
     summary = "A class keeps hook handles but no release method removes the hooks"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
-    triggers = ("register_",)
-
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes: FileNodes) -> bool:
-        """A registration on something other than `self`, in a class, whose handle is not
-        thrown away (it may be stored on `self`); or a discarded `register_hook` /
-        `register_prehook` in a file that reaches gradient accumulators."""
-        statements = None
-        for call in ast_registrations(nodes):
-            func = call.func
-            if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == "self":
-                continue  # a hook on the instance itself: RL701's business
-            if statements is None:
-                statements = {id(s.value) for s in nodes.of(ast.Expr)}
-            if id(call) in statements:
-                if (type(func) is ast.Attribute and func.attr in ("register_hook", "register_prehook")
-                        and (b"get_gradient_edge" in nodes.source
-                             or b"next_functions" in nodes.source and b"grad_fn" in nodes.source)):
-                    return True
-            elif any(isinstance(o, ast.ClassDef) for o in nodes.owners(call)):
-                return True
-        return False
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        summary = getattr(data, "summary", None)
-        if summary is not None:
-            return bool(summary.scans.get(cls.code))
-        return b"register_" in data and b"hook(" in data
 
     docs = """
 ## What it does

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import textwrap
 import weakref
 from dataclasses import dataclass, field
@@ -11,17 +10,20 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.config import DEFAULT_RELEASE_METHODS
 from retainlint.context import body_functions, body_statements
-from retainlint.cstutil import append_to_function, decorator_names, is_instance_method, is_self, self_attribute
+from retainlint.cstutil import (
+    append_to_function,
+    decorator_names,
+    is_instance_method,
+    is_self,
+    self_attribute,
+)
 from retainlint.finding import Applicability, Severity
-from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, find_param
-from retainlint.imports import absolute_import
-from retainlint.prefilter import words
+from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, find_param
+from retainlint.index import qualified_in
+from retainlint.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, _ACCESSORS
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
-from retainlint.index import qualified_in
-from retainlint.nodes import dotted as _dotted
 
 # Words that, as a part of a method or function name (split on `_`), release what
 # they are called on or handed: `self.runner.shutdown()`, `free_cache(self.kv)`.
@@ -286,10 +288,6 @@ _DATA_FACTORIES = frozenset({"tensor", "as_tensor"})
 _PLAIN_MODULES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 _WEIGHT_MAKERS = frozenset(
     {"register_buffer", "register_parameter", "register_module", "add_module", "create_weights"}
-)
-# Calls that hand back an object that exists already: what they return is not built here.
-_ACCESSORS = frozenset(
-    {"next", "getattr", "get", "pop", "setdefault", "cast", "peek", "first", "min", "max", "popitem"}
 )
 
 
@@ -563,306 +561,6 @@ def _dotted_qualname(ctx, func: ast.AST) -> Optional[str]:
     return ".".join([head, *reversed(parts)])
 
 
-# -- prefilter: the file's shape, from the project index's `ast` pass ------------------
-# A finding needs a class with a possible release method and an attribute it assigns
-# the result of a call that may build something heavy (`_origin`). The scan records,
-# per class, those method names and what the calls name (callee, annotations); whether
-# a name is heavy is asked of the project index in `might_match`, qualified with the
-# file's imports as `FileContext.imports` may read them (any import of the name).
-_MAX_ORIGIN = 12  # `_origin` stops at _MAX_DEPTH; deeper only lets more through
-
-
-
-
-def _annotation_makers(ann: Optional[ast.AST], wrappers: tuple = (), depth: int = 0) -> list:
-    """("ann", name, wrappers) for each name `is_heavy_annotation` would judge:
-    `X`, `X | Y`, `"X"`, and `W[X, Y]` when every `W` around it is Optional/Union."""
-    if ann is None or depth > _MAX_ORIGIN:
-        return []
-    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-        try:
-            parsed = ast.parse(ann.value.strip(), mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return []
-        return _annotation_makers(parsed, wrappers, depth + 1)
-    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
-        return _annotation_makers(ann.left, wrappers, depth + 1) + \
-            _annotation_makers(ann.right, wrappers, depth + 1)
-    if isinstance(ann, ast.Subscript):
-        wrapper = _dotted(ann.value)
-        if wrapper is None:
-            return []
-        items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
-        return [m for item in items for m in _annotation_makers(item, (*wrappers, wrapper), depth + 1)]
-    name = _dotted(ann)
-    return [("ann", name, wrappers)] if name else []
-
-
-def _release_shaped(fn: ast.AST) -> bool:
-    """Might `_is_release` accept it (decorators and stub bodies are not judged here)?"""
-    args = fn.args
-    first = (args.posonlyargs or args.args)[:1]
-    if not first or first[0].arg != "self":
-        return False
-    if fn.name in ("__exit__", "__aexit__"):
-        return True
-    positional = [*args.posonlyargs, *args.args]
-    return len(args.defaults) >= len(positional) - 1 and all(d is not None for d in args.kw_defaults)
-
-
-def _names_heavy_type(data: bytes, settings, index) -> bool:
-    """The byte test for files without a scan: `torch`, `transformers`, a configured
-    heavy type's last component, or a heavy project class's simple name."""
-    heavy = ("torch", "transformers", *(t.rsplit(".", 1)[-1] for t in settings.heavy_types))
-    return any(t.encode() in data for t in heavy) or not index.heavy_names.isdisjoint(words(data))
-
-
-class _Scan:
-    def __init__(self, nodes) -> None:
-        self.nodes = nodes
-        self.functions: dict[str, ast.AST] = {}  # top-level functions and classes by name
-        self.classes: dict[str, ast.ClassDef] = {}
-
-    def found(self) -> Optional[tuple]:
-        """None when no function is named as a default release method, else (judged
-        classes: ((release-shaped method names, makers), ...), top-level class bases:
-        ((name, (dotted base, ...)), ...), imports: ((local, level, module, name), ...),
-        release-shaped method names of the classes not judged)."""
-        names = {fn.name for fn in self.nodes.of(ast.FunctionDef)}
-        names.update(fn.name for fn in self.nodes.of(ast.AsyncFunctionDef))
-        if names.isdisjoint(DEFAULT_RELEASE_METHODS):
-            return None  # the scan stops there; `might_match` tests other names' bytes
-        classes = self.nodes.of(ast.ClassDef)
-        for n in self.nodes.tree.body:
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[n.name] = n
-            elif isinstance(n, ast.ClassDef):
-                self.classes[n.name] = n
-        # Classes with a release-shaped method of a default name are judged in full; for
-        # the others, the names of such methods are enough (through if configured).
-        candidates: dict[int, tuple] = {}  # id(method) -> its class's entry
-        entries = []
-        unjudged: set[str] = set()
-        for c in classes:
-            methods = [s for s in c.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            releases = tuple(sorted({m.name for m in methods if _release_shaped(m)}))
-            if not any(r in DEFAULT_RELEASE_METHODS and r != "__del__" for r in releases):
-                unjudged.update(releases)
-                continue
-            entry = (c, methods, releases, set())
-            entries.append(entry)
-            for m in methods:
-                candidates[id(m)] = entry
-        unjudged.discard("__del__")
-        if not entries:
-            return (), (), (), tuple(sorted(unjudged))
-        # Assignments, by method of a judged class (nested scopes left out).
-        spans = [(c.lineno, c.end_lineno) for c, *_ in entries]
-        assigns: dict[int, list] = {}
-        owner = self.nodes.owner
-        for node in self.nodes.of(ast.Assign, ast.AnnAssign, ast.NamedExpr):
-            line = node.lineno
-            if any(start <= line <= end for start, end in spans):
-                fn = owner(node)
-                if fn is not None and id(fn) in candidates:
-                    assigns.setdefault(id(fn), []).append(node)
-        result = []
-        for c, methods, releases, makers in entries:
-            names = {m.name for m in methods}
-            by_name = {m.name: m for m in methods}
-            for fn in methods:
-                found = assigns.get(id(fn))
-                if not found:
-                    continue
-                origin = _Origin(self, fn, found, c, by_name)
-                for node in found:
-                    targets = node.targets if type(node) is ast.Assign else (
-                        [node.target] if type(node) is ast.AnnAssign and node.value is not None else [])
-                    for t in targets:
-                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
-                                and t.value.id == "self" and t.attr not in names:
-                            makers.update(origin(node.value, getattr(node, "annotation", None), 0))
-            if makers:
-                result.append((releases, tuple(sorted(makers))))
-        if not result:
-            return (), (), (), tuple(sorted(unjudged))
-        heads = {name.split(".")[0] for _, makers in result for _, name, wrappers in makers
-                 for name in (name, *wrappers)}
-        # Classes of this file named there, and their bases in this file: heavy by their
-        # bases (`local_heavy_classes`).
-        bases: dict[str, tuple] = {}
-        todo = [h for h in heads if h in self.classes]
-        while todo:
-            name = todo.pop()
-            if name not in bases:
-                bases[name] = tuple(d for d in map(_dotted, self.classes[name].bases) if d)
-                heads.update(d.split(".")[0] for d in bases[name])
-                todo.extend(d for d in bases[name] if d in self.classes)
-        return tuple(result), tuple(sorted(bases.items())), self._imports(heads), tuple(sorted(unjudged))
-
-    def _imports(self, heads: set) -> tuple:
-        """Every import binding one of `heads`: (local, level, module or "", name or None
-        for `import`). The libcst import table keeps the first one it walks to; all are
-        tried, so that its walking order need not be copied."""
-        found: set[tuple] = set()
-        for node in self.nodes.of(ast.Import, ast.ImportFrom):
-            for alias in node.names:
-                if isinstance(node, ast.Import):
-                    local = alias.asname or alias.name.split(".")[0]
-                    entry = (local, 0, alias.asname and alias.name or local, None)
-                else:
-                    if alias.name == "*":
-                        continue
-                    local = alias.asname or alias.name
-                    entry = (local, node.level, node.module or "", alias.name)
-                if local in heads:
-                    found.add(entry)
-        return tuple(sorted(found, key=repr))
-
-
-class _Origin:
-    """`_origin` over `ast`: what the calls an attribute may be built by name."""
-
-    def __init__(self, scan: _Scan, fn: ast.AST, assigns: list, cls: ast.ClassDef, methods: dict) -> None:
-        self.scan = scan
-        self.fn = fn
-        self.cls = cls
-        self.methods = methods
-        args = fn.args
-        self.params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-        self.assigns = assigns
-        self._locals: Optional[dict] = None
-
-    def locals(self, name: str) -> list:
-        if self._locals is None:
-            self._locals = {}
-            for node in self.assigns:
-                kind = type(node)
-                if kind is ast.Assign:
-                    for t in node.targets:
-                        if type(t) is ast.Name:
-                            self._locals.setdefault(t.id, []).append((node.value, None))
-                elif type(node.target) is ast.Name:
-                    self._locals.setdefault(node.target.id, []).append(
-                        (node.value, node.annotation if kind is ast.AnnAssign else None))
-        return self._locals.get(name, [])
-
-    def __call__(self, value, ann, depth: int) -> list:
-        if value is None or depth > _MAX_ORIGIN:
-            return []
-        if isinstance(value, ast.Call):
-            func = value.func
-            word = func.attr if isinstance(func, ast.Attribute) else (
-                func.id if isinstance(func, ast.Name) else None)
-            if word in _ACCESSORS:
-                return []
-            found = _annotation_makers(ann)
-            name = _dotted(func)
-            if name is not None:
-                found.append(("call", name, ()))
-            callee = self.callee(func)
-            if callee is not None:
-                found += _annotation_makers(callee.returns)
-            return found
-        if isinstance(value, ast.IfExp):
-            return self(value.body, ann, depth + 1) + self(value.orelse, ann, depth + 1)
-        if isinstance(value, ast.BoolOp):
-            return self(value.values[-1], ann, depth + 1)
-        if isinstance(value, ast.Name):
-            if value.id in ("self", "None") or value.id in self.params:
-                return []
-            return [m for v, a in self.locals(value.id) for m in self(v, a, depth + 1)]
-        return []
-
-    def callee(self, func) -> Optional[ast.AST]:
-        """A function or method of this file that `func` names (`HeavyOracle._callee`)."""
-        if isinstance(func, ast.Name):
-            return self.scan.functions.get(func.id)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            owner = func.value.id
-            if owner in ("self", "cls"):
-                return self.methods.get(func.attr)
-            target = self.scan.classes.get(owner)
-            if target is not None:
-                return next((s for s in reversed(target.body) if isinstance(
-                    s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == func.attr), None)
-        return None
-
-
-class _Heaviness:
-    """`HeavyOracle.is_heavy_qualname` for one file, names qualified as the file's
-    libcst import table would; index lookups are recorded as usual."""
-
-    def __init__(self, data, summary, scanned, settings, index) -> None:
-        _, bases, imports, _ = scanned
-        self.summary = summary
-        self.index = index
-        self.bases = dict(bases)
-        self.configured = frozenset(settings.heavy_types)
-        path = (getattr(data, "path", "") or summary.path).replace("\\", "/")
-        path = path.removesuffix(".pyi").removesuffix(".py")
-        self.configured_here = frozenset(
-            t.rsplit(".", 1)[1] for t in self.configured
-            if "." in t and (path == t.rsplit(".", 1)[0].replace(".", "/")
-                             or path.endswith("/" + t.rsplit(".", 1)[0].replace(".", "/"))))
-        is_package = os.path.basename(summary.path).startswith("__init__.")
-        self.imports: dict[str, list[str]] = {}  # local name -> what it may be bound to
-        for local, level, module, name in imports:
-            if name is None:
-                self.imports.setdefault(local, []).append(module)
-                continue
-            if level and summary.module:
-                base = absolute_import(summary.module, is_package, level, module or None)
-            else:
-                base = "." * level + module
-            sep = "" if not base or base.endswith(".") else "."
-            self.imports.setdefault(local, []).append(f"{base}{sep}{name}")
-        self._local: dict[str, bool] = {}
-
-    def qualnames(self, dotted: str) -> list[str]:
-        """What `FileContext.qualname` may give for a dotted name."""
-        head, _, rest = dotted.partition(".")
-        targets = self.imports.get(head)
-        if not targets:
-            return [dotted]
-        return [f"{target}.{rest}" if rest else target for target in targets]
-
-    def absolute(self, q: str) -> str:
-        head = q.split(".", 1)[0]
-        if head in self.summary.classes or head in self.summary.functions:
-            return f"{self.summary.module}.{q}"
-        return q
-
-    def heavy_name(self, q: Optional[str], depth: int = 0) -> bool:
-        if not q:
-            return False
-        if q in HEAVY_TYPES or q in self.configured or q in self.configured_here:
-            return True
-        if q.startswith("torch.nn.") and q.count(".") == 2 and q.rsplit(".", 1)[1][:1].isupper():
-            return True
-        if q in self.bases and self.local_heavy(q, depth):
-            return True
-        return self.index.is_heavy_class(self.absolute(q))
-
-    def local_heavy(self, name: str, depth: int) -> bool:
-        """A class of this file heavy by its bases (`local_heavy_classes`)."""
-        if name not in self._local:
-            self._local[name] = False  # base cycles
-            self._local[name] = depth < _MAX_ORIGIN and (
-                self.index.is_heavy_class(f"{self.summary.module}.{name}")
-                or any(self.heavy_name(q, depth + 1) for b in self.bases[name] for q in self.qualnames(b)))
-        return self._local[name]
-
-    def maker(self, maker: tuple) -> bool:
-        kind, name, wrappers = maker
-        if kind == "ann":
-            if not all(UNION_WRAPPERS.intersection(self.qualnames(w)) for w in wrappers):
-                return False
-            return any(self.heavy_name(q) for q in self.qualnames(name))
-        return any(q in TENSOR_FACTORIES or self.heavy_name(q) or self.index.returns_heavy(self.absolute(q))
-                   for q in self.qualnames(name))
-
-
 @dataclass
 class _Heavy:
     attr: str
@@ -872,52 +570,11 @@ class _Heavy:
     fn: cst.FunctionDef  # the method that assigns it
 
 
-class ReleaseKeepsHeavyAttribute(Rule):
-    code = "RL602"
+class ReleaseKeepsHeavyAttribute(ReleaseKeepsHeavyAttributePrefilter, Rule):
     name = "release-keeps-heavy-attribute"
     summary = "A release method never drops an attribute that holds a model, tensors or an object owning them"
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
-    # The rule needs a method; the scan itself looks for one with a release name.
-    triggers = ("def ",)
-
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes) -> tuple:
-        """See `_Scan.found`: classes with a release-shaped method and what their
-        attributes may be built by, and what qualifies those names."""
-        return _Scan(nodes).found()
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        """A class with a configured release method (not `__del__`) and an attribute
-        assigned a call that may build a heavy object: a tensor factory, a heavy type or
-        project class, a function annotated to return one, or annotated heavy itself."""
-        summary = getattr(data, "summary", None)
-        found = summary.scans.get(cls.code) if summary is not None else None
-        if found is None:
-            # No `ast`, or no method with a default release name: the byte test, for
-            # the configured names (only the other ones when there is a summary).
-            names = [m for m in settings.release_methods
-                     if summary is None or m not in DEFAULT_RELEASE_METHODS]
-            return any(f"def {m}(".encode() in data for m in names) and \
-                _names_heavy_type(data, settings, index)
-        names = [n for n in settings.release_methods if n != "__del__"]
-        if any(name in names for name in found[3]):
-            return True
-        classes = [makers for releases, makers in found[0] if any(r in names for r in releases)]
-        if not classes:
-            return False
-        heaviness = _Heaviness(data, summary, found, settings, index)
-        judged: dict[tuple, bool] = {}
-        for makers in classes:
-            for maker in makers:
-                if maker not in judged:
-                    judged[maker] = heaviness.maker(maker)
-                if judged[maker]:
-                    return True
-        return False
 
     docs = """
 ## What it does

@@ -11,15 +11,11 @@ import libcst as cst
 
 from retainlint.context import body_statements
 from retainlint.cstutil import decorator_names, is_self
-from retainlint.heavy import TENSOR_FACTORIES, find_param
 from retainlint.finding import Applicability, Severity
-from retainlint.index import qualified_in
+from retainlint.heavy import TENSOR_FACTORIES, find_param
+from retainlint.hook_names import AUTOGRAD_HOOKS, HANDLE_HOOKS, STATE_DICT_HOOKS
 from retainlint.hooks import (
-    AUTOGRAD_HOOKS,
-    HANDLE_HOOKS,
-    STATE_DICT_HOOKS,
     ClassHandles,
-    parse_file,
     class_methods,
     external_bases,
     hook_argument,
@@ -28,41 +24,26 @@ from retainlint.hooks import (
     iter_nodes,
     local_bases,
     mentions_self,
+    parse_file,
     short,
     target_names,
+)
+from retainlint.index import qualified_in
+from retainlint.prefilters.rl701 import (
+    SelfCycleCallbackPrefilter,
+    _CALLBACK_WORDS,
+    _CONTAINER_ADD,
+    _MODULE_METHODS,
+    _REGISTER_VERBS,
+    _STATIC,
+    _words,
 )
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
-_CLASS_NAMES = re.compile(rb"class[ \t]+(\w+)[ \t]*[(:]")
-# `self.x = self.method`, `self.x = closure`, `p.cb = self.method` (the name must be a
-# `def` of the file)
-_STORED_NAME = re.compile(
-    rb"self\.[\w.]+(?:\[[^\]\n]*\])?[ \t]*(?::[^=\n]*)?=[ \t]*(?:self\.)?(\w+)[ \t]*(?:#[^\n]*)?\r?$",
-    re.MULTILINE)
-_STORED_BOUND = re.compile(rb"\w[ \t]*=[ \t]*self\.(\w+)[ \t]*(?:#[^\n]*)?\r?$", re.MULTILINE)
-# a partial / MethodType / lambda that mentions `self` on the same line
-_SELF_CALLABLES = (
-    (b"partial(", re.compile(rb"partial\([^\n]*\bself\b")),
-    (b"MethodType(", re.compile(rb"MethodType\([^\n]*\bself\b")),
-    (b"lambda", re.compile(rb"lambda\b[^\n:]*:[^\n]*\bself\b")),
-    (b"setattr(", re.compile(rb"setattr\([^\n]*\bself\.")),
-    # a lambda stored or registered whose body starts on a later line
-    (b"lambda", re.compile(rb"self\.[\w.]+[ \t]*=[ \t]*lambda\b|(?:append|add|hook|register\w*)\([ \t]*lambda\b")),
-)
-_TOKENS = (b"append(self.", b"add(self.", b"extend([self.", b"insert(0, self.", b"callback(self.",
-           b"register(self.")
-_CONTAINER_ADD = frozenset({"append", "appendleft", "add", "insert", "extend", "setdefault",
-                            "update", "__setitem__"})
-# Bound methods every `nn.Module` has, even when the class does not define them.
-_MODULE_METHODS = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
 _WEAK = frozenset({"weakref.WeakMethod", "weakref.ref", "weakref.proxy"})
 _PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})
 _METHOD_TYPE = frozenset({"types.MethodType"})
-_STATIC = frozenset({"staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod"})
-_CALLBACK_WORDS = frozenset({"callback", "callbacks", "listener", "listeners", "handler", "handlers",
-                             "observer", "observers", "hook", "hooks"})
-_REGISTER_VERBS = frozenset({"register", "add", "append", "set", "subscribe", "connect", "install", "attach"})
 
 
 _STATE_REGISTRATION = frozenset({"register_buffer", "register_parameter"})
@@ -144,19 +125,6 @@ def _holds_value(index, q: str, depth: int) -> bool:
     if index.resolve(q) in index.classes:
         return _external_holds(index, q, depth + 1)
     return False
-
-
-def _heavy_names(index, settings) -> frozenset[bytes]:
-    names = getattr(index, "heavy_names", None)
-    if names is None:
-        names = frozenset(q.rsplit(".", 1)[-1].encode() for q in getattr(index, "heavy_classes", ()))
-    configured = frozenset(t.rsplit(".", 1)[-1].encode() for t in settings.heavy_types)
-    return names | configured if configured else names
-
-
-def _words(name: str) -> set[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
-    return {w for w in spaced.split("_") if w}
 
 
 def _root_name(expr: cst.CSTNode) -> Optional[str]:
@@ -316,422 +284,11 @@ class _Sites(cst.CSTVisitor):
                     return
 
 
-# -- structural prefilter (`ast`, from the index's pass) -------------------------------------
-# Bases that make a class heavy whatever the index knows (unresolved spellings of `nn.Module`).
-_TORCH_PREFIXES = ("torch.", "nn.", "Module", "PreTrainedModel")
-_PARTIAL_NAMES = frozenset({"partial", "partialmethod", "MethodType"})
-# decorators (as written) that make a def no bound method; so do `@x.setter` and the like
-_STATIC_DECORATORS = frozenset({"staticmethod", "classmethod", "builtins.staticmethod",
-                                "builtins.classmethod"})
-_NOT_BOUND = _STATIC_DECORATORS | {"property", "cached_property", "builtins.property",
-                                   "functools.cached_property"}
-_ACCESSORS = frozenset({"setter", "getter", "deleter"})
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_CLOSURE_OWNERS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda})
-_CALLBACKISH = re.compile("callback|listener|handler|observer|hook", re.IGNORECASE)
-_INHERITED_EXCLUDED = _STATIC | {"property", "functools.cached_property"}
-
-
-def _last_name(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Subscript):
-        node = node.value
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def _dotted_text(node: ast.AST) -> str:
-    if isinstance(node, ast.Subscript):
-        node = node.value
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _decorated(fn: ast.AST, kinds: frozenset, accessors: bool = False) -> bool:
-    """Is `fn` decorated with one of `kinds` (or, with `accessors`, `@x.setter`...)?"""
-    for d in fn.decorator_list:
-        if isinstance(d, ast.Call):
-            d = d.func
-        if _dotted_text(d) in kinds or accessors and isinstance(d, ast.Attribute) and d.attr in _ACCESSORS:
-            return True
-    return False
-
-
-_REGISTERS: dict[str, bool] = {}
-
-
-def _registers(name: str) -> bool:
-    """Can a method of this name store its argument (`_Sites.visit_Call`)?"""
-    found = _REGISTERS.get(name)
-    if found is None:
-        found = name in _CONTAINER_ADD or name in HANDLE_HOOKS or (
-            "hook" in name and name.lstrip("_").startswith("register")) or bool(
-            _CALLBACKISH.search(name) and _words(name) & _CALLBACK_WORDS and _words(name) & _REGISTER_VERBS)
-        if len(_REGISTERS) < 65536:
-            _REGISTERS[name] = found
-    return found
-
-
-def _bound_names(targets) -> list[str]:
-    """Names an assignment or loop target binds (`a`, `a, (b, *c)`)."""
-    out, todo = [], list(targets)
-    while todo:
-        t = todo.pop()
-        kind = type(t)
-        if kind is ast.Name:
-            out.append(t.id)
-        elif kind is ast.Tuple or kind is ast.List:
-            todo.extend(t.elts)
-        elif kind is ast.Starred:
-            todo.append(t.value)
-    return out
-
-
-def _names_in(value: ast.AST) -> list[str]:
-    """The names `_Scan.refers` may look up in `value`."""
-    kind = type(value)
-    if kind is ast.Name:
-        return [value.id]
-    if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
-        return [n for e in value.elts for n in _names_in(e)]
-    if kind is ast.Dict:
-        return [n for v in value.values for n in _names_in(v)]
-    if kind is ast.Starred:
-        return _names_in(value.value)
-    if kind is ast.Call:
-        return [n for a in (*value.args, *(k.value for k in value.keywords)) for n in _names_in(a)]
-    return []
-
-
-def _is_self(node: ast.AST) -> bool:
-    return isinstance(node, ast.Name) and node.id == "self"
-
-
-def _rooted(node: ast.AST) -> bool:
-    """Could `node` be an object reached from `self` (`_owned`): a chain of attributes,
-    subscripts and calls ending in a name."""
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return isinstance(node, ast.Name)
-
-
-def _mentions_self(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(node))
-
-
-def _inherits_method(index, bases, attrs) -> bool:
-    """Is one of `attrs` a bound method of a project base class (`_method_names`)?"""
-    for summary in index.ancestors(bases):
-        for attr in attrs:
-            method = summary.methods.get(attr)
-            if method is not None and not set(method.decorators) & _INHERITED_EXCLUDED:
-                return True
-    return False
-
-
-class _Scan:
-    """The shapes `_Sites` reports, read from the `ast` of a file: in a method (first
-    parameter `self`, also inside its closures and lambdas), a callback that may reference
-    `self` (`self.<method>`, a lambda or nested function using `self`, a partial or
-    `MethodType` over one of those, a local bound to one, containers of those) assigned to
-    an attribute or item, handed to `setattr`, added to a container, registered as a hook
-    or handed to a `register_callback`-style method. Coarser than the rule: any name may
-    be the root of what is owned, and locals count file-wide."""
-
-    def __init__(self, nodes) -> None:
-        self.nodes = nodes
-        self.partials = set(_PARTIAL_NAMES)
-        for node in nodes.of(ast.ImportFrom):  # `from functools import partial as p`
-            self.partials.update(a.asname for a in node.names if a.asname and a.name in _PARTIAL_NAMES)
-        self._bound: Optional[set[str]] = None
-        # what names are bound to (assignments; loops are added when first needed)
-        self.values_of: dict[str, list] = {}
-        self._loops = False
-        # name -> None: holds a callback over `self`; the `self.<attr>`s it holds; or False
-        self.taint: dict[str, object] = {}
-        self._closures: Optional[dict[str, list]] = None
-        self.classes: dict[int, tuple[ast.ClassDef, list]] = {}  # id -> (class, [definite, attrs])
-
-    @property
-    def bound(self) -> set[str]:
-        """Names of the bound methods some class of the file defines."""
-        if self._bound is None:
-            nodes = self.nodes
-            self._bound = set(_MODULE_METHODS)
-            for kind in _FUNCTIONS:
-                for fn in nodes.of(kind):
-                    if type(nodes.owner(fn)) is ast.ClassDef and not (
-                            fn.decorator_list and _decorated(fn, _NOT_BOUND, accessors=True)):
-                        self._bound.add(fn.name)
-        return self._bound
-
-    def method_class(self, node: ast.AST) -> Optional[ast.ClassDef]:
-        """The class of the method `node` is in (through closures and lambdas)."""
-        inner = None
-        for owner in self.nodes.owners(node):
-            if type(owner) is ast.ClassDef:
-                if not isinstance(inner, _FUNCTIONS):
-                    return None
-                args = inner.args.posonlyargs or inner.args.args
-                if not args or args[0].arg != "self" or _decorated(inner, _STATIC_DECORATORS):
-                    return None
-                return owner
-            inner = owner
-        return None
-
-    def closure(self, name: str) -> bool:
-        """Is `name` a function nested in a method that uses `self` (`_Locals.closures`)?"""
-        if self._closures is None:
-            nodes = self.nodes
-            self._closures = {}
-            for kind in _FUNCTIONS:
-                for fn in nodes.of(kind):
-                    if type(nodes.owner(fn)) in _CLOSURE_OWNERS:
-                        self._closures.setdefault(fn.name, []).append(fn)
-        fns = self._closures.get(name)
-        return bool(fns) and any(self.method_class(fn) is not None and _mentions_self(fn) for fn in fns)
-
-    def held(self, name: str) -> object:
-        """What a local `name` holds (`_Locals.bindings`, file-wide): None, a callback
-        over `self`; a frozenset, one if one of these `self.<attr>` is inherited; False.
-        Solved for `name` and the names it is bound from, together, to a fixpoint."""
-        taint = self.taint
-        if name in taint:
-            return taint[name]
-        if not self._loops:
-            self._loops = True
-            for kind in (ast.For, ast.AsyncFor, ast.comprehension):
-                for node in self.nodes.of(kind):
-                    if self.maybe_refers(node.iter):
-                        for bound in _bound_names((node.target,)):
-                            self.values_of.setdefault(bound, []).append(node.iter)
-        if name not in self.values_of:  # a parameter, say
-            taint[name] = found = None if self.closure(name) else False
-            return found
-        group, todo = [], [name]
-        while todo:
-            n = todo.pop()
-            if n in taint:
-                continue
-            taint[n] = None if self.closure(n) else False
-            group.append(n)
-            for value in self.values_of.get(n, ()):
-                todo.extend(_names_in(value))
-        changed = True
-        while changed:
-            changed = False
-            for n in group:
-                old = taint[n]
-                if old is None:
-                    continue
-                new = old
-                for value in self.values_of.get(n, ()):
-                    attrs: set[str] = set()
-                    found = self.refers(value, attrs)
-                    if found:
-                        new = None
-                        break
-                    if found is None:
-                        new = frozenset(attrs).union(new or ())
-                if new != old:
-                    taint[n] = new
-                    changed = True
-        return taint[name]
-
-    def maybe_refers(self, value: ast.AST) -> bool:
-        """A quick look at the kind of `value`: could `refers` say yes?"""
-        kind = type(value)
-        if kind is ast.Call:
-            func = value.func
-            kind = type(func)
-            return (func.attr if kind is ast.Attribute else func.id if kind is ast.Name else None) \
-                in self.partials
-        if kind is ast.Attribute:
-            value = value.value
-            return type(value) is ast.Name and value.id == "self"
-        if kind is ast.Name or kind is ast.Lambda:
-            return True
-        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
-            return bool(value.elts)
-        return kind is ast.Dict and bool(value.values)
-
-    def refers(self, value: ast.AST, attrs: set) -> Optional[bool]:
-        """True: `value` references `self`; None: it does if one of the `self.<attr>` it
-        added to `attrs` is an inherited method; False: it does not."""
-        kind = type(value)
-        if kind is ast.Attribute:
-            if not _is_self(value.value):
-                return False
-            if value.attr in self.bound:
-                return True
-            attrs.add(value.attr)
-            return None
-        if kind is ast.Name:
-            held = self.held(value.id)
-            if held is None or held is False:
-                return held is None
-            attrs.update(held)
-            return None
-        if kind is ast.Lambda:
-            return _mentions_self(value.body)
-        if kind is ast.Call:
-            if _last_name(value.func) not in self.partials:
-                return False
-            return self.any_refers([*value.args, *(k.value for k in value.keywords)], attrs, self_too=True)
-        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
-            return self.any_refers(value.elts, attrs)
-        if kind is ast.Dict:
-            return self.any_refers(value.values, attrs)
-        if kind is ast.Starred:
-            return self.refers(value.value, attrs)
-        return False
-
-    def any_refers(self, values, attrs: set, self_too: bool = False) -> Optional[bool]:
-        result: Optional[bool] = False
-        for v in values:
-            if self_too and _is_self(v):
-                return True
-            found = self.refers(v, attrs)
-            if found:
-                return True
-            if found is None:
-                result = None
-        return result
-
-    def site(self, node: ast.AST, values) -> None:
-        attrs: set[str] = set()
-        found = self.any_refers(values, attrs)
-        if found is False:
-            return
-        cls = self.method_class(node)
-        if cls is None:
-            return
-        entry = self.classes.setdefault(id(cls), (cls, [False, set()]))[1]
-        if found:
-            entry[0] = True
-        else:
-            entry[1] |= attrs
-
-    def found(self) -> tuple:
-        nodes = self.nodes
-        if not nodes.of(ast.ClassDef):
-            return ()
-        sites = []
-        maybe_refers, values_of, partials = self.maybe_refers, self.values_of, self.partials
-        # every Assign and Call of the file: the node types as locals (a measurable saving)
-        Attribute, Call, Name, Subscript, Constant = ast.Attribute, ast.Call, ast.Name, ast.Subscript, ast.Constant
-        for node in nodes.of(ast.Assign):
-            value = node.value
-            kind = type(value)
-            if kind is Call:  # most values: `maybe_refers`, inlined
-                func = value.func
-                kind = type(func)
-                if (func.attr if kind is Attribute else func.id if kind is Name else None) not in partials:
-                    continue
-            elif kind is Constant or not maybe_refers(value):
-                continue
-            for t in node.targets:
-                kind = type(t)
-                if kind is Attribute or kind is Subscript:
-                    if _rooted(t):
-                        sites.append((node, (value,)))
-                else:
-                    for name in _bound_names((t,)):
-                        values_of.setdefault(name, []).append(value)
-        for node in nodes.of(ast.AnnAssign):
-            t = node.target
-            if node.value is not None and type(t) is not Name and maybe_refers(node.value) and _rooted(t):
-                sites.append((node, (node.value,)))
-        registers = _REGISTERS
-        for node in nodes.of(Call):
-            func = node.func
-            kind = type(func)
-            if kind is Attribute:
-                name = func.attr
-                found = registers.get(name)
-                if found is None:
-                    found = _registers(name)
-                if not found or name in _CONTAINER_ADD and _is_self(func.value):
-                    continue
-                if (node.args or node.keywords) and _rooted(func.value):
-                    sites.append((node, [*node.args, *(k.value for k in node.keywords)]))
-            elif kind is Name and func.id == "setattr" and len(node.args) + len(node.keywords) == 3:
-                args = [*node.args, *(k.value for k in node.keywords)]
-                if _rooted(args[0]):
-                    sites.append((node, args[2:] if len(node.args) == 3 else args))
-        for node, values in sites:
-            self.site(node, values)
-        out = []
-        for cls, (definite, attrs) in self.classes.values():
-            if definite or attrs:
-                out.append((cls.name, nodes.owner(cls) is None,
-                            tuple(_dotted_text(b) for b in cls.bases),
-                            None if definite else tuple(sorted(attrs))))
-        return tuple(out)
-
-
-class SelfCycleCallback(Rule):
-    code = "RL701"
+class SelfCycleCallback(SelfCycleCallbackPrefilter, Rule):
     name = "self-cycle-callback"
     summary = "A heavy object stores a callback that references it back, making a reference cycle"
     severity = Severity.WARNING
     fix_applicability = Applicability.NONE
-    # every callback the rule reports references `self` (the scan needs no more)
-    triggers = ("self",)
-
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes) -> tuple:
-        """Per class with a method that stores, adds or registers a callback over `self`
-        (see `_Scan`): (name, top level?, base names, None when the callback surely
-        references the instance, else the `self.<attr>`s that do if they are methods
-        inherited from another file)."""
-        return _Scan(nodes).found()
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        """From the scan (`_scanned`); for a file `ast` cannot parse, from the bytes: a
-        heavy class's name, and a line that looks like one of the shapes."""
-        summary = getattr(data, "summary", None)
-        if summary is not None:
-            return cls._scanned(summary, settings, index)
-        heavy = _heavy_names(index, settings)
-        if not any(name in heavy for name in _CLASS_NAMES.findall(data)):
-            return False
-        if any(t in data for t in _TOKENS) or (b"register" in data and b"hook(" in data):
-            return True
-        if any(token in data and pattern.search(data) for token, pattern in _SELF_CALLABLES):
-            return True
-        return any(b"def " + name + b"(" in data
-                   for pattern in (_STORED_NAME, _STORED_BOUND) for name in pattern.findall(data))
-
-    @classmethod
-    def _scanned(cls, summary, settings, index) -> bool:
-        """A class with a self-cycle shape that may be heavy (the rule's test: its name,
-        or a base, among the heavy classes), whose callback is a method of its own (or,
-        for `self.<attr>` not defined in the file, of a project base class)."""
-        found = summary.scans.get(cls.code)
-        if not found:
-            return False
-        heavy = _heavy_names(index, settings)
-        for name, top, bases, attrs in found:
-            if name.encode() not in heavy and not any(
-                    b.startswith(_TORCH_PREFIXES) or b.rsplit(".", 1)[-1].encode() in heavy for b in bases):
-                continue
-            if attrs is None or not top:
-                return True
-            klass = summary.classes.get(name)
-            if klass is None or _inherits_method(index, klass.bases, attrs):
-                return True
-        return False
 
     docs = """
 ## What it does

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -13,12 +11,9 @@ from retainlint.context import body_functions
 from retainlint.cstutil import decorator_names
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
+from retainlint.prefilters.rl801 import LoggerRegistryGrowthPrefilter
 from retainlint.rule import Example, Rule
-from retainlint.rules.rl304_weak_key_value_refs_key import (
-    ctx_code,
-    has_heavy_attribute,
-    reaches,
-)
+from retainlint.rules.rl304_weak_key_value_refs_key import ctx_code, has_heavy_attribute, reaches
 
 _GET_LOGGER = frozenset({"logging.getLogger", "logging.Logger.manager.getLogger"})
 # Functions that hand out a logger from the logging registry (their own or a wrapper's).
@@ -45,9 +40,6 @@ _STABLE_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__class__"
 _NOT_INSTANCE = frozenset(
     {"staticmethod", "classmethod", "builtins.staticmethod", "builtins.classmethod"}
 )
-_STABLE_GETLOGGER = re.compile(
-    rb"getLogger\(\s*(?:__name__|\"[^\"\n]*\"|'[^'\n]*')?\s*\)"
-)
 _MAX_DEPTH = 4
 
 
@@ -60,13 +52,11 @@ class _Call:
     guards: tuple  # tests of the enclosing `if`/`while` statements, innermost last
 
 
-class LoggerRegistryGrowth(Rule):
-    code = "RL801"
+class LoggerRegistryGrowth(LoggerRegistryGrowthPrefilter, Rule):
     name = "logger-registry-growth"
     summary = "Per-instance logger names and per-instance handlers on shared loggers grow the logging registry forever"
     severity = Severity.WARNING
     fix_applicability = Applicability.NONE
-    triggers = ("getLogger", "addHandler")
 
     docs = """
 ## What it does
@@ -202,46 +192,6 @@ def run_request(request):
             lines=[9, 10, 14],
         ),
     ]
-
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes) -> bool:
-        """Inside a function: `x.addHandler(...)`, or a `getLogger(...)` whose name is not
-        a string literal or `__name__` (the only names that cannot vary)."""
-        getters = {"getLogger"} | {a.asname for node in nodes.of(ast.ImportFrom) for a in node.names
-                                   if a.name == "getLogger" and a.asname}
-        for node in nodes.of(ast.Call):
-            func = node.func
-            name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
-            if name == "addHandler" and type(func) is ast.Attribute:
-                if not (node.args or node.keywords):
-                    continue
-            elif name in getters:
-                arg = next((a for a in node.args if type(a) is not ast.Starred), None) or next(
-                    (k.value for k in node.keywords if k.arg == "name"), None)
-                if arg is None or type(arg) is ast.Constant or type(arg) is ast.Name and arg.id == "__name__":
-                    continue
-            else:
-                continue
-            if any(type(o) in (ast.FunctionDef, ast.AsyncFunctionDef) for o in nodes.owners(node)):
-                return True
-        return False
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        """The scan's answer; for a file `ast` cannot parse: `addHandler` anywhere, or a
-        `getLogger(...)` call whose argument is not a plain string literal or `__name__`
-        (or an aliased `getLogger`)."""
-        summary = getattr(data, "summary", None)
-        if summary is not None:
-            return bool(summary.scans.get(cls.code))
-        if b"addHandler" in data:
-            return True
-        calls = data.count(b"getLogger(")
-        if calls == 0:
-            return b"getLogger as" in data
-        return calls > len(_STABLE_GETLOGGER.findall(data)) or b"getLogger as" in data
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

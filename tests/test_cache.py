@@ -243,6 +243,16 @@ def test_a_run_answered_from_the_cache_imports_neither_libcst_nor_the_rules(tmp_
     assert "m.py:5:9: RL501" in again.stdout
     assert again.stdout.splitlines()[-1] == "1 False False", again.stdout + again.stderr
 
+    # An edit no rule can match (the pre-commit case): the prefilters decide it from the
+    # file's `ast` without importing libcst or the rules; the other file's finding stays.
+    (tmp_path / "util.py").write_text("def scale(x):\n    return x * 2\n")
+    run_cli("check", ".", cwd=tmp_path)
+    (tmp_path / "util.py").write_text("def scale(x):\n    return x * 3\n")
+    edited = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                            text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+    assert "m.py:5:9: RL501" in edited.stdout
+    assert edited.stdout.splitlines()[-1] == "1 False False", edited.stdout + edited.stderr
+
 
 def test_project_wide_answers_travel_with_the_snapshot():
     """A file edited since the last run asks the project-wide questions it asked then

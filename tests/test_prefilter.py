@@ -1,4 +1,4 @@
-"""The prefilter (bytes, then the `ast` facts of `Rule.scan`) decides which files are
+"""The prefilter (bytes, then the `ast` facts of its `scan`) decides which files are
 parsed at all: it must never hide a finding. Every rule's invalid examples pass it, and
 over every fixture folder a run with the prefilter reports exactly what linting every
 file without it reports."""
@@ -11,7 +11,8 @@ import pytest
 
 from retainlint.config import Settings, settings_from_table
 from retainlint.index import ProjectIndex, summarize
-from retainlint.lint import FileResult, lint_module, parse, rules_triggered
+from retainlint.lint import FileResult, lint_module, parse
+from retainlint.prefilter import rules_triggered
 from retainlint.registry import all_rules
 from retainlint.runner import Mode, build_index, run
 

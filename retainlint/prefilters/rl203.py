@@ -1,0 +1,177 @@
+"""RL203's prefilter: which files are worth parsing with libcst for the rule in
+`rules/rl203_global_callback_pins_instance.py` (from the file's bytes and its `ast`; no libcst here)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional
+
+from retainlint.nodes import dotted
+from retainlint.prefilter import Prefilter
+
+
+ATEXIT_REGISTER = "atexit.register"
+
+SIGNAL = "signal.signal"
+
+# module-level containers that hold what is put in them strongly
+_LIST_CTORS = frozenset({"list", "builtins.list", "set", "builtins.set", "collections.deque"})
+
+# methods that put an element in a list / set / deque (argument position of the element)
+_ADDERS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1}
+
+# `NAME = []` / `NAME: list[...] = set()` / `NAME = collections.deque(...)` at column 0
+_MODULE_CONTAINER = re.compile(
+    rb"^([A-Za-z_]\w*)[ \t]*(?::[^=\n]+)?=[ \t]*(?:\[|set\(|list\(|deque\(|collections\.deque\()",
+    re.MULTILINE,
+)
+
+# -- structural prefilter (`ast`, from the index's pass) ----------------------------------
+_CONTAINER_CTOR_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in _LIST_CTORS)
+
+
+def imported_names(nodes) -> dict[str, str]:
+    """Local name -> what it imports, for every import of the file (function-local ones
+    too, as `FileContext.qualname` resolves them): `ae` -> `atexit`, `reg` -> `atexit.register`."""
+    names: dict[str, str] = {}
+    for node in nodes.of(ast.Import):
+        for a in node.names:
+            if a.asname:
+                names[a.asname] = a.name
+            else:
+                head = a.name.split(".", 1)[0]
+                names[head] = head
+    for node in nodes.of(ast.ImportFrom):
+        for a in node.names:
+            names[a.asname or a.name] = f"{node.module}.{a.name}" if node.module and not node.level else a.name
+    return names
+
+
+def qualified(node: ast.AST, imports: dict[str, str]) -> Optional[str]:
+    """`node` as a dotted name, its head resolved through `imports`."""
+    name = dotted(node)
+    if name is None:
+        return None
+    head, dot, rest = name.partition(".")
+    return imports.get(head, head) + dot + rest
+
+
+def _in_instance_method(nodes, node: ast.AST) -> bool:
+    """Is the innermost function around `node` (through lambdas) a method taking `self`,
+    not a static or class method (`ScopeState.method_class`, `is_instance_method`)?"""
+    found = nodes.method_of(node)
+    if found is None:
+        return False
+    fn = found[1]
+    params = fn.args.posonlyargs or fn.args.args
+    return bool(params) and params[0].arg == "self" and not any(
+        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list)
+
+
+def _module_containers(tree: ast.Module) -> set[str]:
+    """Module-level names bound to a list, set or deque (`visit_Module`; any callee
+    named `list`, `set` or `deque`)."""
+    found = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        if isinstance(value, ast.Call):
+            func = value.func.value if isinstance(value.func, ast.Subscript) else value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name not in _CONTAINER_CTOR_NAMES:
+                continue
+        elif not isinstance(value, (ast.List, ast.Set)):
+            continue
+        found.add(target.id)
+    return found
+
+
+def _added_to(source: bytes, name: bytes) -> bool:
+    """Does `NAME.append` / `.add` / `.insert` (spaces and line continuations allowed
+    around the dot) appear in the source?"""
+    at = source.find(name)
+    while at != -1:
+        i = _skip_blanks(source, at + len(name))
+        if source.startswith(b".", i) and source.startswith((b"append", b"add", b"insert"),
+                                                            _skip_blanks(source, i + 1)):
+            return True
+        at = source.find(name, at + 1)
+    return False
+
+
+def _skip_blanks(source: bytes, i: int) -> int:
+    while i < len(source) and source[i] in b" \t\r\n\\":
+        i += 1
+    return i
+
+
+class GlobalCallbackPinsInstancePrefilter(Prefilter):
+    code = "RL203"
+
+    # what every registration the rule considers needs (the common ones first: the index
+    # tests them in order)
+    triggers = (".append(", ".add(", ".insert(", ".appendleft(", "atexit", "signal")
+
+    scans = True
+
+    @classmethod
+    def scan(cls, nodes) -> bool:
+        """In an instance method, `atexit.register(...)`, `signal.signal(sig, handler)`,
+        or an element added to a list, set or deque the module binds (`visit_Call`)."""
+        source = nodes.source
+        containers = _module_containers(nodes.tree)
+        containers = {name for name in containers if _added_to(source, name.encode())}
+        # `signal.signal` resolves only through `signal.signal` spelled out or an import
+        if not containers and b"atexit" not in source and not (b"signal" in source and (
+                b"signal.signal" in source or b"import signal" in source or b"from signal " in source)):
+            return False
+        imports: Optional[dict[str, str]] = None
+        for node in nodes.of(ast.Call):
+            func = node.func
+            kind = type(func)
+            name = func.attr if kind is ast.Attribute else func.id if kind is ast.Name else None
+            if name in _ADDERS:
+                if kind is not ast.Attribute or type(func.value) is not ast.Name or \
+                        func.value.id not in containers or len(node.args) <= _ADDERS[name]:
+                    continue
+            elif name == "register" or name == "signal":
+                if imports is None:
+                    imports = imported_names(nodes)
+                name = qualified(func, imports)
+                if not (name == ATEXIT_REGISTER and (node.args or node.keywords)
+                        or name == SIGNAL and len(node.args) + len(node.keywords) >= 2):
+                    continue
+            else:
+                continue
+            if _in_instance_method(nodes, node):
+                return True
+        return False
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """The scan's answer; for a file `ast` cannot parse: `atexit` named, `signal.signal`
+        called (or imported from `signal`), or `self` appended / added to a list, set or
+        deque the file defines at module level."""
+        summary = getattr(data, "summary", None)
+        if summary is not None:
+            return bool(summary.scans.get(cls.code))
+        if b"atexit" in data:
+            return True
+        if b"signal" in data and (
+            b"signal.signal(" in data or b"from signal import" in data or b"import signal as" in data
+        ):
+            return True
+        if b".append(self" not in data and b".add(self" not in data and b".appendleft(self" not in data:
+            return False
+        for match in _MODULE_CONTAINER.finditer(data):
+            name = match.group(1)
+            if any(name + adder in data for adder in (b".append(self", b".add(self", b".appendleft(self")):
+                return True
+        return False

@@ -1,0 +1,54 @@
+"""RL301's prefilter: which files are worth parsing with libcst for the rule in
+`rules/rl301_strong_module_keyed_cache.py` (from the file's bytes and its `ast`; no libcst here)."""
+
+from __future__ import annotations
+
+import ast
+
+from retainlint.container_scan import (
+    container_facts,
+    might_be_heavy,
+    might_define_container,
+    names_heavy_type,
+)
+from retainlint.prefilter import Prefilter
+
+
+class StrongModuleKeyedCachePrefilter(Prefilter):
+    code = "RL301"
+
+    # A container is defined by a literal (`{}`, `{...}`) or a call of dict/set/
+    # defaultdict/OrderedDict, however imported: one of these is in every flagged file.
+    triggers = ("{", "dict", "Dict", "set")
+
+    scans = True
+
+    @classmethod
+    def scan(cls, nodes):
+        """The names that would make a key heavy: the key types annotated on containers
+        defined outside functions and bound once, and what keys written to a container of
+        such a name are (see `Evidence`)."""
+        facts = container_facts(nodes)
+        if not facts.candidates:
+            return None
+        evidence = facts.evidence.fresh()
+        for (scope, name), entries in facts.candidates.items():
+            for _, node, annotation in entries:
+                evidence.container_slot(annotation, 0)
+                if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Subscript):
+                    evidence.container_slot(node.value.func, 0)  # `dict[K, V]()`
+            for annotation in facts.bare.get((scope, name), ()):
+                evidence.container_slot(annotation, 0)
+        for _, key, _, fn, method_class in facts.writes:
+            evidence.value(key, fn, method_class)
+        return evidence.result()
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """A container defined at module level or in a class body whose annotated key
+        type or written keys may be heavy (a heavy type, a heavy project class, ...)."""
+        summary = getattr(data, "summary", None)
+        if summary is None:
+            return might_define_container(data) and names_heavy_type(data, ("torch", "transformers"), settings, index)
+        found = summary.scans.get(cls.code)
+        return found is not None and might_be_heavy(found, summary, settings, index)
