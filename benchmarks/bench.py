@@ -106,10 +106,10 @@ def byte_compile_retainlint() -> None:
     """Compile retainlint's modules as pip does when it installs a package. An editable
     install run with PYTHONDONTWRITEBYTECODE set (as on some CI machines) would otherwise
     compile them from source on every run: a third of a second of each warm run."""
-    for package in ("retainlint", "retainlint.rules"):
+    for package in ("retainlint", "retainlint.rules"):  # the rules live in a folder apart
         spec = importlib.util.find_spec(package)
         for directory in spec.submodule_search_locations if spec else ():
-            compileall.compile_dir(directory, quiet=2, maxlevels=0)
+            compileall.compile_dir(directory, quiet=2)
 
 
 def sample(tree: Path, n: int, into: Path) -> Path:
