@@ -15,7 +15,7 @@ import libcst as cst
 
 from retainlint.context import body_functions, body_statements
 from retainlint.walk import visit
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS  # noqa: F401 - re-exported
+from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS  # noqa: F401 - first two re-exported
 
 if TYPE_CHECKING:
     from retainlint.context import FileContext

@@ -16,7 +16,8 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, find_param
+from retainlint.heavy import find_param
+from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
 from retainlint.walk import visit
 
 

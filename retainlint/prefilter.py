@@ -42,12 +42,15 @@ def words(data: bytes) -> frozenset[bytes]:
     return data.words if isinstance(data, Source) else frozenset(_IDENTIFIER.findall(data))
 
 
-# Rule class -> (the prefix all its triggers share, its triggers), as bytes: worked out
-# once, asked for every file.
+# Prefilter class -> (the prefix all its triggers share, its triggers), as bytes: worked
+# out once, asked for every file.
 _TRIGGER_BYTES: dict[type, tuple[bytes, tuple[bytes, ...]]] = {}
 
 
 class Prefilter:
+    """A rule's prefilter; `retainlint/prefilters/rlNNN.py` defines one per rule, and
+    the rule class derives from it."""
+
     code: ClassVar[str]
     # A file that contains none of these substrings is never parsed for this rule.
     triggers: ClassVar[tuple[str, ...]] = ()
