@@ -1,41 +1,68 @@
-"""The on-disk cache, in `.retainlint_cache/` (tagged as a cache directory and
-git-ignored; `--no-cache` skips it, `--cache-dir` moves it):
+"""The on-disk cache: one file per project, written whole by each run that changed it.
 
+It holds, as one generation:
 - per-file project-index summaries keyed by content hash, so the index of a re-run only
   re-reads what changed;
 - per-file findings, valid while the file's content, the run's configuration (version,
   settings, selected rules), the project-wide facts (`ProjectIndex.fingerprint`) and
-  every other file whose facts its lint consulted are unchanged.
+  every other file whose facts its lint consulted are unchanged;
+- the last run as a whole, so an unchanged tree is answered without validating each file.
 
-A missing, corrupt or foreign cache is simply a miss; writes are atomic, so concurrent
-runs (pre-commit) never see a torn file."""
+The checked tree is untrusted (the GitHub Action and pre-commit run on other people's
+pull requests), so the cache is:
+- kept outside it by default, in the user cache directory, one folder per project root;
+- plain data (`marshal` of built-in values; our dataclasses travel as tagged tuples
+  rebuilt only from a fixed list of types): nothing in it can name code to run;
+- signed with a key that never leaves this machine's user cache directory: a file that
+  was not written here by this version of retainlint fails its HMAC and is a miss,
+  before anything in it is decoded;
+- written atomically as a whole (temporary file and rename), so a reader sees one run's
+  generation or another's, never a mix; a killed run leaves the previous one intact.
+Symbolic links are never followed in the cache directory; a cache directory that is
+itself a link is not used."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import hmac
+import marshal
 import os
-import pickle
+import secrets
+import stat
 import tempfile
-from dataclasses import dataclass
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
 from retainlint import __version__
-from retainlint.finding import Finding
-from retainlint.index import Consulted, ProjectIndex, module_name
+from retainlint.finding import Applicability, Finding, Fix, Position, Related, Severity
+from retainlint.index import ClassSummary, Consulted, FileSummary, FunctionSummary, ProjectIndex, module_name
 from retainlint.source import interrupts_deferred
 
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is retainlint's cache.\n"
+_MAGIC = b"RLCACHE1"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+# Bumped when what is stored changes shape within one version.
+SCHEMA = 4
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()
 
 
-# Bumped when what is stored changes shape within one version.
-SCHEMA = 3
-_CODE = "<code>"  # entry holding the digest of the retainlint code that wrote the cache
+def user_cache_root() -> Path:
+    from platformdirs import user_cache_path
+
+    return user_cache_path("retainlint", appauthor=False)
+
+
+def default_cache_dir(project_root: Path) -> Path:
+    """Outside the checked tree: one folder per project root in the user cache directory."""
+    key = hashlib.sha256(os.fsencode(os.path.realpath(project_root))).hexdigest()[:20]
+    return user_cache_root() / "projects" / key
 
 
 @lru_cache(maxsize=1)
@@ -52,72 +79,236 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-class _PickleFile:
-    kind = ""
+# -- the machine's signing key ---------------------------------------------------------
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.file = directory / f"{self.kind}-{__version__}-{SCHEMA}.pickle"
-        self.entries: dict = {}
+def _read_regular(path: Path) -> bytes:
+    """A regular file's bytes, never through a symbolic link."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        return f.read()
+
+
+@lru_cache(maxsize=1)
+def machine_key() -> Optional[bytes]:
+    """32 random bytes made once per user and machine, readable by that user only; None
+    when it cannot be read or made (then nothing is cached)."""
+    path = user_cache_root() / "key"
+    for _ in range(2):
         try:
-            with open(self.file, "rb") as f:
-                loaded = pickle.load(f)
-            if isinstance(loaded, dict) and loaded.get(_CODE) == code_digest():
-                self.entries = loaded
-        except Exception:  # noqa: BLE001 - any unreadable cache is a miss
-            self.entries = {}
-        self.entries[_CODE] = code_digest()
+            key = _read_regular(path)
+            return key if len(key) == 32 else None
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        try:  # publish it whole: written to a temporary file, then linked into place
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(secrets.token_bytes(32))
+                os.link(tmp, path)  # fails if another run made it first: read theirs
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        except OSError:
+            return None
+    return None
+
+
+# -- plain values ----------------------------------------------------------------------
+
+# The only types a cache file can bring back, each as (Ellipsis, name, *fields): Ellipsis
+# never occurs in the data itself, so a tagged tuple cannot be confused with a real one.
+_CLASSES = {cls.__name__: cls for cls in (
+    FileSummary, ClassSummary, FunctionSummary, Consulted, Finding, Fix, Related, Position)}
+_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _CLASSES.values()}
+_ENUMS = {cls.__name__: cls for cls in (Severity, Applicability)}
+_ATOMS = (str, int, float, bool, bytes, type(None))
+
+
+def to_plain(value):
+    """`value` as built-in types only (raises TypeError on anything else)."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is list:
+        return [to_plain(v) for v in value]
+    if kind is tuple:
+        return tuple(to_plain(v) for v in value)
+    if kind is dict:
+        return {to_plain(k): to_plain(v) for k, v in value.items()}
+    if kind is set:
+        return {to_plain(v) for v in value}
+    if kind is frozenset:
+        return frozenset(to_plain(v) for v in value)
+    if kind in _FIELDS:
+        return (..., kind.__name__, *(to_plain(getattr(value, f)) for f in _FIELDS[kind]))
+    if kind.__name__ in _ENUMS and _ENUMS[kind.__name__] is kind:
+        return (..., kind.__name__, value.value)
+    raise TypeError(f"cannot cache a {kind.__name__}")
+
+
+def from_plain(value):
+    kind = type(value)
+    if kind is list:
+        return [from_plain(v) for v in value]
+    if kind is tuple:
+        if value and value[0] is ...:
+            name, *fields = value[1:]
+            if name in _ENUMS:
+                return _ENUMS[name](*fields)
+            return _CLASSES[name](*map(from_plain, fields))
+        return tuple(from_plain(v) for v in value)
+    if kind is dict:
+        return {from_plain(k): from_plain(v) for k, v in value.items()}
+    if kind is set:
+        return {from_plain(v) for v in value}
+    if kind is frozenset:
+        return frozenset(from_plain(v) for v in value)
+    return value
+
+
+def pack(value) -> bytes:
+    return marshal.dumps(to_plain(value))
+
+
+def unpack(data: bytes):
+    return from_plain(marshal.loads(data))
+
+
+# -- one generation --------------------------------------------------------------------
+
+class Store:
+    """The cache of one project: `summaries` (absolute path -> (key, packed summary or
+    b"" when the file does not parse)), `findings` (path -> packed `Entry` fields) and
+    `run` (the last cacheable run; see runner.run), loaded from one signed file."""
+
+    def __init__(self, directory: Path, key: bytes) -> None:
+        self.directory = directory
+        self.key = key
+        self.file = directory / f"cache-{__version__}-{SCHEMA}.bin"
+        self.summaries: dict[str, tuple[str, bytes]] = {}
+        self.findings: dict[str, bytes] = {}
+        self.run: dict = {}
+        self.dirty = False
+        loaded = self._load()
+        if loaded is not None:
+            self.summaries, self.findings, self.run = loaded
+
+    @classmethod
+    def open(cls, directory: Path) -> Optional["Store"]:
+        """None when there can be no cache: no key, or the directory is a symbolic link."""
+        key = machine_key()
+        if key is None or os.path.islink(directory):
+            return None
+        return cls(directory, key)
+
+    def _sign(self, payload: bytes) -> bytes:
+        return hmac.new(self.key, payload, hashlib.sha256).digest()
+
+    def _load(self) -> Optional[tuple]:
+        try:
+            data = _read_regular(self.file)
+        except OSError:
+            return None
+        tag, payload = data[len(_MAGIC):len(_MAGIC) + 32], data[len(_MAGIC) + 32:]
+        if not data.startswith(_MAGIC) or not hmac.compare_digest(tag, self._sign(payload)):
+            return None  # not written here, or torn: a miss, and nothing of it is decoded
+        try:
+            code, summaries, findings, run = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return None
+        if code != code_digest():
+            return None
+        return summaries, findings, run
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            payload = marshal.dumps((code_digest(), self.summaries, self.findings, self.run))
+        except ValueError:
+            return  # something not plain slipped in: costs only time
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if os.path.islink(self.directory):
+                return
+            for name, content in (("CACHEDIR.TAG", _TAG), (".gitignore", "*\n")):
+                _create_once(self.directory / name, content.encode())
+            _remove_stale_temporaries(self.directory)
+            with interrupts_deferred():  # Ctrl-C must not strand the temp file
+                fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".cache-", suffix=".tmp")
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(_MAGIC + self._sign(payload) + payload)
+                    os.replace(tmp, self.file)  # replaces a link itself, never its target
+                except BaseException:
+                    os.unlink(tmp)
+                    raise
+        except OSError:
+            pass  # a cache that cannot be written only costs time
         self.dirty = False
 
 
-class SummaryCache(_PickleFile):
-    """Summaries are stored pickled one by one, and unpickled only when asked for: a run
+def _create_once(path: Path, content: bytes) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "wb") as f:
+        f.write(content)
+
+
+def _remove_stale_temporaries(directory: Path) -> None:
+    """Temporary files a killed run left behind (an hour old: no run still writes them)."""
+    horizon = time.time() - 3600
+    for entry in os.scandir(directory):
+        if entry.name.startswith(".cache-") and entry.name.endswith(".tmp"):
+            try:
+                if entry.stat(follow_symlinks=False).st_mtime < horizon:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+class SummaryCache:
+    """Summaries are stored packed one by one and unpacked only when asked for: a run
     that needs a few (the files that changed) does not pay for all of them."""
 
-    kind = "index"
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.entries = store.summaries
 
     def get(self, path: str, data: bytes) -> Optional[object]:
         """The summary of this content of `path` (False: it does not parse), or None."""
         entry = self.entries.get(os.path.abspath(path))
-        if entry is not None and entry[0] == self._key(path, data):
-            return pickle.loads(entry[1]) if entry[1] else False
+        if entry is not None and entry[0] == self.key(path, data):
+            return unpack(entry[1]) if entry[1] else False
         return None
 
-    def last(self, path: str) -> Optional[object]:
-        """The summary stored for `path`, whatever content it was made from."""
+    def stored(self, path: str, key: str) -> Optional[object]:
+        """The summary stored for `path` if it was made from the content `key` names."""
         entry = self.entries.get(os.path.abspath(path))
-        if entry is None:
+        if entry is None or entry[0] != key:
             return None
-        return pickle.loads(entry[1]) if entry[1] else False
+        return unpack(entry[1]) if entry[1] else False
 
     def put(self, path: str, data: bytes, summary: object) -> None:
-        blob = pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL) if summary else b""
-        self.entries[os.path.abspath(path)] = (self._key(path, data), blob)
-        self.dirty = True
+        blob = pack(summary) if summary else b""
+        self.entries[os.path.abspath(path)] = (self.key(path, data), blob)
+        self.store.dirty = True
 
     @staticmethod
-    def _key(path: str, data: bytes) -> str:
+    def key(path: str, data: bytes) -> str:
         # The summary names the module, which depends on the `__init__.py` files around it.
         return f"{digest(data)} {module_name(path)}"
 
-    def save(self) -> None:
-        if self.dirty:
-            _store(self.directory, self.file, self.entries)
 
-
-class RunCache(_PickleFile):
-    """The last cacheable run as a whole, small enough to load first: `paths` (as given),
-    `config`, `digests` (absolute path -> content and module name), `findings` (path ->
-    its findings; files without any left out) and `depends` (absolute path -> the other
-    files its findings consulted, absolute)."""
-
-    kind = "run"
-
-    def save(self) -> None:
-        _store(self.directory, self.file, self.entries)
-
-
-@dataclass
+@dataclasses.dataclass
 class Entry:
     digest: str  # of the file's content
     config: str  # version, settings, rules
@@ -126,45 +317,29 @@ class Entry:
     findings: list[Finding]
 
 
-class FindingsCache(_PickleFile):
-    kind = "findings"
+class FindingsCache:
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     def get(self, path: str, digest_: str, config: str, facts: str, index: ProjectIndex,
-            digests: dict[str, str]) -> Optional[list[Finding]]:
-        entry = self.entries.get(path)
-        if (entry is None or entry.digest != digest_ or entry.config != config
-                or entry.facts != facts or not index.still_valid(entry.consulted, digests)):
+            digests: dict[str, str]) -> Optional[Entry]:
+        packed = self.store.findings.get(path)
+        if packed is None:
             return None
-        return entry.findings
+        entry = Entry(*unpack(packed))
+        if (entry.digest != digest_ or entry.config != config or entry.facts != facts
+                or not index.still_valid(entry.consulted, digests)):
+            return None
+        return entry
 
     def put(self, path: str, entry: Entry) -> None:
-        self.entries[path] = entry
-        self.dirty = True
-
-    def save(self) -> None:
-        if self.dirty:
-            _store(self.directory, self.file, self.entries)
+        try:
+            self.store.findings[path] = pack(tuple(getattr(entry, f.name)
+                                                   for f in dataclasses.fields(Entry)))
+        except TypeError:
+            return  # not plain data (say, a fix still holding its CST nodes): not kept
+        self.store.dirty = True
 
 
 def config_key(settings, codes, edits: bool) -> str:
     return digest(repr((__version__, SCHEMA, settings, sorted(codes), edits)).encode())
-
-
-def _store(directory: Path, file: Path, entries: dict) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, content in (("CACHEDIR.TAG", _TAG), (".gitignore", "*\n")):
-            marker = directory / name
-            if not marker.exists():
-                marker.write_text(content)
-        with interrupts_deferred():  # Ctrl-C must not strand the temp file
-            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    pickle.dump(entries, f, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, file)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-    except OSError:
-        pass  # a cache that cannot be written only costs time

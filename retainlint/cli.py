@@ -14,6 +14,7 @@ from rich.console import Console
 
 from retainlint import __version__, formats, report
 from retainlint.changed import ChangedError, changed_since, repo_root, split_findings
+from retainlint.cache import default_cache_dir
 from retainlint.config import ConfigError, load_settings
 from retainlint.discover import discover
 from retainlint.finding import INTERNAL_ERROR
@@ -113,7 +114,7 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the result cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               envvar="RETAINLINT_CACHE_DIR", show_envvar=True,
-              help="Where the cache lives (default: .retainlint_cache beside the configuration).")
+              help="Where the cache lives (default: a folder per project in the user cache directory).")
 @click.option("--exclude", multiple=True, help="Extra exclude patterns (comma-separated).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
@@ -149,7 +150,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
     mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
                 edits=output_format in ("json", "sarif"))  # SARIF fixes need the line edits
-    cache_dir = None if no_cache else cache_dir or settings.root / ".retainlint_cache"
+    cache_dir = None if no_cache else cache_dir or default_cache_dir(settings.root)
     with _progress_bar(sys.stderr.isatty() and not machine and len(files) >= PROGRESS_MIN_FILES) as bar:
         result = run(files, list(chosen), settings, mode, jobs, cache_dir, bar)
 

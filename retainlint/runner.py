@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import multiprocessing
 import os
-import pickle
 import signal
 import threading
 from contextlib import contextmanager
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 from retainlint.config import Settings
 from retainlint.gcpause import gc_paused
 from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
-from retainlint.cache import Entry, FindingsCache, RunCache, SummaryCache, config_key, digest
+from retainlint.cache import Entry, FindingsCache, Store, SummaryCache, config_key, digest, pack, unpack
 from retainlint.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
 from retainlint.prefilter import rules_triggered
 from retainlint.registry import all_prefilters, all_rules, catalog
@@ -253,8 +252,6 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
             summaries.append(summary)
         if cache is not None and contents is not None and path in contents:
             cache.put(path, contents[path], summary or False)  # False: does not parse
-    if cache is not None:
-        cache.save()
     return ProjectIndex(summaries, settings.heavy_types)
 
 
@@ -343,7 +340,8 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
     jobs = jobs or os.cpu_count() or 1
-    if cache_dir is None or mode.fix or mode.diff or not codes:
+    store = None if cache_dir is None or mode.fix or mode.diff or not codes else Store.open(cache_dir)
+    if store is None:
         return _result(paths, outcomes + _run_uncached(readable, codes, settings, mode, jobs,
                                                        progress))
     # A file's identity is its content and its module name (an `__init__.py` deleted
@@ -351,20 +349,24 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     absolute = {p: os.path.abspath(p) for p in readable}  # once: each call asks for the cwd
     digests = {a: f"{digest(readable[p])} {module_name(a)}" for p, a in absolute.items()}
     config = config_key(settings, codes, mode.edits)
-    last = RunCache(cache_dir)
-    found = _since_last_run(last, readable, absolute, digests, config, codes, settings, mode,
-                            cache_dir)
+    found = _since_last_run(store, readable, absolute, digests, config, codes, settings, mode)
     if found is None:
-        found, snapshot = _run_cached(readable, digests, config, codes, settings, mode, jobs,
-                                      cache_dir, progress)
-        last.entries["index"] = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
+        found, snapshot = _run_cached(store, readable, digests, config, codes, settings, mode,
+                                      jobs, progress)
+        index = pack(snapshot)
+    else:
+        index = store.run["index"]
     crashed = any(f.code == INTERNAL_ERROR[0] for o in found for f in o.findings)
-    last.entries.update(  # a crash is not a result to keep: the next run starts afresh
+    last = dict(  # a crash is not a result to keep: the next run starts afresh
         paths=sorted(readable), config=None if crashed else config, digests=digests,
-        findings={o.path: o.findings for o in found if o.findings},
+        findings={o.path: pack(o.findings) for o in found if o.findings},
         depends={absolute[o.path]: sorted(o.consulted.files)
-                 for o in found if o.consulted is not None and o.consulted.files})
-    last.save()
+                 for o in found if o.consulted is not None and o.consulted.files},
+        index=index)
+    if last != store.run:
+        store.run = last
+        store.dirty = True
+    store.save()
     return _result(paths, outcomes + found)
 
 
@@ -372,40 +374,43 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
 FEW_CHANGED = 64
 
 
-def _since_last_run(last: RunCache, readable: dict[str, bytes], absolute: dict[str, str],
-                    digests: dict[str, str], config: str, codes, settings: Settings, mode: Mode,
-                    cache_dir: Path) -> Optional[list[FileOutcome]]:
+def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str, str],
+                    digests: dict[str, str], config: str, codes, settings: Settings,
+                    mode: Mode) -> Optional[list[FileOutcome]]:
     """The last run's outcomes brought up to date without validating every file, or None.
     Nothing changed: its findings. A few files changed but not what the index knows of
     them: the project index is the same, so only those files, and the files whose
     findings consulted them, can have other findings."""
-    if last.entries.get("config") != config or last.entries.get("paths") != sorted(readable):
+    last = store.run
+    if last.get("config") != config or last.get("paths") != sorted(readable):
         return None
-    before: dict[str, str] = last.entries["digests"]
-    findings: dict[str, list[Finding]] = last.entries["findings"]
-    depends: dict[str, list[str]] = last.entries["depends"]
+    before: dict[str, str] = last["digests"]
+    findings: dict[str, bytes] = last["findings"]
+    depends: dict[str, list[str]] = last["depends"]
     changed = {p for p, a in absolute.items() if before.get(a) != digests[a]}
-    kept = lambda p: FileOutcome(p, list(findings.get(p, ())),  # noqa: E731
+    kept = lambda p: FileOutcome(p, unpack(findings[p]) if p in findings else [],  # noqa: E731
                                  consulted=Consulted(dict.fromkeys(depends.get(absolute[p], ()))))
     if not changed:
         return [kept(p) for p in readable]
     changed_paths = {absolute[p] for p in changed}
     again = [p for p in readable if p in changed
              or not changed_paths.isdisjoint(depends.get(absolute[p], ()))]
-    if len(again) > FEW_CHANGED or "index" not in last.entries:
+    if len(again) > FEW_CHANGED:
         return None
-    summaries = SummaryCache(cache_dir)
+    summaries = SummaryCache(store)
+    # Every summary the last run's index was built from must still be here, made from
+    # the content that run saw: the restored index reads them on demand.
+    if not all(summaries.entries.get(a, ("",))[0] == before.get(a) for a in absolute.values()):
+        return None
     for p in changed:
         now = summarize(p, readable[p])
-        if summaries.last(p) != (now or False):
+        if summaries.stored(p, before[absolute[p]]) != (now or False):
             return None
         summaries.put(p, readable[p], now or False)
-    if not all(a in summaries.entries for a in absolute.values()):
-        return None
-    summaries.save()
     # The same index as the last run's: restored, reading only the summaries it is asked for.
-    index = ProjectIndex.restore(pickle.loads(last.entries["index"]),
-                                 lambda path: summaries.last(path) or None)
+    index = ProjectIndex.restore(unpack(last["index"]),
+                                 lambda path: summaries.stored(
+                                     path, digests.get(os.path.abspath(path), "")) or None)
     fresh = _prefilter_and_check({p: readable[p] for p in again}, codes, settings, mode,
                                  index, 1, None)
     for o in fresh:
@@ -421,23 +426,21 @@ def _run_uncached(readable, codes, settings, mode, jobs, progress) -> list[FileO
     return _prefilter_and_check(readable, codes, settings, mode, index, jobs, progress)
 
 
-def _run_cached(readable, digests, config, codes, settings, mode, jobs, cache_dir, progress) -> tuple[list[FileOutcome], dict]:
+def _run_cached(store, readable, digests, config, codes, settings, mode, jobs, progress) -> tuple[list[FileOutcome], dict]:
     """Per file: reuse the cached findings while nothing they depend on changed. Also
     returns a snapshot of the project index."""
-    results = FindingsCache(cache_dir)
-    index = build_index(list(readable), settings, jobs, readable, SummaryCache(cache_dir), progress)
+    results = FindingsCache(store)
+    index = build_index(list(readable), settings, jobs, readable, SummaryCache(store), progress)
     facts = index.fingerprint()
     reused, left = [], {}
     for path, data in readable.items():
-        found = results.get(path, digests[os.path.abspath(path)], config, facts, index, digests)
-        if found is not None:
-            entry = results.entries[path]
-            reused.append(FileOutcome(path, list(found), consulted=entry.consulted))
+        entry = results.get(path, digests[os.path.abspath(path)], config, facts, index, digests)
+        if entry is not None:
+            reused.append(FileOutcome(path, entry.findings, consulted=entry.consulted))
         else:
             left[path] = data
     fresh = _prefilter_and_check(left, codes, settings, mode, index, jobs, progress)
     _remember(results, fresh, digests, config, facts)
-    results.save()
     snapshot = index.snapshot()
     for o in reused + fresh:  # answers worked out in the workers, or in earlier runs
         if o.consulted is not None:

@@ -1,10 +1,15 @@
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+
+# The cache and its signing key live in the user cache directory: the tests (and every
+# retainlint they start) get one of their own, never the user's.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="retainlint-test-cache-")
 
 BUGGY = textwrap.dedent(
     """\

@@ -3,7 +3,6 @@ that a run without the cache would not."""
 
 import json
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 from conftest import run_cli
 from retainlint import index as index_module
 from retainlint import runner
+from retainlint.cache import default_cache_dir, pack, unpack
 from retainlint.lint import lint_bytes
 from retainlint.config import Settings
 from retainlint.registry import all_rules
@@ -37,8 +37,9 @@ def test_findings_identical_with_and_without_cache_and_at_any_process_count(tmp_
     assert len(fresh) > 40
     assert _findings(tree, "--no-cache", "-j", "2") == fresh
     assert _findings(tree, "-j", "2") == fresh  # cold: fills the cache
-    assert (tree / ".retainlint_cache" / "CACHEDIR.TAG").exists()
-    assert (tree / ".retainlint_cache" / ".gitignore").read_text() == "*\n"
+    cache = default_cache_dir(tree)  # outside the checked tree
+    assert (cache / "CACHEDIR.TAG").exists() and (cache / ".gitignore").read_text() == "*\n"
+    assert not list(tree.rglob(".retainlint_cache")) and not list(tree.rglob("*.bin"))
     assert _findings(tree, "-j", "1") == fresh  # warm
 
 
@@ -123,8 +124,8 @@ def test_unreadable_or_corrupt_cache_is_a_miss(tmp_path):
         """))
     first = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
     assert first.returncode == 1 and "m.py:5:9: RL501" in first.stdout
-    for pickle_file in (tmp_path / ".retainlint_cache").glob("*.pickle"):
-        pickle_file.write_bytes(b"not a pickle")
+    [stored] = default_cache_dir(tmp_path).glob("cache-*.bin")
+    stored.write_bytes(stored.read_bytes()[:-7] + b"garbage")
     again = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
     assert again.returncode == 1 and again.stdout == first.stdout
 
@@ -211,12 +212,12 @@ def _lint_findings(path, index):
 
 def test_an_index_restored_from_its_snapshot_gives_the_same_findings():
     paths, summaries, full = _fixtures_as_one_project()
-    snapshot = pickle.dumps(full.snapshot())
+    snapshot = pack(full.snapshot())
     reads = []
     for p in paths:
         read: list[str] = []
         restored = index_module.ProjectIndex.restore(
-            pickle.loads(snapshot), lambda path: read.append(path) or summaries.get(path))
+            unpack(snapshot), lambda path: read.append(path) or summaries.get(path))
         assert restored.fingerprint() == full.fingerprint()
         assert _lint_findings(p, restored) == _lint_findings(p, full), p
         reads.append(len(read))
@@ -261,10 +262,10 @@ def test_project_wide_answers_travel_with_the_snapshot():
     paths, summaries, full = _fixtures_as_one_project()
     before = {p: _lint_findings(p, full) for p in paths}  # the last run: questions asked here
     assert len(full.answers) > 10
-    snapshot = pickle.dumps(full.snapshot())
+    snapshot = pack(full.snapshot())
     for p in paths:
         read: list[str] = []
         restored = index_module.ProjectIndex.restore(
-            pickle.loads(snapshot), lambda path: read.append(path) or summaries.get(path))
+            unpack(snapshot), lambda path: read.append(path) or summaries.get(path))
         assert _lint_findings(p, restored) == before[p], p
         assert len(read) < len(summaries) / 2, p

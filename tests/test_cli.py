@@ -7,6 +7,7 @@ import stat
 from click.testing import CliRunner
 
 from conftest import BUGGY, CLEAN, run_cli
+from retainlint.cache import default_cache_dir
 from retainlint.cli import main
 
 
@@ -76,7 +77,7 @@ def test_fix_rewrites_file_keeping_mode_and_line_endings(tree):
     assert b"        self._bytecode_hook_handle.remove()\r\n" in data
     assert data.count(b"\r\n") == data.count(b"\n")
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
-    assert [p for p in root.iterdir() if p.name != ".retainlint_cache"] == [path]  # no temp files
+    assert list(root.iterdir()) == [path]  # no temp files, no cache in the tree
 
 
 def test_diff_prints_patch_writes_nothing_exit_1(tree):
@@ -266,16 +267,16 @@ def test_heavy_types_from_config_apply_where_the_type_is_defined_and_imported(tr
 def test_index_cache_is_reused_and_no_cache_writes_nothing(tree):
     root = tree({"a.py": BUGGY, "b.py": CLEAN})
     assert run_cli("check", "--no-cache", cwd=root).returncode == 1
-    assert not (root / ".retainlint_cache").exists()
+    cache = default_cache_dir(root)
+    assert not cache.exists()
     first = run_cli("check", "--output-format", "json", cwd=root)
-    cache = root / ".retainlint_cache"
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     assert (cache / ".gitignore").read_text() == "*\n"
-    [stored] = cache.glob("index-*.pickle")
+    [stored] = cache.glob("cache-*.bin")
     stamp = stored.stat().st_mtime_ns
     second = run_cli("check", "--output-format", "json", cwd=root)
     assert json.loads(second.stdout) == json.loads(first.stdout)
     assert stored.stat().st_mtime_ns == stamp  # nothing changed: nothing rewritten
-    stored.write_bytes(b"not a pickle")  # a corrupt cache is a miss, never an error
+    stored.write_bytes(b"not a cache")  # a corrupt cache is a miss, never an error
     third = run_cli("check", "--output-format", "json", cwd=root)
     assert third.returncode == 1 and json.loads(third.stdout) == json.loads(first.stdout)
