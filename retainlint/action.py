@@ -1,4 +1,4 @@
-"""The GitHub Action's logic (`action.yml` runs `python -m retainlint.action`).
+"""The GitHub Action's logic (`action.yml` runs `python -I -m retainlint.action`).
 
 It reads its inputs from the environment (the composite action passes them through
 `env:`, never spliced into a script) and the `GITHUB_*` variables of the run:
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -126,10 +127,21 @@ def annotations(findings: Sequence[Finding], root: str) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+    text = formats.printable(text, keep="\n")
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
     if text.count("`") % 2:
         text = text.replace("`", "\\`")
     return text
+
+
+def _code(text: str) -> str:
+    """`text` (a file name from the pull request) as a Markdown code span in a table cell:
+    a fence longer than any run of backticks in it, so that nothing in it can end the span
+    and become a link, an image or HTML; `|` escaped, as the table needs even there."""
+    text = formats.printable(text).replace("|", "\\|")
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""  # one space each side is dropped
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: str,
@@ -162,11 +174,11 @@ def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: 
     for i, f in enumerate(sorted(kept, key=lambda f: (formats.display_path(f.path, root), f.start.line,
                                                       f.start.column, f.code))):
         path = formats.display_path(f.path, root)
-        where = f"{path}:{f.start.line}:{f.start.column}"
+        where = _code(f"{path}:{f.start.line}:{f.start.column}")
         if server and repo and sha and not os.path.isabs(path):
-            location = f"[`{_cell(where)}`]({server}/{repo}/blob/{sha}/{path}#L{f.start.line})"
+            location = f"[{where}]({server}/{repo}/blob/{sha}/{formats.uri_path(path)}#L{f.start.line})"
         else:
-            location = f"`{_cell(where)}`"
+            location = where
         row = f"| {location} | `{f.code}` {f.name} | {f.severity.value} | {_cell(f.message)} |"
         if size + len(row.encode()) + 200 > SUMMARY_LIMIT:
             rest = len(kept) - i
@@ -183,19 +195,30 @@ def _append(path: Optional[str], text: str) -> None:
             f.write(text)
 
 
-def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str) -> tuple[int, list[Finding], str]:
-    """`retainlint check` over the whole tree, as json: (exit code, findings, stderr)."""
-    cmd = [python, "-m", "retainlint", "check", *args, "--output-format", "json", "--color", "never",
-           "--", *paths]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
+def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str
+              ) -> tuple[int, Optional[list[Finding]], str]:
+    """`retainlint check` over the whole tree, as json: (exit code, findings or None when
+    it printed no JSON list, stderr)."""
+    # -I: `-m` would put the checkout first on sys.path, and a pull request's own
+    # `retainlint/` or `json.py` would run instead.
+    cmd = [python, "-I", "-m", "retainlint", "check", *args, "--output-format", "json",
+           "--color", "never", "--", *paths]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
                           env={**os.environ, "NO_COLOR": "1"})
     try:
-        items = json.loads(proc.stdout) if proc.stdout.strip() else None
+        items = json.loads(proc.stdout)
     except ValueError:
         items = None
     if not isinstance(items, list):
-        return (proc.returncode or 2), [], proc.stderr or proc.stdout
+        return proc.returncode, None, proc.stderr or proc.stdout
     return proc.returncode, formats.from_json(items), proc.stderr
+
+
+def _failure(rc: int, stderr: str) -> str:
+    """The annotation for a check that failed: its exit status and the last line it wrote
+    (the full output is in the log)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return f"retainlint check failed (exit {rc})" + (f": {lines[-1]}" if lines else "")
 
 
 def main(env: Optional[Mapping[str, str]] = None) -> int:
@@ -225,9 +248,13 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
 
     rc, findings, stderr = run_check(sys.executable, paths, args, cwd)
     if stderr.strip():
-        print(stderr.rstrip(), file=sys.stderr, flush=True)
-    if rc not in (0, 1) and not findings:
-        print(f"::error title=retainlint::{formats.gh_escape_data(stderr.strip() or f'retainlint exited {rc}')}")
+        print(formats.printable(stderr.rstrip(), keep="\n"), file=sys.stderr, flush=True)
+    # Only exit 0 or 1 with a JSON list is a check that ran: anything else (a crash, a bad
+    # configuration) fails the step, never passes as "no findings".
+    failed = findings is None or rc not in (0, 1)
+    if failed:
+        print(f"::error title=retainlint::{formats.gh_escape_data(formats.printable(_failure(rc, stderr)))}")
+    if findings is None:
         return 2
 
     root = changed.root if changed is not None else repo_root(cwd)
@@ -256,7 +283,7 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
     print(f"retainlint: {len(kept)} finding{'s' if len(kept) != 1 else ''}"
           + (f" on changed lines, {len(left_out)} older left out" if changed is not None else "")
           + "; see the job summary")
-    if rc not in (0, 1):
+    if failed:
         return 2
     return 1 if kept and fail else 0
 

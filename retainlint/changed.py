@@ -2,8 +2,13 @@
 
 "Changed" means added or modified between the merge base of REF and HEAD on one side
 and the working tree on the other (staged and unstaged edits included); a file git
-does not track yet (and does not ignore) counts as changed as a whole. Deleted lines
-have no place in the new file, so they never count.
+does not track yet (and does not ignore) counts as changed as a whole.
+
+A finding counts as changed when its own lines or one of its related locations were
+added or modified, or when lines were removed or replaced inside the class (else the
+outermost function) that holds one of them: deleting `del self.model` from `close()`
+creates a finding on lines the diff never touches. Lines merely added elsewhere in that
+class do not count, so a new line does not bring back the class's older findings.
 
 The diff is read from ``git diff --unified=0`` and parsed by its hunk headers: each
 ``@@ -a,b +c,d @@`` says how many old and new lines follow, so a removed line whose text
@@ -12,13 +17,15 @@ starts with ``--`` (or an added one starting with ``++``) is never taken for a f
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from retainlint.finding import INTERNAL_ERROR, Finding
+from retainlint.finding import INTERNAL_ERROR, Finding, Position
+from retainlint.source import read_source
 
 
 class ChangedError(Exception):
@@ -107,16 +114,20 @@ def _strip_prefix(path: str, prefix: str) -> Optional[str]:
     return path[len(prefix):] if path.startswith(prefix) else path
 
 
-def parse_diff(text: str) -> dict[str, set[int]]:
-    """New-side line numbers of added lines, per new path, from a unified diff (any -U).
+def parse_diff(text: str) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
+    """From a unified diff (any -U), per new path: the new-side numbers of added lines,
+    and where lines were removed: the new line just before each removed line, and the
+    lines that replaced them.
 
     Header lines (``diff --git``, ``---``, ``+++``, ``index``, ...) are only looked at
     between hunks; inside a hunk the header's counts say how many lines belong to it.
     """
     changed: dict[str, set[int]] = {}
+    removed: dict[str, set[int]] = {}
     path: Optional[str] = None
     old_left = new_left = 0
     new_line = 0
+    replacing = False  # in a run of changes that removed lines (git lists `-` before `+`)
     for line in text.splitlines():
         if old_left > 0 or new_left > 0:
             if line.startswith("\\"):  # "\ No newline at end of file": not a line
@@ -125,14 +136,20 @@ def parse_diff(text: str) -> dict[str, set[int]]:
             if tag == "+":
                 if path is not None:
                     changed.setdefault(path, set()).add(new_line)
+                    if replacing:
+                        removed.setdefault(path, set()).add(new_line)
                 new_line += 1
                 new_left -= 1
             elif tag == "-":
+                if path is not None:
+                    removed.setdefault(path, set()).add(new_line - 1)
+                replacing = True
                 old_left -= 1
             else:  # context (" ", or "" for an empty context line some tools emit)
                 new_line += 1
                 new_left -= 1
                 old_left -= 1
+                replacing = False
             continue
         if line.startswith("diff --git "):
             path = None
@@ -147,18 +164,24 @@ def parse_diff(text: str) -> dict[str, set[int]]:
             old_left = int(m.group(2)) if m.group(2) is not None else 1
             new_line = int(m.group(3))
             new_left = int(m.group(4)) if m.group(4) is not None else 1
-    return changed
+            if new_left == 0:  # only removals: the header names the line before them
+                new_line += 1
+            replacing = False
+    return changed, removed
 
 
 @dataclass
 class ChangedLines:
     """The result of `changed_since`: lines per repo-relative path (WHOLE_FILE for new,
-    untracked files), the repository root and the merge base used."""
+    untracked files), where lines were removed (see `parse_diff`), the repository root
+    and the merge base used."""
 
     root: str
     base: str
     ref: str
     files: dict[str, Optional[set[int]]] = field(default_factory=dict)
+    removed: dict[str, set[int]] = field(default_factory=dict)
+    _scopes: dict[str, list[tuple[int, int, bool]]] = field(default_factory=dict, repr=False)
 
     def covers(self, rel_path: str, first: int, last: int) -> bool:
         if rel_path not in self.files:
@@ -167,6 +190,33 @@ class ChangedLines:
         if lines is WHOLE_FILE:
             return True
         return any(n in lines for n in range(first, last + 1))
+
+    def removed_around(self, rel_path: str, first: int, last: int) -> bool:
+        """Whether lines were removed or replaced within lines `first`..`last` or in the
+        class (else the outermost function) around them."""
+        spots = self.removed.get(rel_path)
+        if not spots:
+            return False
+        if rel_path not in self._scopes:
+            self._scopes[rel_path] = _definitions(os.path.join(self.root, rel_path))
+        around = [d for d in self._scopes[rel_path] if d[0] <= first and last <= d[1]]
+        classes = [d for d in around if d[2]]
+        if around:  # the innermost class (what class-level rules reason about), else the outermost function
+            first, last, _ = max(classes) if classes else min(around)
+        return any(first <= n <= last for n in spots)
+
+
+def _definitions(path: str) -> list[tuple[int, int, bool]]:
+    """(first line with decorators, last line, is a class) of every class and function in
+    the file; none when it cannot be read or parsed (only the finding's own lines count)."""
+    try:
+        tree = ast.parse(read_source(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return [(min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno or node.lineno,
+             isinstance(node, ast.ClassDef))
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
 def changed_since(ref: str, cwd: Optional[str] = None) -> ChangedLines:
@@ -193,31 +243,37 @@ def changed_since(ref: str, cwd: Optional[str] = None) -> ChangedLines:
          base, "--"],
         root, f"git diff against {base[:12]} failed",
     )
-    files: dict[str, Optional[set[int]]] = dict(parse_diff(diff.stdout.decode("utf-8", "surrogateescape")))
+    added, removed = parse_diff(diff.stdout.decode("utf-8", "surrogateescape"))
+    files: dict[str, Optional[set[int]]] = dict(added)
     untracked = _git(["ls-files", "-z", "--others", "--exclude-standard"], root,
                      "git ls-files failed")
     for raw in untracked.stdout.split(b"\0"):
         if raw:
             files[raw.decode("utf-8", "surrogateescape")] = WHOLE_FILE
-    return ChangedLines(root=root, base=base, ref=ref, files=files)
+    return ChangedLines(root=root, base=base, ref=ref, files=files, removed=removed)
 
 
-def _last_line(f: Finding) -> int:
+def _last_line(start: Position, end: Position) -> int:
     # End positions are exclusive: a range ending at column 1 does not touch its end line.
-    if f.end.line > f.start.line and f.end.column <= 1:
-        return f.end.line - 1
-    return max(f.end.line, f.start.line)
+    if end.line > start.line and end.column <= 1:
+        return end.line - 1
+    return max(end.line, start.line)
 
 
 def on_changed_lines(f: Finding, changed: ChangedLines) -> bool:
-    """A finding counts when any line of its range was added or modified. Internal
-    errors (RL999) are always reported."""
+    """A finding counts when a line of its range or of a related location was added or
+    modified, or when lines were removed around one of them (see the module's docstring).
+    Internal errors (RL999) are always reported."""
     if f.code == INTERNAL_ERROR[0]:
         return True
-    rel = relative_to_root(f.path, changed.root)
-    if rel is None:
-        return False
-    return changed.covers(rel, f.start.line, _last_line(f))
+    for path, start, end in [(f.path, f.start, f.end), *((r.path, r.start, r.end) for r in f.related)]:
+        rel = relative_to_root(path, changed.root)
+        if rel is None:
+            continue
+        first, last = start.line, _last_line(start, end)
+        if changed.covers(rel, first, last) or changed.removed_around(rel, first, last):
+            return True
+    return False
 
 
 def split_findings(findings: Iterable[Finding], changed: ChangedLines) -> tuple[list[Finding], list[Finding]]:

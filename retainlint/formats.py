@@ -55,11 +55,36 @@ def display_path(path: str, root: str) -> str:
     return rel if rel is not None else os.path.abspath(path).replace(os.sep, "/")
 
 
+# Control characters (terminal escape sequences, carriage returns) and the lone surrogates
+# that stand for the bytes of a file name that were not UTF-8.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str, keep: str = "") -> str:
+    """`text` with each control character not in `keep` written as `\\x1b`, and each byte
+    of a file name that was not UTF-8 (`\\udcff` after surrogateescape) as `\\xff`: a name
+    or message from the checked tree can neither drive a terminal nor fail to encode."""
+    def escape(m: re.Match) -> str:
+        if m.group() in keep:
+            return m.group()
+        code = ord(m.group())
+        if 0xDC80 <= code <= 0xDCFF:
+            code -= 0xDC00
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _UNPRINTABLE.sub(escape, text)
+
+
+def uri_path(rel: str) -> str:
+    """A relative path percent-encoded for a URI (RFC 3986) from its bytes, so a file name
+    that is not UTF-8 keeps its exact bytes."""
+    return quote(os.fsencode(rel))
+
+
 def github_line(f: Finding, root: str) -> str:
     """One `::error file=...,line=...::message` command for a finding. `col`/`endColumn`
     only when the finding starts and ends on one line (GitHub rejects them otherwise)."""
     end_line = max(f.end.line, f.start.line)
-    props = [("file", display_path(f.path, root)), ("line", str(f.start.line)),
+    props = [("file", printable(display_path(f.path, root))), ("line", str(f.start.line)),
              ("endLine", str(end_line))]
     if end_line == f.start.line:
         props.append(("col", str(f.start.column)))
@@ -71,6 +96,7 @@ def github_line(f: Finding, root: str) -> str:
         message += f"\n  help ({kind}): {f.fix.message}"
     level = GITHUB_LEVEL.get(f.severity, "error")
     body = ",".join(f"{key}={gh_escape_prop(value)}" for key, value in props)
+    message = printable(message, keep="\n")  # newlines are the command's own (%0A)
     return f"::{level} {body}::{gh_escape_data(message)}"
 
 
@@ -140,7 +166,7 @@ def _artifact(path: str, root: str) -> dict:
     rel = relative_to_root(path, root)
     if rel is None:
         return {"uri": Path(os.path.abspath(path)).as_uri()}
-    return {"uri": quote(rel), "uriBaseId": "%SRCROOT%"}
+    return {"uri": uri_path(rel), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(start: Position, end: Position) -> dict:

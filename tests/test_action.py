@@ -27,15 +27,21 @@ def git(cwd, *args):
     return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture
-def pr_run(tmp_path):
-    """An upstream repo whose main already has two findings; a clone on GitHub's
-    pull-request merge commit, the PR adding exactly one buggy line (old.py:8)."""
+def write_files(root, files):
+    """`files`: path -> text. A name that is not UTF-8 is given as its surrogate-escaped
+    str (`os.fsdecode(b"bad\\xff.py")`)."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def pr_checkout(tmp_path, base, head):
+    """An upstream repo whose main has the files `base`; a clone on GitHub's pull-request
+    merge commit of a branch that changes them by `head`; and the environment of the
+    pull_request run."""
     upstream = tmp_path / "upstream"
-    (upstream / "pkg").mkdir(parents=True)
-    (upstream / "old.py").write_text(BUGGY)  # RL501 at line 7
-    (upstream / "pkg" / "other.py").write_text(BUGGY)  # RL501 at line 7
-    (upstream / "clean.py").write_text(CLEAN)
+    upstream.mkdir()
+    write_files(upstream, base)
     git(upstream, "init", "-q")
     git(upstream, "add", "-A")
     git(upstream, "commit", "-q", "-m", "base")
@@ -44,11 +50,9 @@ def pr_run(tmp_path):
     workspace = tmp_path / "workspace"
     git(tmp_path, "clone", "-q", str(upstream), str(workspace))
     git(workspace, "checkout", "-q", "-b", "feature")
-    lines = BUGGY.splitlines(keepends=True)
-    lines.insert(7, NEW_LINE)
-    (workspace / "old.py").write_text("".join(lines))
-    (workspace / "clean.py").write_text(CLEAN + "y = 2\n")
-    git(workspace, "commit", "-q", "-am", "PR: one more hook")
+    write_files(workspace, head)
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-q", "-m", "PR")
     head_sha = git(workspace, "rev-parse", "HEAD")
     # actions/checkout of a pull_request event: the merge commit refs/pull/1/merge, detached
     git(workspace, "checkout", "-q", "--detach", "origin/main")
@@ -72,10 +76,23 @@ def pr_run(tmp_path):
     return {"env": env, "workspace": workspace, "tmp": tmp_path, "head_sha": head_sha, "base_sha": base_sha}
 
 
+@pytest.fixture
+def pr_run(tmp_path):
+    """An upstream repo whose main already has two findings; a clone on GitHub's
+    pull-request merge commit, the PR adding exactly one buggy line (old.py:8)."""
+    lines = BUGGY.splitlines(keepends=True)
+    lines.insert(7, NEW_LINE)
+    return pr_checkout(
+        tmp_path,
+        {"old.py": BUGGY, "pkg/other.py": BUGGY, "clean.py": CLEAN},  # RL501 at line 7 in both
+        {"old.py": "".join(lines), "clean.py": CLEAN + "y = 2\n"},
+    )
+
+
 def run_script(env, **inputs):
-    """`python -m retainlint.action` as the action's run step calls it (inputs as RL_*)."""
+    """`python -I -m retainlint.action` as the action's run step calls it (inputs as RL_*)."""
     env = {**env, **{f"RL_{k.upper()}": v for k, v in inputs.items()}}
-    return subprocess.run([sys.executable, "-m", "retainlint.action"], cwd=env["GITHUB_WORKSPACE"],
+    return subprocess.run([sys.executable, "-I", "-m", "retainlint.action"], cwd=env["GITHUB_WORKSPACE"],
                           env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -110,15 +127,20 @@ def _expand(value, context):
     return re.sub(r"\$\{\{(.+?)\}\}", sub, str(value))
 
 
-def run_composite(env, action_path, with_=None):
+def run_composite(env, action_path, with_=None, python=None):
     """Run action.yml's steps as the runner does: each `run:` with
-    `bash --noprofile --norc -eo pipefail`, its env: expanded, a fresh GITHUB_OUTPUT per step."""
+    `bash --noprofile --norc -eo pipefail`, its env: expanded, a fresh GITHUB_OUTPUT per step.
+    With `python`, the install step is left out and that interpreter is what it installed."""
     context = {f"inputs.{name}": (with_ or {}).get(name, spec.get("default", ""))
                for name, spec in ACTION["inputs"].items()}
     context["github.workspace"] = env["GITHUB_WORKSPACE"]
     context["github.action_path"] = str(action_path)
+    if python is not None:
+        context["steps.install.outputs.python"] = python
     logs = []
     for i, step in enumerate(ACTION["runs"]["steps"]):
+        if python is not None and step.get("id") == "install":
+            continue
         out_file = Path(env["RUNNER_TEMP"]) / f"step{i}_output"
         out_file.write_text("")
         step_env = {**env, "GITHUB_ACTION_PATH": str(action_path), "GITHUB_OUTPUT": str(out_file)}

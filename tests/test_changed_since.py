@@ -66,7 +66,10 @@ def test_parse_diff_uses_hunk_counts_not_header_lookalikes():
         -a
         -b
     """)
-    assert parse_diff(diff) == {"n1.py": {8, 9}, "n2.py": {2}, "new.py": {1, 2, 3}}
+    added, removed = parse_diff(diff)
+    assert added == {"n1.py": {8, 9}, "n2.py": {2}, "new.py": {1, 2, 3}}
+    # where lines went: the line before each removed one, and the lines replacing them
+    assert removed == {"n1.py": {3, 7, 8, 9}, "n2.py": {1, 2}}
 
 
 def test_parse_diff_with_context_lines_and_quoted_names():
@@ -81,7 +84,7 @@ def test_parse_diff_with_context_lines_and_quoted_names():
          d
          e
     """)
-    assert parse_diff(diff) == {'we"ird name.py': {2, 3}}
+    assert parse_diff(diff) == ({'we"ird name.py': {2, 3}}, {'we"ird name.py': {1, 2, 3}})
     assert unquote_path('"b/caf\\303\\251.py"') == "b/café.py"
     assert unquote_path("plain.py") == "plain.py"
 
@@ -173,3 +176,47 @@ def test_outside_git_and_unknown_ref_are_one_line_errors_exit_2(tree):
     r = run_cli("check", "--changed-since=--output=x", cwd=root)  # never passed to git as an option
     assert r.returncode == 2 and "unknown git revision" in r.stderr
     assert not (root / "x").exists()
+
+
+def test_deleting_a_cleanup_line_reports_what_it_leaves_behind(tree):
+    """Findings whose evidence lost a line: deleting `self.kv_cache = None` from `close()`
+    makes RL602 report `def close` (untouched), deleting `gc.unfreeze()` from `shutdown()`
+    makes RL401 report `gc.freeze()` in `__init__` (untouched). A class the change only
+    adds to, or a deletion outside any class, brings back no older finding."""
+    src = textwrap.dedent("""\
+        import gc
+
+        import torch
+        import torch.nn as nn
+
+
+        class Engine:
+            def __init__(self):
+                self.model = nn.Linear(8, 8)
+                self.kv_cache = torch.empty(4096, 4096)
+
+            def close(self):
+                self.model = None
+                self.kv_cache = None
+
+
+        class EngineCore:
+            def __init__(self, model):
+                self.model = model
+                gc.freeze()
+
+            def shutdown(self):
+                self.model = None
+                gc.unfreeze()
+    """)
+    root = tree({"engine.py": src, "old.py": BUGGY})
+    git(root, "init", "-q")
+    commit_all(root, "base")
+    (root / "engine.py").write_text(src.replace("        self.kv_cache = None\n", "")
+                                    .replace("        gc.unfreeze()\n", ""))
+    # old.py (RL501 at line 7): a blank line above the class deleted, a line added in it
+    lines = BUGGY.splitlines(keepends=True)
+    (root / "old.py").write_text("".join(lines[:1] + lines[2:6] + ["        self.n = 1\n"] + lines[6:]))
+    r = run_cli("check", "--changed-since", "HEAD", "--output-format", "json", cwd=root)
+    assert lines_of(r) == [("engine.py", 12), ("engine.py", 19)], r.stderr
+    assert "1 finding on lines not changed since HEAD not shown" in r.stderr

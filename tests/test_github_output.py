@@ -1,6 +1,8 @@
 """--output-format github: one workflow command per finding, escaped like actions/toolkit."""
 
+import os
 import subprocess
+import sys
 
 from conftest import BUGGY, CLEAN, run_cli
 from retainlint.finding import Applicability, Finding, Fix, Position, Severity
@@ -63,3 +65,20 @@ def test_cli_outside_git_uses_the_cwd_and_clean_prints_nothing(tree):
     root = tree({"a.py": CLEAN})
     r = run_cli("check", "--output-format", "github", cwd=root)
     assert r.returncode == 0 and r.stdout == ""
+
+
+def test_file_names_and_messages_cannot_drive_the_terminal(tmp_path):
+    """A file name that is not UTF-8, one with a terminal escape sequence, and a message
+    quoting a string with escape sequences from the checked code: all printed escaped."""
+    hook = 'register_bytecode_hook(lambda *a: print("\x1b[2J\x1b]8;;http://evil\x07x"))'
+    (tmp_path / os.fsdecode(b"bad\xff.py")).write_text(BUGGY)
+    (tmp_path / "esc\x1b[2Jred.py").write_text(BUGGY)
+    (tmp_path / "msg.py").write_text(BUGGY.replace("register_bytecode_hook(self.hook)", hook))
+    # the raw bytes, as the runner's log or a terminal receives them
+    r = subprocess.run([sys.executable, "-m", "retainlint", "check", "--output-format", "github"],
+                       cwd=tmp_path, capture_output=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+    assert r.returncode == 1, r.stderr
+    lines = r.stdout.decode("ascii").splitlines()  # no raw \xff byte, no ESC
+    assert [line.split(",", 1)[0] for line in lines] == [
+        "::error file=bad\\xff.py", "::error file=esc\\x1b[2Jred.py", "::error file=msg.py"]
+    assert 'keeps the hook `lambda *a: print("\\x1b[2J\\x1b]8;;http://evil\\x07x")`' in lines[2]

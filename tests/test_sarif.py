@@ -1,6 +1,7 @@
 """--output-format sarif: SARIF 2.1.0, validated against the official schema."""
 
 import json
+import os
 from importlib.resources import files
 from pathlib import Path
 
@@ -108,3 +109,16 @@ def test_empty_run_is_valid(tree, validator):
     assert r.returncode == 0
     doc = json.loads(r.stdout)
     assert doc["runs"][0]["results"] == [] and _errors(validator, doc) == []
+
+
+def test_file_names_that_are_not_utf8_or_odd_are_percent_encoded(tree, validator):
+    """The URI keeps a name's exact bytes (RFC 3986), whatever they are."""
+    root = tree({os.fsdecode(b"bad\xff.py"): BUGGY, "x`](javascript:alert(1))|<img src=x>.py": BUGGY,
+                 "esc\x1b[2J.py": BUGGY})
+    r = run_cli("check", "--output-format", "sarif", cwd=root)
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert _errors(validator, doc) == []
+    uris = [res["locations"][0]["physicalLocation"]["artifactLocation"] for res in doc["runs"][0]["results"]]
+    assert [uri["uri"] for uri in uris] == [
+        "bad%FF.py", "esc%1B%5B2J.py", "x%60%5D%28javascript%3Aalert%281%29%29%7C%3Cimg%20src%3Dx%3E.py"]

@@ -1,0 +1,173 @@
+"""The Action against a hostile or broken pull request, on a real checkout: nothing from
+the checkout runs, a check that crashes fails the step, odd file names stay text, and a
+deleted cleanup line is reported."""
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+from conftest import BUGGY
+from test_action import NEW_LINE, ROOT, commands, outputs, pr_checkout, run_composite, run_script
+
+_LINES = BUGGY.splitlines(keepends=True)
+WITH_NEW_HOOK = "".join(_LINES[:7] + [NEW_LINE] + _LINES[7:])  # the PR's one new finding, old.py:8
+NEW_HOOK_ANNOTATION = "::error file=old.py,line=8,endLine=8,col=9,endColumn=77,title=retainlint RL501"
+
+
+def planted(markers):
+    """Modules a pull request adds to shadow what the Action runs with `python -m`: each
+    leaves a file in `markers` when imported; the fake retainlint reports 0 findings."""
+    def mark(name):
+        return f"open({str(markers / name)!r}, 'w').write('ran')\n"
+    return {
+        "json.py": mark("json"),
+        "retainlint/__init__.py": mark("retainlint"),
+        "retainlint/__main__.py": "print('[]')\n",
+        "retainlint/cli.py": "print('[]')\n",
+        "retainlint/action.py": "print('retainlint: 0 findings; see the job summary')\n",
+        "venv/__init__.py": mark("venv"),
+        "venv/__main__.py": "",
+        "pip/__init__.py": mark("pip"),
+        "pip/__main__.py": "",
+    }
+
+
+def hostile_pr(tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    run = pr_checkout(tmp_path, {"old.py": BUGGY}, {"old.py": WITH_NEW_HOOK, **planted(markers)})
+    return run, markers
+
+
+# --- nothing from the checkout runs ------------------------------------------------------
+
+def test_run_step_imports_nothing_from_the_checkout(tmp_path):
+    """action.yml's run step, as the runner runs it (in the checkout), and the
+    `retainlint check` it starts there: the real ones run and find the new hook."""
+    run, markers = hostile_pr(tmp_path)
+    (check,), context = run_composite(run["env"], ROOT, python=sys.executable)
+    assert sorted(os.listdir(markers)) == []
+    assert check.returncode == 1, check.stdout + check.stderr
+    (line,) = commands(check.stdout)
+    assert line.startswith(NEW_HOOK_ANNOTATION)
+    assert context["steps.check.outputs.findings"] == "1"
+
+
+def test_install_step_imports_nothing_from_the_checkout(tmp_path):
+    """The whole action, its install step included (`python3 -m venv`, `python -m pip`)."""
+    run, markers = hostile_pr(tmp_path)
+    action_path = tmp_path / "action"
+    shutil.copytree(ROOT, action_path, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".venv", "venv"))
+    logs, _ = run_composite(run["env"], action_path)
+    assert sorted(os.listdir(markers)) == []
+    install, check = logs
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert check.returncode == 1, check.stdout + check.stderr
+    (line,) = commands(check.stdout)
+    assert line.startswith(NEW_HOOK_ANNOTATION)
+
+
+# --- a check that crashes fails the step -------------------------------------------------
+
+def test_a_check_that_crashes_fails_the_step_with_its_error(tmp_path):
+    run = pr_checkout(tmp_path, {"old.py": BUGGY},
+                      {"old.py": WITH_NEW_HOOK, "pyproject.toml": "[tool]\nretainlint = 5\n"})
+    r = run_script(run["env"])
+    assert r.returncode == 2, r.stdout + r.stderr
+    (line,) = commands(r.stdout)
+    # the check's own last line, whatever it is (a traceback's or a one-line error)
+    last = [text for text in r.stderr.splitlines() if text.strip()][-1].strip()
+    failure = re.fullmatch(r"::error title=retainlint::retainlint check failed \(exit \d+\): (.*)", line)
+    assert failure and failure.group(1) == last, line
+    # no "No findings" summary, no findings=0 output
+    assert not Path(run["env"]["GITHUB_STEP_SUMMARY"]).exists()
+    assert not Path(run["env"]["GITHUB_OUTPUT"]).exists()
+
+
+# --- file names are text, never markup or terminal input ---------------------------------
+
+BAD_BYTES = os.fsdecode(b"bad\xff.py")
+INJECTION = "x`](javascript:alert(1))|<img src=x>.py"
+ESCAPE = "esc\x1b[2Jred.py"
+
+
+def test_odd_file_names_in_annotations_summary_and_sarif(tmp_path):
+    run = pr_checkout(tmp_path, {"old.py": BUGGY}, {BAD_BYTES: BUGGY, INJECTION: BUGGY, ESCAPE: BUGGY})
+    r = run_script(run["env"], sarif_file="r.sarif")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "\x1b" not in r.stdout + r.stderr
+    assert [line.split(",", 1)[0] for line in commands(r.stdout)] == [
+        "::error file=bad\\xff.py", "::error file=esc\\x1b[2Jred.py",
+        "::error file=x`](javascript%3Aalert(1))|<img src=x>.py"]
+
+    # the job summary, rendered as GitHub does (GFM tables): three rows of four cells, the
+    # names as code, links only to the files on GitHub, no image, no other link
+    html = MarkdownIt("commonmark").enable("table").render(Path(run["env"]["GITHUB_STEP_SUMMARY"]).read_text())
+    rows = re.findall(r"<tr>\n(.*?)</tr>", html, re.S)[1:]
+    assert [row.count("<td>") for row in rows] == [4, 4, 4]
+    assert re.findall(r"<code>([^<]*\.py):7:9</code>", html) == [
+        "bad\\xff.py", "esc\\x1b[2Jred.py", "x`](javascript:alert(1))|&lt;img src=x&gt;.py"]
+    blob = f"https://github.com/octo/proj/blob/{run['head_sha']}/"
+    assert re.findall(r'href="([^"]*)"', html) == [
+        f"{blob}bad%FF.py#L7", f"{blob}esc%1B%5B2Jred.py#L7",
+        f"{blob}x%60%5D%28javascript%3Aalert%281%29%29%7C%3Cimg%20src%3Dx%3E.py#L7"]
+    assert "<img" not in html
+
+    sarif = json.loads((run["workspace"] / "r.sarif").read_text())
+    assert sorted(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                  for res in sarif["runs"][0]["results"]) == [
+        "bad%FF.py", "esc%1B%5B2Jred.py", "old.py",
+        "x%60%5D%28javascript%3Aalert%281%29%29%7C%3Cimg%20src%3Dx%3E.py"]
+
+
+# --- a deleted cleanup line --------------------------------------------------------------
+
+ENGINE = """\
+import gc
+
+import torch
+import torch.nn as nn
+
+
+class Engine:
+    def __init__(self):
+        self.model = nn.Linear(8, 8)
+        self.kv_cache = torch.empty(4096, 4096)
+
+    def close(self):
+        self.model = None
+        self.kv_cache = None
+
+
+class EngineCore:
+    def __init__(self, model):
+        self.model = model
+        gc.freeze()
+
+    def shutdown(self):
+        self.model = None
+        gc.unfreeze()
+"""
+
+
+def test_a_pull_request_deleting_a_cleanup_line_is_annotated(tmp_path):
+    """The PR only deletes lines; each deletion makes a finding on a line it leaves as it
+    was: `Engine.close()` no longer drops the KV cache (RL602, on `def close`), and
+    nothing undoes `gc.freeze()` any more (RL401, in `__init__`)."""
+    pr = ENGINE.replace("        self.kv_cache = None\n", "").replace("        gc.unfreeze()\n", "")
+    run = pr_checkout(tmp_path, {"engine.py": ENGINE, "old.py": BUGGY}, {"engine.py": pr})
+    r = run_script(run["env"])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert [line.split("::")[1] for line in commands(r.stdout)] == [
+        "error file=engine.py,line=19,endLine=19,col=9,endColumn=20,"
+        "title=retainlint RL401 gc-freeze-without-unfreeze",
+        "warning file=engine.py,line=12,endLine=12,col=9,endColumn=14,"
+        "title=retainlint RL602 release-keeps-heavy-attribute",
+    ]
+    assert outputs(run["env"]["GITHUB_OUTPUT"]) == {"findings": "2", "older-findings": "1", "total-findings": "3"}
