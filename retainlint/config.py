@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -65,31 +66,66 @@ def find_config(start: Path) -> Optional[tuple[Path, dict]]:
     for directory in (start, *start.parents):
         for name in ("retainlint.toml", ".retainlint.toml"):
             candidate = directory / name
-            if candidate.is_file():
+            if _is_config(candidate):
                 return candidate, _read_toml(candidate)
         candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            table = _read_toml(candidate).get("tool", {}).get("retainlint")
+        if _is_config(candidate):
+            table = _retainlint_table(_read_toml(candidate), candidate)
             if table is not None:
                 return candidate, table
     return None
+
+
+def _is_config(path: Path) -> bool:
+    # A directory (or a FIFO, which would block) under a config file's name is not passed
+    # over in silence: a configuration further up would apply instead.
+    try:
+        if not path.exists():
+            return False
+    except OSError as e:  # a folder on the way that cannot be searched
+        raise ConfigError(f"{path}: cannot read configuration: {e.strerror or e}") from None
+    if not path.is_file():
+        raise ConfigError(f"{path}: not a regular file")
+    return True
 
 
 def _read_toml(path: Path) -> dict:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read configuration: {e}") from None
+    except OSError as e:
+        problem = e.strerror or str(e)
+    except tomllib.TOMLDecodeError as e:
+        problem = str(e)
+    except UnicodeDecodeError as e:
+        problem = f"not valid UTF-8 (byte {e.start + 1})"
+    except RecursionError:
+        problem = "values nested too deeply"
+    raise ConfigError(f"{path}: cannot read configuration: {problem}")
+
+
+def _retainlint_table(data: dict, path: Path) -> Optional[dict]:
+    """A pyproject.toml's [tool.retainlint], None when it has none."""
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: [tool] must be a table, got {_shown(tool)}")
+    table = tool.get("retainlint")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.retainlint] must be a table, got {_shown(table)}")
+    return table
+
+
+def _shown(value) -> str:
+    return reprlib.repr(value)  # a long value does not flood the one-line error
 
 
 def load_settings(start: Path, explicit: Optional[Path] = None) -> Settings:
     if explicit is not None:
-        if not explicit.is_file():
+        if not _is_config(explicit):
             raise ConfigError(f"{explicit}: configuration file not found")
         data = _read_toml(explicit)
         if explicit.name == "pyproject.toml":
-            data = data.get("tool", {}).get("retainlint", {})
+            data = _retainlint_table(data, explicit) or {}
         return settings_from_table(data, explicit)
     found = find_config(start)
     if found is None:
@@ -105,11 +141,11 @@ def settings_from_table(table: dict, path: Path) -> Settings:
             if isinstance(value, str) or not isinstance(value, list) or not all(
                 isinstance(v, str) for v in value
             ):
-                raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+                raise ConfigError(f"{where}: expected a list of strings, got {_shown(value)}")
             values[_LIST_KEYS[key]] = tuple(value)
         elif key in ("unsafe-fixes", "per-object-hooks"):
             if not isinstance(value, bool):
-                raise ConfigError(f"{where}: expected true or false, got {value!r}")
+                raise ConfigError(f"{where}: expected true or false, got {_shown(value)}")
             values[key.replace("-", "_")] = value
         elif key == "per-file-ignores":
             if not isinstance(value, dict):

@@ -34,6 +34,11 @@ def child_env() -> dict:
         # a fixed mmap threshold makes RSS follow frees (reported only, never judged)
         "MALLOC_MMAP_THRESHOLD_": "131072",
         "PYTHONPATH": os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p),
+        # `-m` would put the working directory first on sys.path: a json.py or a retainlint/
+        # in the folder the user runs from would be imported (Python 3.11+; older ones
+        # are covered by running in our own folder). Not -I: it drops PYTHONPATH and the
+        # user site, where torch may live.
+        "PYTHONSAFEPATH": "1",
     })
     return env
 
@@ -44,7 +49,8 @@ def run_child(path: Path, module: str, model: str, device: str, workdir: Path, t
     cmd = [sys.executable, "-m", "retainlint.verify.child", "--scenario", str(path), "--module",
            module, "--model", model, "--device", device, "--out", str(out)]
     try:
-        proc = subprocess.run(cmd, env=child_env(), capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, env=child_env(), cwd=workdir, capture_output=True, text=True,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"the subprocess ran past {timeout:.0f} s"}
     try:
