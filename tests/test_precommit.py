@@ -91,3 +91,28 @@ def hook_status(output, name):
         if line.startswith(name + ".") and line.endswith(("Passed", "Failed", "Skipped")):
             return line.rsplit(".", 1)[-1]
     return None
+
+
+def test_cache_files_committed_to_the_checked_repo_never_run(hook_repo, tmp_path):
+    """A pull request that force-adds pickles where the cache used to live (beside the
+    configuration) gets nothing run by the hook, and its findings are still reported."""
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'pwned'}",))
+
+    work = tmp_path / "project"
+    planted = work / ".retainlint_cache"
+    planted.mkdir(parents=True)
+    git(work, "init", "-q")
+    (work / "pyproject.toml").write_text("[tool.retainlint]\n")
+    (work / "buggy.py").write_text(BUGGY)
+    for name in ("run-0.1.0-3.pickle", "index-0.1.0-3.pickle", "findings-0.1.0-3.pickle",
+                 "run-0.1.0-4.bin"):
+        (planted / name).write_bytes(pickle.dumps(Payload()))
+    git(work, "add", "-f", ".")
+    r = try_repo(hook_repo, work, "retainlint", "--files", "buggy.py")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1 and "buggy.py:7:9: RL501" in out, out
+    assert not (tmp_path / "pwned").exists()
