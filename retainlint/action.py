@@ -28,6 +28,7 @@ from collections import Counter
 from typing import Mapping, Optional, Sequence
 
 from retainlint import formats
+from retainlint.escape import printable
 from retainlint.changed import (
     ChangedError,
     ChangedLines,
@@ -127,7 +128,7 @@ def annotations(findings: Sequence[Finding], root: str) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    text = formats.printable(text, keep="\n")
+    text = printable(text, keep="\n")
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
     if text.count("`") % 2:
         text = text.replace("`", "\\`")
@@ -138,7 +139,7 @@ def _code(text: str) -> str:
     """`text` (a file name from the pull request) as a Markdown code span in a table cell:
     a fence longer than any run of backticks in it, so that nothing in it can end the span
     and become a link, an image or HTML; `|` escaped, as the table needs even there."""
-    text = formats.printable(text).replace("|", "\\|")
+    text = printable(text).replace("|", "\\|")
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""  # one space each side is dropped
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -248,12 +249,12 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
 
     rc, findings, stderr = run_check(sys.executable, paths, args, cwd)
     if stderr.strip():
-        print(formats.printable(stderr.rstrip(), keep="\n"), file=sys.stderr, flush=True)
+        print(printable(stderr.rstrip(), keep="\n"), file=sys.stderr, flush=True)
     # Only exit 0 or 1 with a JSON list is a check that ran: anything else (a crash, a bad
     # configuration) fails the step, never passes as "no findings".
     failed = findings is None or rc not in (0, 1)
     if failed:
-        print(f"::error title=retainlint::{formats.gh_escape_data(formats.printable(_failure(rc, stderr)))}")
+        print(f"::error title=retainlint::{formats.gh_escape_data(printable(_failure(rc, stderr)))}")
     if findings is None:
         return 2
 

@@ -1,6 +1,6 @@
-"""The on-disk cache: one file per project, written whole by each run that changed it.
+"""The on-disk cache of a project, one generation per run that changed it.
 
-It holds, as one generation:
+It holds:
 - per-file project-index summaries keyed by content hash, so the index of a re-run only
   re-reads what changed;
 - per-file findings, valid while the file's content, the run's configuration (version,
@@ -16,8 +16,8 @@ pull requests), so the cache is:
 - signed with a key that never leaves this machine's user cache directory: a file that
   was not written here by this version of retainlint fails its HMAC and is a miss,
   before anything in it is decoded;
-- written atomically as a whole (temporary file and rename), so a reader sees one run's
-  generation or another's, never a mix; a killed run leaves the previous one intact.
+- written atomically (temporary files and renames; see `Store`), so a reader sees one
+  run's generation or another's, never a mix; a killed run leaves the previous one.
 Symbolic links are never followed in the cache directory; a cache directory that is
 itself a link is not used."""
 
@@ -183,21 +183,26 @@ def unpack(data: bytes):
 # -- one generation --------------------------------------------------------------------
 
 class Store:
-    """The cache of one project: `summaries` (absolute path -> (key, packed summary or
-    b"" when the file does not parse)), `findings` (path -> packed `Entry` fields) and
-    `run` (the last cacheable run; see runner.run), loaded from one signed file."""
+    """The cache of one project, one generation at a time:
+    - `run-*.bin`, small and signed: the last cacheable run (see runner.run), and the
+      SHA-256 of the data file written with it;
+    - `data-<sha256>.bin`, named by its content and read only when needed: `summaries`
+      (absolute path -> (key, packed summary, or b"" when the file does not parse)) and
+      `findings` (path -> packed `Entry` fields).
+    A data file never changes once written, so the run file names exactly the data of its
+    own generation; a reader never mixes two runs' files."""
 
     def __init__(self, directory: Path, key: bytes) -> None:
         self.directory = directory
         self.key = key
-        self.file = directory / f"cache-{__version__}-{SCHEMA}.bin"
-        self.summaries: dict[str, tuple[str, bytes]] = {}
-        self.findings: dict[str, bytes] = {}
+        self.file = directory / f"run-{__version__}-{SCHEMA}.bin"
         self.run: dict = {}
-        self.dirty = False
+        self._data_sha = ""
+        self._data: Optional[tuple[dict, dict]] = None
+        self._run_dirty = self._data_dirty = False
         loaded = self._load()
         if loaded is not None:
-            self.summaries, self.findings, self.run = loaded
+            self._data_sha, self.run = loaded
 
     @classmethod
     def open(cls, directory: Path) -> Optional["Store"]:
@@ -219,39 +224,75 @@ class Store:
         if not data.startswith(_MAGIC) or not hmac.compare_digest(tag, self._sign(payload)):
             return None  # not written here, or torn: a miss, and nothing of it is decoded
         try:
-            code, summaries, findings, run = marshal.loads(payload)
+            code, data_sha, run = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return None
-        if code != code_digest():
-            return None
-        return summaries, findings, run
+        return (data_sha, run) if code == code_digest() else None
+
+    def _data_file(self, sha: str) -> Path:
+        return self.directory / f"data-{sha}.bin"
+
+    @property
+    def data(self) -> tuple[dict, dict]:
+        """(summaries, findings) of this generation; empty when its file is gone."""
+        if self._data is None:
+            self._data = {}, {}
+            if self._data_sha:
+                try:
+                    payload = _read_regular(self._data_file(self._data_sha))
+                    if hashlib.sha256(payload).hexdigest() == self._data_sha:
+                        self._data = marshal.loads(payload)
+                except (OSError, ValueError, EOFError, TypeError):
+                    pass
+        return self._data
+
+    @property
+    def summaries(self) -> dict[str, tuple[str, bytes]]:
+        return self.data[0]
+
+    @property
+    def findings(self) -> dict[str, bytes]:
+        return self.data[1]
+
+    def changed_data(self) -> None:
+        self._data_dirty = True
+
+    def set_run(self, run: dict) -> None:
+        if run != self.run:
+            self.run = run
+            self._run_dirty = True
 
     def save(self) -> None:
-        if not self.dirty:
+        if not (self._run_dirty or self._data_dirty):
             return
-        try:
-            payload = marshal.dumps((code_digest(), self.summaries, self.findings, self.run))
-        except ValueError:
-            return  # something not plain slipped in: costs only time
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             if os.path.islink(self.directory):
                 return
             for name, content in (("CACHEDIR.TAG", _TAG), (".gitignore", "*\n")):
                 _create_once(self.directory / name, content.encode())
-            _remove_stale_temporaries(self.directory)
-            with interrupts_deferred():  # Ctrl-C must not strand the temp file
-                fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".cache-", suffix=".tmp")
-                try:
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(_MAGIC + self._sign(payload) + payload)
-                    os.replace(tmp, self.file)  # replaces a link itself, never its target
-                except BaseException:
-                    os.unlink(tmp)
-                    raise
-        except OSError:
-            pass  # a cache that cannot be written only costs time
-        self.dirty = False
+            _remove_stale(self.directory, keep=f"data-{self._data_sha}.bin")
+            if self._data_dirty:
+                payload = marshal.dumps(self.data)
+                self._data_sha = hashlib.sha256(payload).hexdigest()
+                _write_atomic(self._data_file(self._data_sha), payload)
+            payload = marshal.dumps((code_digest(), self._data_sha, self.run))
+            _write_atomic(self.file, _MAGIC + self._sign(payload) + payload)
+        except (OSError, ValueError):
+            pass  # a cache that cannot be written (or holds something odd) only costs time
+        self._run_dirty = self._data_dirty = False
+
+
+def _write_atomic(path: Path, content: bytes) -> None:
+    with interrupts_deferred():  # Ctrl-C must not strand the temp file
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cache-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+            os.replace(tmp, path)  # replaces a link itself, never its target
+        except BaseException:
+            os.unlink(tmp)
+            raise
 
 
 def _create_once(path: Path, content: bytes) -> None:
@@ -263,11 +304,14 @@ def _create_once(path: Path, content: bytes) -> None:
         f.write(content)
 
 
-def _remove_stale_temporaries(directory: Path) -> None:
-    """Temporary files a killed run left behind (an hour old: no run still writes them)."""
-    horizon = time.time() - 3600
+def _remove_stale(directory: Path, keep: str) -> None:
+    """Temporary files a killed run left behind, and data files of older generations,
+    once no run can still be writing or about to read them (ten minutes on; a reader
+    that finds its data gone only loses time)."""
+    horizon = time.time() - 600
     for entry in os.scandir(directory):
-        if entry.name.startswith(".cache-") and entry.name.endswith(".tmp"):
+        name = entry.name
+        if name != keep and (name.startswith("data-") or name.startswith(".cache-")):
             try:
                 if entry.stat(follow_symlinks=False).st_mtime < horizon:
                     os.unlink(entry.path)
@@ -298,9 +342,12 @@ class SummaryCache:
         return unpack(entry[1]) if entry[1] else False
 
     def put(self, path: str, data: bytes, summary: object) -> None:
-        blob = pack(summary) if summary else b""
+        try:
+            blob = pack(summary) if summary else b""
+        except TypeError:
+            return  # not plain data: not kept
         self.entries[os.path.abspath(path)] = (self.key(path, data), blob)
-        self.store.dirty = True
+        self.store.changed_data()
 
     @staticmethod
     def key(path: str, data: bytes) -> str:
@@ -338,7 +385,7 @@ class FindingsCache:
                                                    for f in dataclasses.fields(Entry)))
         except TypeError:
             return  # not plain data (say, a fix still holding its CST nodes): not kept
-        self.store.dirty = True
+        self.store.changed_data()
 
 
 def config_key(settings, codes, edits: bool) -> str:

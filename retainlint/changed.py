@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
 from retainlint.finding import INTERNAL_ERROR, Finding, Position
-from retainlint.source import read_source
+from retainlint.source import MAX_PARSE_BYTES, read_source
 
 
 class ChangedError(Exception):
@@ -210,7 +210,10 @@ def _definitions(path: str) -> list[tuple[int, int, bool]]:
     """(first line with decorators, last line, is a class) of every class and function in
     the file; none when it cannot be read or parsed (only the finding's own lines count)."""
     try:
-        tree = ast.parse(read_source(path))
+        data = read_source(path)
+        if len(data) > MAX_PARSE_BYTES:  # not checked either (RL000): not parsed here
+            return []
+        tree = ast.parse(data)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     return [(min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno or node.lineno,

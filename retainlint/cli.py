@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
@@ -77,10 +79,26 @@ def _progress_bar(enabled: bool):
 class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            with _sigterm_as_ctrl_c():
+                return super().invoke(ctx)
         except KeyboardInterrupt:  # every file is old or new: fixes are written atomically
             click.echo("retainlint: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
+
+
+@contextmanager
+def _sigterm_as_ctrl_c():
+    """SIGTERM (a cancelled CI job, `kill`, a service stopping) ends a run as Ctrl-C does:
+    the files in hand are finished, then one line and exit 130. By default it would kill
+    this process at once and leave its workers running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

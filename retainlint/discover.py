@@ -1,5 +1,7 @@
 """Which files to check: explicit files always (unless --force-exclude), directories
-recursively, minus default and configured excludes, minus .gitignore inside git repos."""
+recursively, minus default and configured excludes, minus .gitignore inside git repos.
+A linked directory is not walked; a linked file that leads out of the project is listed,
+and refused when read (`source.read_source`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from retainlint.config import DEFAULT_EXCLUDES, ConfigError
+from retainlint.source import leaves_project
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -75,30 +78,45 @@ def discover(
     paths: Iterable[str], root: Path, exclude: Iterable[str], force_exclude: bool
 ) -> list[str]:
     excludes = _Excludes(root, (*DEFAULT_EXCLUDES, *exclude))
-    found: dict[str, None] = {}
+    found: dict[str, str] = {}  # real path -> the name it is checked under
+
+    def add(name: str, real: str) -> None:
+        # One file reached under several names (links to it) is checked, and fixed, once:
+        # under its own name when that is one of them.
+        kept = found.get(real)
+        if kept is None or os.path.islink(kept) and not os.path.islink(name):
+            found[real] = name
+
     for raw in paths:
         path = Path(raw)
         if not path.exists() and not path.is_symlink():
             raise ConfigError(f"{raw}: no such file or directory")
         if not path.is_dir():  # a file, a dangling link, a FIFO: reading it tells
             if not (force_exclude and excludes.path(path)):
-                found[os.path.normpath(raw)] = None
+                add(os.path.normpath(raw), str(_real(path)))
             continue
+        if leaves_project(raw, str(_real(path)), str(root)):
+            raise ConfigError(f"{raw}: symlink leaves the project")
         visible = _git_visible(path)
-        for file in _walk(path, excludes):
-            if visible is None or _real(file) in visible:
-                found[os.path.normpath(str(file))] = None
-    return list(found)
+        for file, real in _walk(path, excludes):
+            if visible is None or real in visible:
+                add(os.path.normpath(str(file)), str(real))
+    return list(found.values())
 
 
-def _walk(top: Path, excludes: _Excludes) -> Iterable[Path]:
+def _walk(top: Path, excludes: _Excludes) -> Iterable[tuple[Path, Path]]:
+    """Each file, with its real path."""
     # Symlinked directories are not followed: no loops, nothing outside the tree.
     # Every directory on the way was checked whole, so a file needs only its own name
     # and its relative path checked.
     if excludes.path(top):
         return
+    # No linked directory on the way: a file that is not a link is where the walk says,
+    # below the real top (cheaper than asking realpath, a system call per component).
+    real_top = _real(top)
     for dirpath, dirnames, filenames in os.walk(top):
         base = Path(dirpath)
+        real_base = real_top / os.path.relpath(dirpath, top)
         relative = excludes.relative(base)
         prefix = "" if relative == "." else relative + "/"
         dirnames[:] = sorted(d for d in dirnames
@@ -106,4 +124,5 @@ def _walk(top: Path, excludes: _Excludes) -> Iterable[Path]:
         for name in sorted(filenames):
             if (name.endswith(PYTHON_SUFFIXES) and not excludes.name(name)
                     and not excludes.glob(prefix + name)):
-                yield base / name
+                file = base / name
+                yield file, _real(file) if file.is_symlink() else real_base / name

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from retainlint import __version__
 from retainlint.changed import relative_to_root
+from retainlint.escape import printable
 from retainlint.finding import (
     INTERNAL_ERROR,
     SOURCE_ERROR,
@@ -53,25 +54,6 @@ def display_path(path: str, root: str) -> str:
     """`path` relative to `root` with forward slashes; outside `root`, absolute."""
     rel = relative_to_root(path, root)
     return rel if rel is not None else os.path.abspath(path).replace(os.sep, "/")
-
-
-# Control characters (terminal escape sequences, carriage returns) and the lone surrogates
-# that stand for the bytes of a file name that were not UTF-8.
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def printable(text: str, keep: str = "") -> str:
-    """`text` with each control character not in `keep` written as `\\x1b`, and each byte
-    of a file name that was not UTF-8 (`\\udcff` after surrogateescape) as `\\xff`: a name
-    or message from the checked tree can neither drive a terminal nor fail to encode."""
-    def escape(m: re.Match) -> str:
-        if m.group() in keep:
-            return m.group()
-        code = ord(m.group())
-        if 0xDC80 <= code <= 0xDCFF:
-            code -= 0xDC00
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    return _UNPRINTABLE.sub(escape, text)
 
 
 def uri_path(rel: str) -> str:
@@ -193,7 +175,9 @@ class _Lines:
     def __call__(self, path: str) -> list[str]:
         if path not in self._cache:
             try:
-                self._cache[path] = read_source(path).decode("utf-8", "replace").splitlines()
+                # bytes.splitlines: lines as Python counts them (str.splitlines also splits at \f)
+                self._cache[path] = [line.decode("utf-8", "replace")
+                                     for line in read_source(path).splitlines()]
             except OSError:
                 self._cache[path] = []
         return self._cache[path]

@@ -27,6 +27,7 @@ from typing import Callable, Hashable, Iterable, Iterator, Optional
 from retainlint.gcpause import gc_paused
 from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
 from retainlint.nodes import OWNERS, FileNodes, dotted
+from retainlint.source import MAX_PARSE_BYTES
 
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
 # maxsize defaults to 128 for these; functools.cache is unbounded.
@@ -423,6 +424,8 @@ _CHILD_FIELDS = {kind: tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
 
 
 def summarize(path: str, data: bytes) -> Optional[FileSummary]:
+    if len(data) > MAX_PARSE_BYTES:  # its tree would take gigabytes; linting reports it
+        return None
     with gc_paused():  # the tree dies with `_summarize`'s frame, before collections resume
         return _summarize(path, data)
 

@@ -11,7 +11,7 @@ import re
 import tokenize
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Optional, Sequence
 
@@ -22,6 +22,7 @@ from retainlint.context import FileContext
 from retainlint.finding import (
     INTERNAL_ERROR,
     SOURCE_ERROR,
+    Applicability,
     Finding,
     Position,
     Related,
@@ -32,6 +33,7 @@ from retainlint.index import ProjectIndex, summarize
 from retainlint.positions import ranges_of
 from retainlint.prefilter import rules_triggered
 from retainlint.rule import Rule
+from retainlint.source import MAX_PARSE_BYTES
 from retainlint.suppress import Suppressions
 from retainlint.walk import children
 
@@ -52,28 +54,77 @@ class FileResult:
 
 
 def parse(path: str, data: bytes) -> tuple[Optional[cst.Module], Optional[Finding]]:
+    module, error, _ = _parse(path, data)
+    return module, error
+
+
+def _parse(path: str, data: bytes
+           ) -> tuple[Optional[cst.Module], Optional[Finding], dict[int, int]]:
+    """Also returns, for each line whose form feeds libcst was spared, how many
+    characters it lost (see `_without_form_feeds`)."""
+    if len(data) > MAX_PARSE_BYTES:
+        return None, source_error(path, f"file too large to check ({len(data) / 2**20:.1f} MB "
+                                        f"> {MAX_PARSE_BYTES >> 20} MB)"), {}
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
-        return None, source_error(path, "source contains a NUL byte", line)
+        return None, source_error(path, "source contains a NUL byte", line), {}
     py_error, refusal = _cpython_first(path, data)
     if refusal is not None:
-        return None, refusal
+        return None, refusal, {}
+    code, shifts = _without_form_feeds(data) if b"\f" in data else (data, {})
     try:
-        return cst.parse_module(data), None
+        return cst.parse_module(code), None, shifts
     except cst.ParserSyntaxError as e:
         # CPython's own message and position are the ones users know; libcst's are vaguer.
         if isinstance(py_error, SyntaxError):
             return None, source_error(path, f"cannot parse: {py_error.msg}",
-                                      py_error.lineno or 1, py_error.offset or 1)
+                                      py_error.lineno or 1, py_error.offset or 1), {}
         valid = " (the file is valid Python; libcst cannot parse it)" if py_error is None else ""
         return None, source_error(path, f"cannot parse: {e.message}{valid}", e.raw_line,
-                                  e.raw_column + 1)
+                                  e.raw_column + 1), {}
     except (UnicodeDecodeError, SyntaxError, LookupError) as e:  # bytes or coding cookie
-        return None, _decode_error(path, data, e)
+        return None, _decode_error(path, data, e), {}
     except RecursionError:
-        return None, source_error(path, "cannot parse: expressions nested too deeply")
+        return None, source_error(path, "cannot parse: expressions nested too deeply"), {}
     except Exception as e:  # the native parser can raise other errors on odd input
-        return None, source_error(path, f"cannot parse: {type(e).__name__}: {e}")
+        return None, source_error(path, f"cannot parse: {type(e).__name__}: {e}"), {}
+
+
+# A form feed in the indentation of a line of code. CPython ignores it (and the blanks
+# before it: the count starts again); libcst's tokenizer fails on some ("no matching outer
+# block for dedent") and drops or repeats others when it writes the code back.
+_FORM_FEED_INDENT = re.compile(rb"^[ \t\f]*\f(?=[ \t]*[^ \t\f\r\n#])", re.MULTILINE)
+
+
+def _without_form_feeds(data: bytes) -> tuple[bytes, dict[int, int]]:
+    """`data` without those form feeds and the blanks before them (the same code for
+    CPython), and how many characters each line changed lost."""
+    pieces, shifts, done, line = [], {}, 0, 1
+    for m in _FORM_FEED_INDENT.finditer(data):
+        line += data.count(b"\n", done, m.start())
+        pieces.append(data[done:m.start()])
+        shifts[line] = m.end() - m.start()
+        done = m.end()
+    pieces.append(data[done:])
+    return b"".join(pieces), shifts
+
+
+def _form_feeds_back(result: FileResult, shifts: dict[int, int]) -> None:
+    """Positions in the file as it is, not as libcst saw it. The fixes are offered as help
+    only: libcst would write the file back without its form feeds."""
+    def moved(p: Position) -> Position:
+        return Position(p.line, p.column + shifts.get(p.line, 0))
+
+    for f in result.findings:
+        if f.code in (SOURCE_ERROR[0], INTERNAL_ERROR[0]):
+            continue
+        f.start, f.end = moved(f.start), moved(f.end)
+        f.related = [replace(r, start=moved(r.start), end=moved(r.end))
+                     if r.path == result.path else r for r in f.related]
+        if f.fix is not None and f.fix.applicability is not Applicability.NONE:
+            f.fix.applicability = Applicability.NONE
+            f.fix.message += " (not applied by --fix: form feeds in this file's indentation)"
+    result.module = None
 
 
 _BRACKETS = re.compile(rb"[][(){}]")
@@ -171,14 +222,17 @@ def lint_bytes(
     active = [r for r in rules_triggered(data, rules, settings, index, path) if r.code not in ignored]
     if not active:
         return result
-    module, error = parse(path, data)
+    module, error, shifts = _parse(path, data)
     if error is not None:
         result.findings.append(error)
         return result
     result.parsed = True
     if keep_module:
         result.module = module
-    lint_module(result, module, data.decode(module.encoding), active, settings, index)
+    source = module.code if shifts else data.decode(module.encoding)
+    lint_module(result, module, source, active, settings, index)
+    if shifts:
+        _form_feeds_back(result, shifts)
     return result
 
 

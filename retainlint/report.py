@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 from rich.console import Console
 from rich.text import Text
 
+from retainlint.escape import printable
 from retainlint.finding import Applicability, Finding
 from retainlint.registry import catalog, rule_url
 from retainlint.source import read_source
@@ -24,11 +25,11 @@ def _marker(f: Finding) -> str:
 
 def _header(f: Finding) -> Text:
     text = Text()
-    text.append(f.path, style="bold")
+    text.append(printable(f.path), style="bold")
     text.append(f":{f.start.line}:{f.start.column}: ", style="cyan")
     text.append(f.code, style="bold red" if f.severity.value == "error" else "bold yellow")
     text.append(_marker(f) + " ")
-    text.append(f.message)
+    text.append(printable(f.message))
     return text
 
 
@@ -44,7 +45,10 @@ class _Sources:
     def lines(self, path: str) -> list[str]:
         if path not in self._lines:
             try:
-                self._lines[path] = read_source(path).decode("utf-8", "replace").splitlines()
+                # Lines as Python counts them: str.splitlines also splits at a form feed,
+                # \x1c-\x1e, \x85, U+2028..., bytes.splitlines only at \n, \r\n and \r.
+                self._lines[path] = [line.decode("utf-8", "replace")
+                                     for line in read_source(path).splitlines()]
             except OSError:
                 self._lines[path] = []
         return self._lines[path]
@@ -64,11 +68,13 @@ def full(console: Console, findings: Sequence[Finding]) -> None:
                 Applicability.NONE: "",
             }[f.fix.applicability]
             if f.fix.message:
-                console.print(Text("  help: ", style="bold cyan") + Text(f.fix.message + note),
+                console.print(Text("  help: ", style="bold cyan")
+                              + Text(printable(f.fix.message) + note),
                               highlight=False, soft_wrap=True)
         for rel in f.related:
             console.print(
-                Text("  note: ", style="bold") + Text(f"{rel.message} ({rel.path}:{rel.start.line}:{rel.start.column})"),
+                Text("  note: ", style="bold") + Text(printable(
+                    f"{rel.message} ({rel.path}:{rel.start.line}:{rel.start.column})")),
                 highlight=False, soft_wrap=True,
             )
         console.print()
@@ -80,11 +86,13 @@ def _frame(console: Console, lines: list[str], f: Finding) -> None:
     width = len(str(last))
     for number in range(first, last + 1):
         line = lines[number - 1].expandtabs(1)
-        console.print(Text(f"  {number:>{width}} | ", style="blue") + Text(line),
+        console.print(Text(f"  {number:>{width}} | ", style="blue") + Text(printable(line)),
                       highlight=False, soft_wrap=True)
         if f.start.line <= number <= f.end.line:
             start = f.start.column - 1 if number == f.start.line else len(line) - len(line.lstrip())
             end = f.end.column - 1 if number == f.end.line else len(line)
+            # Columns in the line as shown, where an escaped character takes several.
+            start, end = len(printable(line[:start])), len(printable(line[:end]))
             if end > start:
                 console.print(
                     Text(f"  {'':>{width}} | ", style="blue") + Text(" " * start + "^" * (end - start), style="bold red"),

@@ -6,7 +6,9 @@ import difflib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
+import time
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 # retainlint.lint and retainlint.fixer (libcst, the rules) are imported where a file is
 # linted: a run answered from the cache never needs them.
-from retainlint.source import WriteError, read_source, write_atomic
+from retainlint.source import WriteError, confine, read_source, write_atomic
 
 # Below this many files to parse, a pool costs more than it saves.
 POOL_THRESHOLD = 8
@@ -143,7 +145,7 @@ def _fix_and_write(path, original, rules, settings, mode, outcome, index) -> Fil
         ))
         return result
     try:
-        write_atomic(path, data)
+        write_atomic(path, data, expected=original)  # not over an edit saved meanwhile
     except WriteError as e:
         outcome.fixed = 0
         outcome.fix_errors.append(source_error(path, str(e)))
@@ -170,15 +172,55 @@ _WORKER_INDEX: ProjectIndex | None = None
 _WORKER_STOP = None  # an Event the main process sets when interrupted
 
 
-def _ignore_sigint() -> None:
+def _become_worker() -> None:
     # Ctrl-C reaches the whole process group: the main process alone decides what stops,
     # so a worker never dies mid-file or prints a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM ends a worker (outside a write): the main process's handler, inherited by a
+    # fork, would only set `stop` and leave it waiting for work that never comes.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A worker must not outlive the main process (killed, or gone on a signal): it would go
+    on fixing files after the command has exited, then wait forever for more work. It gets
+    SIGTERM, not SIGKILL: a fix being written blocks it until the rename is done
+    (`source.interrupts_deferred`), so no half-written or temp file is left behind."""
+    parent = os.getppid()
+    if _parent_death_signal(signal.SIGTERM):
+        if os.getppid() != parent:  # the parent went before the kernel was asked
+            os.kill(os.getpid(), signal.SIGTERM)
+    else:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _parent_death_signal(signum: int) -> bool:
+    """Linux: have the kernel send `signum` to this process when its parent dies."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    # Elsewhere an orphan gets a new parent: poll for that. The signal must reach the main
+    # thread, the one that defers it while writing.
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _init_worker(index: ProjectIndex, stop=None) -> None:
     global _WORKER_INDEX, _WORKER_STOP
-    _ignore_sigint()
+    _become_worker()
     _WORKER_INDEX, _WORKER_STOP = index, stop
 
 
@@ -234,7 +276,7 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
         # walked all of them), nor in the workers, which inherit the pause: a file's tree
         # is freed as soon as it is summarized, and what little garbage is cyclic can wait.
         with gc_paused():
-            pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+            pool = ProcessPoolExecutor(max_workers=jobs, initializer=_become_worker)
             try:
                 for batch in pool.map(_summarize_many, _batches(missing, jobs)):
                     fresh.extend(batch)
@@ -290,18 +332,20 @@ def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: P
 
 @contextmanager
 def _interrupts_between_files(stop):
-    """Ctrl-C while files are checked and fixed sets `stop`: the file in hand is finished
-    (written whole or not at all), no other is taken, then KeyboardInterrupt is raised.
-    A KeyboardInterrupt raised at an arbitrary point can land in libcst's position
-    provider, which turns it into a KeyError: an internal error, and the run went on."""
+    """Ctrl-C (or SIGTERM) while files are checked and fixed sets `stop`: the file in hand
+    is finished (written whole or not at all), no other is taken, then KeyboardInterrupt
+    is raised. A KeyboardInterrupt raised at an arbitrary point can land in libcst's
+    position provider, which turns it into a KeyError: an internal error, and the run went on."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
+    previous = {signum: signal.signal(signum, lambda signum, frame: stop.set())
+                for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     if stop.is_set():
         raise KeyboardInterrupt
 
@@ -334,6 +378,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     codes = [code for code, _ in catalog() if code in set(codes)]
     outcomes: list[FileOutcome] = []
     readable: dict[str, bytes] = {}
+    confine(settings.root)  # this run reads and fixes only inside the project (symlinks too)
     for path in paths:
         try:
             readable[path] = read_source(path)
@@ -363,9 +408,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         depends={absolute[o.path]: sorted(o.consulted.files)
                  for o in found if o.consulted is not None and o.consulted.files},
         index=index)
-    if last != store.run:
-        store.run = last
-        store.dirty = True
+    store.set_run(last)
     store.save()
     return _result(paths, outcomes + found)
 

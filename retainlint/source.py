@@ -9,36 +9,93 @@ import stat
 import tempfile
 import threading
 from contextlib import contextmanager
+from typing import Optional, Union
 
 
 class WriteError(Exception):
     pass
 
 
+# Larger files are not parsed: libcst needs 150-800 bytes of memory for each byte of code
+# (a 50 MB file took tens of GB; 4 MB of dense code, about 3 GB).
+MAX_PARSE_BYTES = 4 << 20
+
+# The project of the current run (`confine`); None: the current directory.
+_root: Optional[str] = None
+
+
+def confine(root: Union[str, os.PathLike]) -> None:
+    """Keep every later read and fix of this process, and of the pool workers it forks,
+    inside `root`: a symlink that leads out of it is not followed."""
+    global _root
+    _root = os.path.realpath(root)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def leaves_project(path: str, real: str, root: Optional[str] = None) -> bool:
+    """Does reaching `path` (which resolves to `real`) follow a symlink out of the project?
+    Inside the project a link may lead anywhere else inside it. A file outside it, named
+    on the command line, is read only if it is not itself a link: a walk never goes
+    through a linked directory, so that is the only link a run can meet there."""
+    root = root or _root or os.path.realpath(os.getcwd())
+    if _inside(real, root):
+        return False
+    return _inside(os.path.abspath(path), root) or os.path.islink(path)
+
+
 def read_source(path: str) -> bytes:
     """The bytes of a regular file. A FIFO, device or socket (`x.py -> /dev/zero`) raises
-    OSError instead of blocking or reading forever; it is checked on the opened file, so
-    a file swapped between discovery and reading cannot slip through."""
+    OSError instead of blocking or reading forever, and so does a symlink out of the project
+    (`env.py -> /proc/self/environ`, a file with secrets): both are checked on the opened
+    file, so a file swapped between discovery and reading cannot slip through."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
+        if leaves_project(path, _opened_path(fd, path, opened)):
+            raise OSError(errno.EACCES, "symlink leaves the project")
         return f.read()
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace `path` by `data`: temp file in the same directory, same permission bits,
-    then an atomic rename, so an interrupted run leaves the old or the new file."""
+def _opened_path(fd: int, path: str, opened: os.stat_result) -> str:
+    """Where the file open as `fd` really is."""
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        return os.readlink(f"/proc/self/fd/{fd}")  # Linux: exact, and one system call
+    except OSError:
+        real = os.path.realpath(path)
+        if not os.path.samestat(os.stat(real), opened):  # `path` changed since it was opened
+            raise OSError(errno.EAGAIN, "file changed while being read") from None
+        return real
+
+
+def write_atomic(path: str, data: bytes, expected: Optional[bytes] = None) -> None:
+    """Replace the file `path` names by `data`: through a symlink, its target (inside the
+    project). Temp file in the same directory, same owner and permission bits, then an
+    atomic rename, so an interrupted run leaves the old or the new file. `expected`: the
+    contents the fix was made from; if the file no longer holds them (saved in an editor
+    meanwhile), nothing is written."""
+    try:
+        real = os.path.realpath(path)
+        if leaves_project(path, real):
+            raise WriteError("cannot write fix: symlink leaves the project (left unchanged)")
+        st = os.stat(real)
     except OSError as e:
         raise WriteError(f"cannot write fix: {e.strerror}") from None
+    mode = stat.S_IMODE(st.st_mode)
     # Permission bits count even for root: a read-only file is the user saying "hands off".
-    if not os.access(path, os.W_OK) or not mode & 0o222:
+    if not os.access(real, os.W_OK) or not mode & 0o222:
         raise WriteError("cannot write fix: file is read-only (left unchanged)")
-    directory = os.path.dirname(os.path.abspath(path))
+    if st.st_nlink > 1:
+        # A rename would leave the other names with the old contents; writing in place
+        # would not be atomic.
+        raise WriteError(f"cannot write fix: file has {st.st_nlink} hard links (left unchanged; "
+                         "see the fix with --diff)")
     with interrupts_deferred():  # Ctrl-C lands after the rename, never leaves a temp file
-        _replace(path, data, mode, directory)
+        _replace(real, data, st, expected)
 
 
 @contextmanager
@@ -53,9 +110,11 @@ def interrupts_deferred():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _replace(path: str, data: bytes, mode: int, directory: str) -> None:
+def _replace(path: str, data: bytes, original: os.stat_result,
+             expected: Optional[bytes]) -> None:
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".retainlint-", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=".retainlint-", suffix=".tmp",
+                                   dir=os.path.dirname(path))
     except OSError as e:
         raise WriteError(f"cannot write fix: {e.strerror}") from None
     try:
@@ -63,7 +122,12 @@ def _replace(path: str, data: bytes, mode: int, directory: str) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+            _keep_owner(f.fileno(), original)
+        os.chmod(tmp, stat.S_IMODE(original.st_mode))  # after chown, which clears set-id bits
+        # Last moment before the rename: an edit saved after this is still lost, but only
+        # one landing in this instant, not during the whole fix.
+        if expected is not None and read_source(path) != expected:
+            raise WriteError("cannot write fix: file changed while being fixed (left unchanged)")
         os.replace(tmp, path)
     except BaseException as e:
         try:
@@ -73,3 +137,18 @@ def _replace(path: str, data: bytes, mode: int, directory: str) -> None:
         if isinstance(e, OSError):
             raise WriteError(f"cannot write fix: {e.strerror}") from None
         raise
+
+
+def _keep_owner(fd: int, original: os.stat_result) -> None:
+    # The temp file belongs to whoever runs --fix (root in a container, a CI user): give
+    # it the original's owner, or leave the file alone rather than hand it to someone else.
+    if not hasattr(os, "fchown"):
+        return
+    now = os.fstat(fd)
+    if (now.st_uid, now.st_gid) == (original.st_uid, original.st_gid):
+        return
+    try:
+        os.fchown(fd, original.st_uid, original.st_gid)
+    except OSError:
+        raise WriteError("cannot write fix: cannot keep the file's owner "
+                         "(left unchanged)") from None

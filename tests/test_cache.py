@@ -124,7 +124,7 @@ def test_unreadable_or_corrupt_cache_is_a_miss(tmp_path):
         """))
     first = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
     assert first.returncode == 1 and "m.py:5:9: RL501" in first.stdout
-    [stored] = default_cache_dir(tmp_path).glob("cache-*.bin")
+    [stored] = default_cache_dir(tmp_path).glob("run-*.bin")
     stored.write_bytes(stored.read_bytes()[:-7] + b"garbage")
     again = run_cli("check", "--output-format", "concise", ".", cwd=tmp_path)
     assert again.returncode == 1 and again.stdout == first.stdout

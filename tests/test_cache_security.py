@@ -77,7 +77,7 @@ def test_committed_cache_files_are_never_unpickled_nor_trusted(tmp_path):
     planted = root / ".retainlint_cache"
     planted.mkdir()
     for name in ("run-0.1.0-3.pickle", "index-0.1.0-3.pickle", "findings-0.1.0-3.pickle",
-                 "cache-0.1.0-4.bin"):
+                 "run-0.1.0-4.bin"):
         (planted / name).write_bytes(pickle.dumps(_Payload(marker)))
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run(["git", "add", "-f", "."], cwd=root, check=True)
@@ -95,12 +95,12 @@ def test_a_cache_file_signed_elsewhere_is_a_miss(tmp_path):
     root = _project(tmp_path / "checkout")
     expected = _findings(root)
     assert expected
-    [stored] = default_cache_dir(root).glob("cache-*.bin")
+    [stored] = default_cache_dir(root).glob("run-*.bin")
     data = stored.read_bytes()
-    code, summaries, findings, last = marshal.loads(data[8 + 32:])
+    code, data_sha, last = marshal.loads(data[8 + 32:])
     assert last["findings"]
     last["findings"] = {}
-    payload = marshal.dumps((code, summaries, {}, last))
+    payload = marshal.dumps((code, data_sha, last))
     forged = data[:8] + hmac.new(os.urandom(32), payload, hashlib.sha256).digest() + payload
     stored.write_bytes(forged)
     assert _findings(root) == expected
@@ -117,8 +117,11 @@ def test_symbolic_links_in_the_cache_directory_are_never_followed(tmp_path):
     outside.mkdir()
     cache = root / ".retainlint_cache"
     cache.mkdir()
-    for name in ("CACHEDIR.TAG", ".gitignore", "cache-0.1.0-4.bin"):
+    for name in ("CACHEDIR.TAG", ".gitignore", "run-0.1.0-4.bin"):
         (cache / name).symlink_to(outside / name)
+    _findings(root, "--cache-dir", str(tmp_path / "real"))  # the data file it will write
+    [data] = (tmp_path / "real").glob("data-*.bin")
+    (cache / data.name).symlink_to(outside / data.name)
     expected = _findings(root, "--no-cache")
     assert _findings(root, "--cache-dir", str(cache)) == expected
     assert _findings(root, "--cache-dir", str(cache)) == expected

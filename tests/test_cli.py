@@ -272,7 +272,7 @@ def test_index_cache_is_reused_and_no_cache_writes_nothing(tree):
     first = run_cli("check", "--output-format", "json", cwd=root)
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     assert (cache / ".gitignore").read_text() == "*\n"
-    [stored] = cache.glob("cache-*.bin")
+    [stored] = cache.glob("run-*.bin")
     stamp = stored.stat().st_mtime_ns
     second = run_cli("check", "--output-format", "json", cwd=root)
     assert json.loads(second.stdout) == json.loads(first.stdout)

@@ -5,6 +5,8 @@ Every hostile file names a trigger token (`register_bytecode_hook`): files no ru
 fire on are never parsed, so without one the test would prove nothing."""
 
 import os
+import subprocess
+import sys
 
 import libcst as cst
 import pytest
@@ -102,13 +104,46 @@ def test_empty_and_blank_files(tree):
     assert check(root, "empty.py").returncode == 0
 
 
-def test_ten_megabyte_generated_file(tree):
+def test_large_generated_file_under_the_size_cap(tree):
     # Shaped like a generated module (_pb2, embedded assets): one huge literal.
-    blob = b"BLOB = b'" + b"\\x00" * (10_000_000 // 4) + b"'\n"
+    blob = b"BLOB = b'" + b"\\x00" * (3_500_000 // 4) + b"'\n"
     root = tree({"big.py": BUGGY.encode() + blob, "ok.py": BUGGY})
     r = check(root)
     assert r.returncode == 1
     assert "big.py:7:9: RL501" in r.stdout and GOOD_FINDING in r.stdout
+
+
+# Runs the CLI as a grandchild: RUSAGE_CHILDREN then holds its peak memory alone, not
+# that of whatever else this test process ran. Address space capped, so that without
+# the size cap the run fails quickly instead of exhausting the machine.
+_PEAK_RSS = """\
+import resource, subprocess, sys
+def cap():
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+r = subprocess.run([sys.executable, "-m", "retainlint", *sys.argv[1:]], preexec_fn=cap,
+                   capture_output=True, text=True, timeout=300)
+sys.stdout.write(r.stdout)
+sys.stderr.write(r.stderr)
+print("peak-rss-kib", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def test_huge_file_is_refused_with_bounded_memory(tree):
+    # Dense code, not a literal: libcst needs hundreds of bytes of memory per byte of it.
+    lines = [f"value_{i} = compute(alpha_{i}, beta, gamma=[1, 2, 3], key={{'k': {i}}})\n"
+             for i in range(300_000)]
+    root = tree({"huge.py": BUGGY + "".join(lines), "ok.py": BUGGY})
+    size = (root / "huge.py").stat().st_size
+    assert size > 20 << 20
+    r = subprocess.run([sys.executable, "-c", _PEAK_RSS, "check", "--no-cache", "-j", "1"],
+                       cwd=root, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "NO_COLOR": "1"})
+    assert "Traceback" not in r.stdout + r.stderr
+    [huge] = [l for l in r.stdout.splitlines() if l.startswith("huge.py:")]
+    assert huge == f"huge.py:1:1: RL000 file too large to check ({size / 2**20:.1f} MB > 4 MB)"
+    assert GOOD_FINDING in r.stdout
+    peak_mib = int(r.stdout.split("peak-rss-kib ")[1]) / 1024
+    assert peak_mib < 1024, peak_mib
 
 
 # A shape a rule's prefilter lets through (a comment naming the hook is no longer enough),
@@ -238,3 +273,39 @@ def test_template_strings(tree):
     r = check(root)
     assert "t.py:8:9: RL501" in r.stdout and " RL000 " not in r.stdout
 
+
+FORM_FEED = BUGGY.replace("    def __init__", "\f    def __init__").replace(
+    "        torch._dynamo", "\f        torch._dynamo")
+
+
+def test_form_feed_in_indentation_is_checked(tree):
+    # CPython ignores a form feed in indentation; libcst's tokenizer fails on it ("no
+    # matching outer block for dedent") and does not write it back.
+    root = tree({"ff.py": FORM_FEED, "ok.py": BUGGY})
+    r = check(root)
+    [line] = errors_for(r, "ff.py")
+    assert line.startswith("ff.py:7:10: RL501 handle returned"), line  # the form feed counts
+    # libcst would write the file back without its form feeds: the fix is offered as help.
+    assert check(root, "--fix").returncode == 1
+    assert (root / "ff.py").read_text() == FORM_FEED
+    assert "self._bytecode_hook_handle.remove()" in (root / "ok.py").read_text()
+    full = run_cli("check", "ff.py", cwd=root).stdout
+    assert "  7 | \\x0c        torch._dynamo" in full  # the form feed shown, escaped
+    assert "    | " + " " * len("\\x0c        ") + "^^^^^" in full  # the caret under `torch`
+    assert "help: Keep the handle" in full and "form feed" in full
+
+
+def test_terminal_escapes_in_names_and_source_are_shown_escaped(tree):
+    hook = 'lambda *a: print("\x1b]0;pwned\x07\x1b[2J")'
+    source = BUGGY.replace("register_bytecode_hook(self.hook)",
+                           f"register_bytecode_hook({hook})  # \x9b31m\x1b[8m")
+    root = tree({"evil\x1b[31m\r.py": source, "ok.py": BUGGY})
+    for output in ("full", "concise"):
+        r = run_cli("check", "--output-format", output, cwd=root)
+        assert r.returncode == 1 and GOOD_FINDING in r.stdout
+        raw = [c for c in r.stdout if ord(c) < 32 and c not in "\n\t" or 0x7f <= ord(c) < 0xa0]
+        assert raw == []
+        assert "evil\\x1b[31m\\r.py:7:9: RL501 " in r.stdout  # visibly escaped, on one line
+        if output == "full":
+            assert "print(\"\\x1b]0;pwned\\x07\\x1b[2J\")" in r.stdout  # the code frame
+            assert "# \\x9b31m\\x1b[8m" in r.stdout

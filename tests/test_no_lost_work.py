@@ -61,3 +61,71 @@ def test_sigint_during_fix_loses_nothing(tmp_path, jobs):
               "new" if (tree / n).read_bytes() == fixed[n] else "HALF" for n in original}
     assert "HALF" not in states.values()
     assert "new" in states.values() and "old" in states.values()  # interrupted mid-way
+
+
+class _Reads:
+    """Linux inotify (through ctypes): each time a file in `directory` that was opened for
+    reading is closed, its name. Tells when the fixer has read the file, with no guessing
+    at timings."""
+
+    IN_CLOSE_NOWRITE = 0x10
+
+    def __init__(self, directory) -> None:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0 or libc.inotify_add_watch(self.fd, os.fsencode(directory),
+                                                 self.IN_CLOSE_NOWRITE) < 0:
+            raise OSError(ctypes.get_errno(), "inotify")
+
+    def names(self, timeout: float) -> list[str]:
+        import select
+        import struct
+
+        if not select.select([self.fd], [], [], timeout)[0]:
+            return []
+        data, names = os.read(self.fd, 65536), []
+        while data:
+            _, _, _, size = struct.unpack_from("iIII", data)
+            names.append(data[16:16 + size].rstrip(b"\0").decode())
+            data = data[16 + size:]
+        return names
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses inotify")
+def test_edit_saved_while_fix_runs_is_kept(tmp_path):
+    # The user saves the file after retainlint has read it and before the fix is written:
+    # the fix must not overwrite the edit. Every read of the file is followed by an edit,
+    # so whatever read the fix came from, an edit the fixer never saw follows it.
+    target = tmp_path / "model.py"
+    target.write_text(_source(0) + FILLER * 100)  # a few tenths of a second to fix
+    reads = _Reads(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retainlint", "check", "--fix", "--no-cache", "-j", "1",
+         "--output-format", "concise"],
+        cwd=tmp_path, env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    edits = 0
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            for _ in [n for n in reads.names(0.05) if n == "model.py"]:
+                edits += 1
+                with open(target, "a") as f:  # not read: that would be an event of its own
+                    f.write(f"# saved by the user, edit {edits}\n")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        reads.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert edits >= 1
+    assert "Traceback" not in out + err
+    final = target.read_text()
+    assert [n for n in range(1, edits + 1) if f"edit {n}\n" not in final] == []  # none lost
+    assert "model.py:1:1: RL000 cannot write fix: file changed while being fixed " \
+           "(left unchanged)" in out.splitlines()
+    assert proc.returncode == 1
