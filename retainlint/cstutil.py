@@ -7,6 +7,8 @@ from typing import Iterable, Optional, Sequence
 import libcst as cst
 
 from retainlint.context import FileContext, body_statements
+from retainlint.imports import dotted_name
+from retainlint.walk import visit
 
 
 def call_args(call: cst.Call) -> tuple[list[cst.Arg], dict[str, cst.Arg]]:
@@ -49,6 +51,20 @@ def is_instance_method(ctx: FileContext, fn: cst.FunctionDef) -> bool:
         return False
     params = fn.params.posonly_params or fn.params.params
     return bool(params) and params[0].name.value == "self"
+
+
+def releases_whole_object(ctx: FileContext, fn: cst.FunctionDef) -> bool:
+    """Can `fn` be where a fix puts cleanup of the whole object? An instance method callable
+    with `self` alone (`close(self)`, `shutdown(self, timeout=None)`), or `__exit__` /
+    `__aexit__`. A "release" method that needs an argument (`free(self, block_id)`,
+    `release(self, request_id)`) lets go of one item, and runs once per item."""
+    if not is_instance_method(ctx, fn):
+        return False
+    if fn.name.value in ("__exit__", "__aexit__"):
+        return True
+    params = fn.params
+    positional = (*params.posonly_params, *params.params)[1:]
+    return all(p.default is not None for p in (*positional, *params.kwonly_params))
 
 
 def _with_body(fn: cst.FunctionDef, body: Sequence[cst.BaseStatement]) -> cst.FunctionDef:
@@ -99,10 +115,15 @@ def prepend_to_function(fn: cst.FunctionDef, new: Iterable[cst.BaseStatement]) -
     return _with_body(fn, [*head, *new, *body])
 
 
-def unique_self_attribute(ctx: FileContext, cls: cst.ClassDef, wanted: str) -> str:
-    text = ctx.code(cls)
+def unique_self_attribute(ctx: FileContext, cls: cst.ClassDef, wanted: str,
+                          sharing: Sequence[cst.ClassDef] = (), taken: Iterable[str] = ()) -> str:
+    """`wanted`, else `wanted_2`, ...: a name that neither `cls` nor the classes `sharing`
+    its instances (its bases and subclasses: a base's `self._h` is the same slot) mention,
+    and not in `taken` (names known from classes of other files)."""
+    texts = [ctx.code(c) for c in (cls, *sharing)]
+    taken = set(taken)
     name, n = wanted, 2
-    while f"self.{name}" in text or f"{name} =" in text:
+    while name in taken or any(f"self.{name}" in t or f"{name} =" in t for t in texts):
         name = f"{wanted}_{n}"
         n += 1
     return name
@@ -118,4 +139,121 @@ def module_ref(ctx: FileContext, module: str) -> tuple[str, tuple[str, ...]]:
     local = ctx.local_module_alias(module)
     if local is not None:
         return local, ()
+    return module, (module,)
+
+
+class _Bindings(cst.CSTVisitor):
+    """Where a module binds one name, in any scope: the modules its imports bind it to
+    (`import weakref`, `import weakref as name`), and how many other bindings there are
+    (assignments, loop/with/except targets, parameters, functions, classes, `del`,
+    `from x import name`, match captures)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.imported: list[str] = []
+        self.other = 0
+
+    def _target(self, target: Optional[cst.CSTNode]) -> None:
+        if isinstance(target, cst.Name):
+            self.other += target.value == self.name
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._target(element.value)
+        elif isinstance(target, (cst.StarredElement, cst.AsName)):
+            self._target(target.value if isinstance(target, cst.StarredElement) else target.name)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            local = dotted_name(alias.asname.name) if alias.asname is not None else full.split(".")[0]
+            if local == self.name:
+                self.imported.append(full if alias.asname is not None else local)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                self._target(alias.asname.name if alias.asname is not None else alias.name)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._target(node.name)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._target(node.name)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._target(node.name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._target(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self._target(node.asname)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._target(node.name)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._target(node.target)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        self._target(node.name)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        self._target(node.name)
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        self._target(node.rest)
+
+
+def _top_level_imports(module: cst.Module, name: str) -> list[str]:
+    """Local names that plain `import name` / `import name as x` statements at the top
+    level of the module (not under `if`, `try`, `with`...) bind to the module `name`."""
+    found = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        if dotted_name(alias.name) != name:
+                            continue
+                        if alias.asname is not None:
+                            found.append(dotted_name(alias.asname.name))
+                        elif "." not in name:
+                            found.append(name)
+    return [f for f in found if f]
+
+
+def proven_module_ref(ctx: FileContext, module: str) -> Optional[tuple[str, tuple[str, ...]]]:
+    """`module_ref`, or None when a fix cannot be sure the name it writes will be the
+    module when the code runs: the module is imported only under a condition
+    (`if TYPE_CHECKING:`, `if __name__ == "__main__":`, inside a function...), which the
+    fixer takes for imported and would not import again; or the name it would use also
+    stands for something else somewhere in the file (`weakref = ...`, a parameter,
+    `from x import weakref`)."""
+    for local in _top_level_imports(ctx.module, module):
+        found = _Bindings(local)
+        visit(ctx.module, found)
+        if not found.other and all(target == module for target in found.imported):
+            return local, ()
+    if "." in module:
+        return None
+    found = _Bindings(module)
+    visit(ctx.module, found)
+    if found.other or found.imported:
+        return None
     return module, (module,)

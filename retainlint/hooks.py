@@ -619,6 +619,38 @@ def parse_file(path: str) -> Optional[ast.Module]:
     return _AST_CACHE[path]
 
 
+def _class_node(summary) -> Optional[ast.ClassDef]:
+    """The `ast` of a project class in another file."""
+    tree = parse_file(summary.path)
+    if tree is not None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.lineno == summary.line:
+                return node
+    return None
+
+
+def external_attributes(index, qualified: str, depth: int = 0) -> set[str]:
+    """Every name a project class in another file (or one of its project bases) uses on
+    `self` or defines in its body: attributes an instance of a subclass shares with it."""
+    resolved = index.resolve(qualified)
+    summary = index.classes.get(resolved) if resolved else None
+    if summary is None or depth > 5:
+        return set()
+    found: set[str] = set()
+    node = _class_node(summary)
+    if node is not None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+                found.add(n.attr)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                found.add(n.id)  # class attributes (and, harmlessly, method locals)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.add(n.name)
+    for base in summary.bases:
+        found |= external_attributes(index, base, depth + 1)
+    return found
+
+
 def _external_removals(index, qualified: Optional[str], depth: int = 0) -> set[str]:
     """Attributes of `self` that a project class in another file (or its project bases)
     mentions in a method that calls `.remove()`; `{"*"}` when it removes by a computed
@@ -628,25 +660,22 @@ def _external_removals(index, qualified: Optional[str], depth: int = 0) -> set[s
     if summary is None or depth > 5:
         return set()
     found: set[str] = set()
-    tree = parse_file(summary.path)
-    if tree is not None:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and node.lineno == summary.line:
-                for item in node.body:
-                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        continue
-                    removes = any(
-                        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                        and n.func.attr == "remove" and not n.args for n in ast.walk(item))
-                    if removes:
-                        for n in ast.walk(item):
-                            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
-                                    and n.value.id == "self":
-                                found.add(n.attr)
-                            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
-                                    and n.func.id == "getattr" and n.args:
-                                found.add("*")
-                break
+    node = _class_node(summary)
+    if node is not None:
+        for item in node.body:
+            if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            removes = any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "remove" and not n.args for n in ast.walk(item))
+            if removes:
+                for n in ast.walk(item):
+                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
+                            and n.value.id == "self":
+                        found.add(n.attr)
+                    elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                            and n.func.id == "getattr" and n.args:
+                        found.add("*")
     for base in summary.bases:
         found |= _external_removals(index, base, depth + 1)
     return found

@@ -100,7 +100,9 @@ class Candidate:
 @dataclass
 class Event:
     ref: tuple
-    kind: str  # "write" | "remove" | "escape"
+    # "write" | "remove" | "escape" | "lookup" (`c[k]` read, `c.get(k)`; no key: keys added
+    # in bulk that are not seen, `c.update(other)`, `c |= other`)
+    kind: str
     key: Optional[cst.BaseExpression] = None
     value: Optional[cst.BaseExpression] = None
     node: Optional[cst.CSTNode] = None
@@ -299,11 +301,14 @@ class ContainerTracker:
         elif isinstance(node.operator, cst.BitOrAssign):
             if isinstance(node.value, cst.Set):
                 for element in node.value.elements:
-                    self._write(ref, element.value, None, node.value)
+                    if isinstance(element, cst.StarredElement):
+                        self._event(ref, "lookup", node=node)
+                    else:
+                        self._write(ref, element.value, None, node.value)
             elif isinstance(node.value, cst.Dict):
-                for element in node.value.elements:
-                    if isinstance(element, cst.DictElement):
-                        self._write(ref, element.key, element.value, node.value)
+                self._dict_writes(ref, node.value, node.value)
+            else:
+                self._event(ref, "lookup", node=node)
 
     def visit_Del(self, node: cst.Del) -> None:
         targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
@@ -332,16 +337,35 @@ class ContainerTracker:
                         self._write(ref, args[0], args[1] if len(args) > 1 else None, node)
                     elif method == "add" and args:
                         self._write(ref, args[0], None, node)
-                    elif method == "update" and args and isinstance(args[0], cst.Dict):
-                        for element in args[0].elements:
-                            if isinstance(element, cst.DictElement):
-                                self._write(ref, element.key, element.value, node)
+                    elif method == "update":
+                        if args and isinstance(args[0], cst.Dict):
+                            self._dict_writes(ref, args[0], node)
+                        if len(args) != 1 or not isinstance(args[0], cst.Dict) or any(
+                                a.keyword is not None or a.star for a in node.args):
+                            self._event(ref, "lookup", node=node)  # `update(other, k=v)`
+            elif method in ("get", "__getitem__"):
+                ref = self._ref(func.value)
+                if ref is not None and node.args:
+                    self._event(ref, "lookup", key=node.args[0].value, node=node)
         qualified = self.ctx.qualname(func)
         if qualified not in _READERS:
             for arg in node.args:
                 ref = self._ref(arg.value)
                 if ref is not None:
                     self._event(ref, "escape")
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        # reads, and the targets of the writes recorded above
+        ref = self._ref(node.value)
+        if ref is not None:
+            self._event(ref, "lookup", key=first_slice(node), node=node)
+
+    def _dict_writes(self, ref, value: cst.Dict, node) -> None:
+        for element in value.elements:
+            if isinstance(element, cst.DictElement):
+                self._write(ref, element.key, element.value, node)
+            else:
+                self._event(ref, "lookup", node=node)  # `{**other}`
 
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import call_args, decorator_names, module_ref, prepend_to_function
+from retainlint.cstutil import call_args, decorator_names, prepend_to_function, proven_module_ref
 from retainlint.finding import Applicability, Severity
 from retainlint.prefilters.rl201 import FinalizePinsArgumentPrefilter
 from retainlint.rule import Example, RelatedNode, Rule
@@ -322,7 +322,10 @@ class Cache:
              target: Optional[cst.FunctionDef]):
         if not isinstance(arg.value, (cst.Name, cst.Attribute)):
             return None  # a value built for the call: a weak reference would die at once
-        wr, imports = module_ref(self.ctx, "weakref")
+        found = proven_module_ref(self.ctx, "weakref")
+        if found is None:
+            return None  # `weakref` imported only conditionally, or the name means something else
+        wr, imports = found
         ref = cst.Call(func=cst.parse_expression(f"{wr}.ref"), args=[cst.Arg(value=arg.value)])
         if target is None:
             return self.fix(

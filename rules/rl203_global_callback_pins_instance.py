@@ -9,7 +9,13 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.context import body_functions
-from retainlint.cstutil import append_to_function, call_args, decorator_names, is_instance_method
+from retainlint.cstutil import (
+    append_to_function,
+    call_args,
+    decorator_names,
+    is_instance_method,
+    releases_whole_object,
+)
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.index import instantiated_in_functions
@@ -800,7 +806,8 @@ def running():
         methods = self.ctx.methods(cls)
         for name in self.ctx.settings.release_methods:
             method = methods.get(name)
-            if method is not None and name not in _NON_RELEASING and is_instance_method(self.ctx, method):
+            # not a per-item `release(self, request_id)`: it runs once per item
+            if method is not None and name not in _NON_RELEASING and releases_whole_object(self.ctx, method):
                 return method
         return None
 

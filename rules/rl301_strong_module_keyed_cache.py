@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from retainlint.cstutil import module_ref
+from retainlint.cstutil import proven_module_ref
 from retainlint.finding import Applicability, Severity
 from retainlint.module_caches import Candidate, ContainerTracker, Event, annotation_text
 from retainlint.prefilters.rl301 import StrongModuleKeyedCachePrefilter
 from retainlint.rule import Example, RelatedNode, Rule
+
+# builtins whose results (str, int, tuple...) cannot be weakly referenced
+_BUILTIN_VALUES = frozenset(
+    name for short in ("id", "hash", "str", "repr", "int", "float", "bool", "bytes", "tuple",
+                       "len", "format", "ord", "chr", "abs", "round", "sum")
+    for name in (short, f"builtins.{short}")
+)
 
 
 class StrongModuleKeyedCache(ContainerTracker, StrongModuleKeyedCachePrefilter, Rule):
@@ -79,7 +86,12 @@ annotation's types (`dict[nn.Module, X]()` becomes
   non-empty;
 - the keys are tensors: `Tensor.__eq__` is element-wise, which breaks
   `WeakKeyDictionary`/`WeakSet` lookups (use `torch.utils.weak.WeakIdKeyDictionary`);
-- the keys are configured heavy types (they may not support weak references).
+- the keys are configured heavy types (they may not support weak references);
+- a key written or looked up may not support weak references (a string, number, tuple,
+  f-string, `id(...)`, or keys added in bulk with `update`): a weak dict raises
+  `TypeError` on it;
+- `weakref` is imported only conditionally (`if TYPE_CHECKING:`, a `__main__` guard) or
+  the name stands for something else in the file.
 """
 
     valid = [
@@ -294,6 +306,7 @@ def track(model: nn.Module):
             kinds = self._ann_kinds(key_ann)
             if kinds:
                 described = annotation_text(key_ann)
+        annotated = set(kinds)
         heavy_writes: list[Event] = []
         for e in events:
             if e.kind != "write":
@@ -316,14 +329,14 @@ def track(model: nn.Module):
             described = f"`{described}`"
         holder = "module global" if c.scope[0] == "module" else f"class attribute of `{c.scope[1]}`"
         message = f"`{c.name}` ({holder}) keeps {described} keys alive: entries are never removed"
-        fix, why_not = self._fix(c, kinds, events)
+        fix, why_not = self._fix(c, kinds, annotated, events)
         if fix is None and why_not:
             message += f" (no automatic fix: {why_not})"
         related = [RelatedNode("heavy key written here", e.node) for e in heavy_writes[:1] if e.node]
         self.report(c.target, message, fix=fix, related=related, statement=c.statement)
 
     # -- fix -----------------------------------------------------------------------
-    def _fix(self, c: Candidate, kinds: set[str], events: list[Event]):
+    def _fix(self, c: Candidate, kinds: set[str], annotated: set[str], events: list[Event]):
         if c.container in ("defaultdict", "ordered"):
             kind = "a defaultdict" if c.container == "defaultdict" else "an OrderedDict"
             return None, f"{kind} has no weak-keyed equivalent; remove entries on shutdown"
@@ -338,7 +351,16 @@ def track(model: nn.Module):
         for e in events:
             if e.kind == "write" and e.value is not None and self._holds(e.value, e.key, e.function, e.cls, 0):
                 return None, "a stored value holds the key, so a weak key would never die"
-        local, imports = module_ref(self.ctx, "weakref")
+        for e in events:
+            # a weak container raises TypeError on a key it cannot weakly reference
+            # (`c["x"] = v`, `c.get(0)`), where the dict stored it or answered
+            if e.kind in ("write", "lookup") and not self._weakly_referenceable(e, annotated):
+                key = f"`{self.ctx.code(e.key)}`" if e.key is not None else "a key added in bulk"
+                return None, f"{key} may not support weak references"
+        ref = proven_module_ref(self.ctx, "weakref")
+        if ref is None:
+            return None, "`weakref` is imported only conditionally, or the name means something else here"
+        local, imports = ref
         outer = f"{local}.WeakKeyDictionary" if c.container == "dict" else f"{local}.WeakSet"
         new_value = self._retype_value(c.value, outer)
         if isinstance(c.small, cst.AnnAssign):
@@ -352,3 +374,18 @@ def track(model: nn.Module):
             replacement = c.small.with_changes(value=new_value)
         return self.fix(f"Use `{outer}`", {c.small: replacement}, imports=imports), None
 
+    def _weakly_referenceable(self, e: Event, annotated: set[str]) -> bool:
+        """Is the key of a write or lookup known to be a module (weakly referenceable)?
+        Known from its own type, or from the container's annotation when the key is not
+        a literal or a builtin's result (`"x"`, `(a, b)`, `f"..."`, `id(m)`)."""
+        key = e.key
+        if key is None:
+            return False  # `c.update(other)`, `c |= other`: keys not seen
+        if self._value_kinds(key, e.function, e.cls, 0) == {"module"}:
+            return True
+        if annotated != {"module"}:
+            return False
+        if isinstance(key, cst.Call):
+            return self.ctx.qualname(key.func) not in _BUILTIN_VALUES
+        return isinstance(key, (cst.Name, cst.Attribute, cst.Subscript)) and not (
+            isinstance(key, cst.Name) and key.value in ("None", "True", "False"))

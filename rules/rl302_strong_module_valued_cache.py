@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import module_ref
+from retainlint.cstutil import proven_module_ref
 from retainlint.finding import Applicability, Severity
 from retainlint.module_caches import Candidate, ContainerTracker, Event, annotation_text
 from retainlint.prefilters.rl302 import StrongModuleValuedCachePrefilter
@@ -382,7 +382,10 @@ def load(name: str, model: nn.Module):
             return None, "the value type may not support weak references; clear the dict on shutdown"
         if not c.single_target:
             return None, None
-        local, imports = module_ref(self.ctx, "weakref")
+        found = proven_module_ref(self.ctx, "weakref")
+        if found is None:
+            return None, "`weakref` is imported only conditionally, or the name means something else here"
+        local, imports = found
         outer = f"{local}.WeakValueDictionary"
         new_value = self._retype_value(c.value, outer)
         if isinstance(c.small, cst.AnnAssign):

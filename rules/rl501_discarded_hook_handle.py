@@ -6,12 +6,15 @@ import libcst as cst
 
 from retainlint.cstutil import (
     append_to_function,
+    decorator_names,
     in_body_of,
     is_instance_method,
+    releases_whole_object,
     unique_self_attribute,
 )
 from retainlint.finding import Applicability, Severity
 from retainlint.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
+from retainlint.hooks import external_attributes, external_bases, local_bases, local_subclasses
 from retainlint.prefilters.rl501 import DiscardedHookHandlePrefilter
 from retainlint.rule import Example, Rule
 
@@ -64,10 +67,14 @@ class CompiledWrapper:
 ```
 
 ## Fix (safe, inside methods)
-The handle is kept as `self._<hook>_handle` (a name not used yet in the class); when the
-class has a release method (`shutdown`, `close`, ...), `self._<hook>_handle.remove()` is
-appended to it (guarded by `getattr(self, ..., None)` when the registration is
-conditional or outside `__init__`). Outside methods there is no fix.
+The handle is kept as `self._<hook>_handle` (a name not used yet in the class, its bases
+or its subclasses); when the class has a method that releases the whole object (`shutdown`,
+`close`, ... callable with `self` alone, or `__exit__`), `self._<hook>_handle.remove()`
+is appended to it (guarded by `getattr(self, ..., None)` when the registration is
+conditional or outside `__init__`) - never to a per-item method such as
+`free(self, block_id)`, nor to a class or static method. Outside methods, and on classes
+that cannot take a new attribute (`__slots__`, slotted or frozen dataclasses), there is
+no fix.
 """
 
     valid = [
@@ -228,13 +235,20 @@ class Probe:
         fn = self.ctx.scope.function
         if cls is None or fn is None or not is_instance_method(self.ctx, fn):
             return None
+        if self._no_new_attributes(cls):
+            return None
         stem = hook.removeprefix("register_")
-        attr = unique_self_attribute(self.ctx, cls, f"_{stem}_handle")
+        # Bases and subclasses share the instance: reusing a name one of them keeps a
+        # handle under would overwrite that handle, and its hook could never be removed.
+        sharing = [*local_bases(self.ctx, cls), *local_subclasses(self.ctx, cls)]
+        taken = {a for base in external_bases(self.ctx, cls)
+                 for a in external_attributes(self.ctx.index, base)}
+        attr = unique_self_attribute(self.ctx, cls, f"_{stem}_handle", sharing, taken)
         assign = cst.Assign(
             targets=[cst.AssignTarget(cst.parse_expression(f"self.{attr}"))], value=expr.value
         )
         replacements = {expr: assign}
-        release = self.ctx.release_method(cls)
+        release = self._release_method(cls)
         if release is not None and release is not fn:
             unconditional = fn.name.value == "__init__" and in_body_of(self.ctx.scope.statement, fn)
             code = (
@@ -245,3 +259,48 @@ class Probe:
             replacements[release] = append_to_function(release, [cst.parse_statement(code)])
         where = f" and remove it in `{release.name.value}()`" if release is not None and release is not fn else ""
         return self.fix(f"Keep the handle as `self.{attr}`{where}", replacements)
+
+    def _release_method(self, cls: cst.ClassDef):
+        """The first configured release method of the class that releases the whole
+        object: not a classmethod or staticmethod (no `self` to remove the handle from), not
+        a per-item `free(self, block_id)` (it runs once per item)."""
+        methods = self.ctx.methods(cls)
+        for name in self.ctx.settings.release_methods:
+            method = methods.get(name)
+            if method is not None and releases_whole_object(self.ctx, method):
+                return method
+        return None
+
+    def _no_new_attributes(self, cls: cst.ClassDef) -> bool:
+        """Would `self.<new attribute> = ...` raise? `__slots__` in the class (an
+        AttributeError), a dataclass or attrs class with slots, a frozen one (also
+        through a same-file base)."""
+        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    targets = (
+                        [t.target for t in small.targets] if isinstance(small, cst.Assign)
+                        else [small.target] if isinstance(small, cst.AnnAssign) else [])
+                    if any(isinstance(t, cst.Name) and t.value == "__slots__" for t in targets):
+                        return True
+        return any(self._slotted_or_frozen(c, own=c is cls)
+                   for c in (cls, *local_bases(self.ctx, cls)))
+
+    def _slotted_or_frozen(self, cls: cst.ClassDef, own: bool) -> bool:
+        names = decorator_names(self.ctx, cls)
+        # attrs' new API makes slotted classes unless told otherwise
+        if own and names & _ATTRS_SLOTTED:
+            return True
+        for d in cls.decorators:
+            if isinstance(d.decorator, cst.Call):
+                for arg in d.decorator.args:
+                    keyword = arg.keyword.value if arg.keyword is not None else None
+                    true = isinstance(arg.value, cst.Name) and arg.value.value == "True"
+                    if true and (keyword == "frozen" or (own and keyword == "slots")):
+                        return True
+        return False
+
+
+_ATTRS_SLOTTED = frozenset({
+    "attrs.define", "attrs.frozen", "attrs.mutable", "attr.define", "attr.frozen", "attr.mutable",
+})

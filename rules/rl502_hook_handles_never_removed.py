@@ -7,7 +7,13 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.context import body_statements
-from retainlint.cstutil import append_to_function, is_instance_method, is_self, prepend_to_function
+from retainlint.cstutil import (
+    append_to_function,
+    is_instance_method,
+    is_self,
+    prepend_to_function,
+    releases_whole_object,
+)
 from retainlint.finding import Applicability, Severity
 from retainlint.hook_names import AUTOGRAD_HOOKS, GLOBAL_HOOKS
 from retainlint.hooks import (
@@ -394,8 +400,11 @@ def install(params, hook):
     def _fix(self, cls: cst.ClassDef, handles: ClassHandles, attr: str,
              items: list[HandleStore], removers: list[str]):
         own = self.ctx.methods(cls)
-        release = next((own[n] for n in handles.release_methods() if n in own), None)
-        if release is None or not is_instance_method(self.ctx, release):
+        # not a per-item `free(self, block_id)`: it runs once per item, and the hooks
+        # belong to the whole object
+        release = next((own[n] for n in handles.release_methods()
+                        if n in own and releases_whole_object(self.ctx, own[n])), None)
+        if release is None:
             return None
         # a release method that drops the attribute (`self._h = None`) gets the removal
         # first; otherwise it goes last

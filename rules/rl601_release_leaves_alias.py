@@ -300,6 +300,9 @@ class _Release:
     small: cst.BaseSmallStatement
     line: cst.CSTNode  # SimpleStatementLine or SimpleStatementSuite
     order: int
+    # inside a loop: the order the outermost enclosing loop starts at (what the loop
+    # runs after the release, on its next pass, comes before it in the source)
+    loop_start: Optional[int] = None
 
 
 @dataclass
@@ -359,6 +362,7 @@ class _Collector(cst.CSTVisitor):
         self.facts = _MethodFacts()
         self.order = 0
         self.line: Optional[cst.CSTNode] = None
+        self.loops: list[int] = []  # orders the enclosing for/while loops start at
 
     def _tick(self) -> int:
         self.order += 1
@@ -373,6 +377,15 @@ class _Collector(cst.CSTVisitor):
     def visit_Lambda(self, node) -> bool:
         return False
 
+    def visit_For(self, node) -> None:
+        self.loops.append(self.order)
+
+    def leave_For(self, node) -> None:
+        self.loops.pop()
+
+    visit_While = visit_For
+    leave_While = leave_For
+
     def visit_SimpleStatementLine(self, node) -> None:
         self.line = node
 
@@ -385,7 +398,8 @@ class _Collector(cst.CSTVisitor):
 
     def _release(self, attr: str, kind: str, small) -> None:
         self.facts.drops.add(attr)
-        self.facts.releases.append(_Release(attr, kind, small, self.line, self._tick()))
+        loop_start = self.loops[0] if self.loops else None
+        self.facts.releases.append(_Release(attr, kind, small, self.line, self._tick(), loop_start))
 
     def visit_Del(self, node: cst.Del) -> None:
         for target in _del_targets(node.target):
@@ -1020,8 +1034,11 @@ class Engine:
                         return False
         facts = self._method_facts(fn)
         uses = self._users(cls, attr)
+        # uses after the release run after `self.b = None`, and so does all of a loop
+        # around the release (its condition included) on its next pass
+        later = release.order if release.loop_start is None else release.loop_start
         for kind, name, order in facts.events:
-            if order <= release.order:
+            if order <= later:
                 continue
             if kind == "ref" and name == attr:
                 return False
