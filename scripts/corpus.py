@@ -1,6 +1,7 @@
 """Fetch the .py files of a pinned wheel (or sdist) from PyPI into a cache outside the repository.
 
     python scripts/corpus.py vllm==0.28.0      # prints the directory
+    python scripts/corpus.py --development     # every development tree (see DEVELOPMENT)
 
 Nothing fetched here is ever committed; the cache defaults to ~/.cache/retainlint-corpora
 (override with RETAINLINT_CORPORA)."""
@@ -16,6 +17,19 @@ import zipfile
 from pathlib import Path
 
 CACHE = Path(os.environ.get("RETAINLINT_CORPORA", Path.home() / ".cache" / "retainlint-corpora"))
+
+# The trees rule changes are judged on (triaged in docs/triage/): requirement -> the
+# folders of it that are checked ("" for the whole tree).
+DEVELOPMENT = {
+    "vllm==0.33.0": [""],
+    "transformers==5.23.0": [""],
+    "sglang==0.5.23": [""],
+    "diffusers==0.42.1": [""],
+    "peft==0.21.2": [""],
+    "timm==1.0.31": [""],
+    "trl==1.16.0": [""],
+    "ray==2.60.0": ["ray/train", "ray/serve", "ray/util"],
+}
 
 
 def fetch(requirement: str) -> Path:
@@ -38,6 +52,15 @@ def fetch(requirement: str) -> Path:
     return target
 
 
+def development_paths() -> list[Path]:
+    """The folders of every development tree that are checked, fetched if needed."""
+    return [fetch(req) / sub for req, subs in DEVELOPMENT.items() for sub in subs]
+
+
 if __name__ == "__main__":
-    for req in sys.argv[1:]:
-        print(fetch(req))
+    if sys.argv[1:] == ["--development"]:
+        for path in development_paths():
+            print(path)
+    else:
+        for req in sys.argv[1:]:
+            print(fetch(req))
