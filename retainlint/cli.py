@@ -17,10 +17,11 @@ from rich.console import Console
 from retainlint import __version__, formats, report
 from retainlint.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.cache import default_cache_dir
-from retainlint.config import ConfigError, load_settings
+from retainlint.config import load_settings
+from retainlint.errors import ConfigError
 from retainlint.discover import discover
 from retainlint.finding import INTERNAL_ERROR
-from retainlint.registry import all_rules, lookup, select_rules
+from retainlint.registry import all_rules, lookup, select_rules, validate_selectors
 from retainlint.runner import Mode, run
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -148,6 +149,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     try:
         start = Path(paths[0])
         settings = load_settings(start if start.is_dir() else start.parent, config_path)
+        validate_selectors(settings)
         chosen = select_rules(
             _split(select) or settings.select,
             (*settings.extend_select, *_split(extend_select)),

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
+from retainlint.errors import ConfigError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -25,10 +27,6 @@ DEFAULT_EXCLUDES = (
     "__pycache__", "__pypackages__", "_build", "buck-out", "build", "dist",
     "node_modules", "site-packages", "venv",
 )
-
-
-class ConfigError(Exception):
-    """A bad configuration value or selector; the CLI prints it on one line and exits 2."""
 
 
 @dataclass(frozen=True)
@@ -159,19 +157,4 @@ def settings_from_table(table: dict, path: Path) -> Settings:
         else:
             raise ConfigError(f"{where}: unknown option")
     settings = Settings(**values)
-    _validate_selectors(settings, path)
     return settings
-
-
-def _validate_selectors(settings: Settings, path: Path) -> None:
-    from retainlint.registry import lookup_codes
-
-    groups = {"select": settings.select or (), "ignore": settings.ignore,
-              "extend-select": settings.extend_select}
-    groups.update({f"per-file-ignores.{glob}": codes for glob, codes in settings.per_file_ignores})
-    for key, selectors in groups.items():
-        for selector in selectors:
-            try:
-                lookup_codes(selector)
-            except ConfigError as e:
-                raise ConfigError(f"{path}: [tool.retainlint] {key}: {e}") from None

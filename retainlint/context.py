@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from retainlint.cstutil import body_functions
+from retainlint.heavy import HeavyOracle
 from retainlint.imports import ImportTable, collect_module_imports
 
 if TYPE_CHECKING:
     from retainlint.config import Settings
     from retainlint.index import ProjectIndex
-    from retainlint.heavy import HeavyOracle
     from retainlint.rule import Report
 
 
@@ -43,20 +44,9 @@ class ScopeState:
         return cls if fn in body_functions(cls) else None
 
 
-def body_statements(block) -> list:
-    body = getattr(block, "body", block)
-    return list(body.body) if isinstance(body, cst.IndentedBlock) else []
-
-
-def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
-    return [s for s in body_statements(cls) if isinstance(s, cst.FunctionDef)]
-
-
 class FileContext:
     def __init__(self, path: str, module: cst.Module, source: str, settings: "Settings",
                  index: "ProjectIndex") -> None:
-        from retainlint.heavy import HeavyOracle
-
         self.path = path
         self.module = module
         self.source = source  # the file's text (the module's code, without generating it)

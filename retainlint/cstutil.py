@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 import libcst as cst
 
-from retainlint.context import FileContext, body_statements
 from retainlint.imports import dotted_name
 from retainlint.walk import visit
 
+if TYPE_CHECKING:
+    from retainlint.context import FileContext
+
+
+
+def body_statements(block) -> list:
+    body = getattr(block, "body", block)
+    return list(body.body) if isinstance(body, cst.IndentedBlock) else []
+
+
+def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    return [s for s in body_statements(cls) if isinstance(s, cst.FunctionDef)]
 
 def call_args(call: cst.Call) -> tuple[list[cst.Arg], dict[str, cst.Arg]]:
     """Positional and keyword arguments (starred ones count as neither)."""

@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Iterable, Optional
 
-from retainlint.config import DEFAULT_EXCLUDES, ConfigError
+from retainlint.config import DEFAULT_EXCLUDES
+from retainlint.errors import ConfigError
 from retainlint.source import leaves_project
 
 PYTHON_SUFFIXES = (".py", ".pyi")

@@ -27,7 +27,7 @@ from retainlint.finding import (
     Severity,
 )
 from retainlint.registry import all_rules
-from retainlint.registry import DOCS_URL
+from retainlint.urls import DOCS_URL
 from retainlint.source import read_source
 
 INFORMATION_URI = DOCS_URL.split("/blob/")[0]

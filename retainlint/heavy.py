@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from retainlint.context import body_functions, body_statements
+from retainlint.cstutil import body_functions, body_statements
 from retainlint.walk import visit
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS  # noqa: F401 - first two re-exported
+from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
 
 if TYPE_CHECKING:
     from retainlint.context import FileContext

@@ -12,8 +12,8 @@ from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
-from retainlint.context import FileContext, body_functions
-from retainlint.cstutil import decorator_names, is_self
+from retainlint.context import FileContext
+from retainlint.cstutil import body_functions, decorator_names, is_self
 from retainlint.hook_names import HANDLE_HOOKS
 from retainlint.walk import children, visit
 

@@ -22,12 +22,15 @@ from sys import intern
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Hashable, Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Optional, Sequence
 
 from retainlint.gcpause import gc_paused
 from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
 from retainlint.nodes import OWNERS, FileNodes, dotted
 from retainlint.source import MAX_PARSE_BYTES
+
+if TYPE_CHECKING:
+    from retainlint.prefilter import Prefilter
 
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
 # maxsize defaults to 128 for these; functools.cache is unbounded.
@@ -423,14 +426,17 @@ _CHILD_FIELDS = {kind: tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
                  for kind in _node_types(ast.AST)}
 
 
-def summarize(path: str, data: bytes) -> Optional[FileSummary]:
+def summarize(path: str, data: bytes, scanners: Sequence[type[Prefilter]]) -> Optional[FileSummary]:
+    """The file's summary, with the structural facts each of `scanners` (rules'
+    prefilters: every rule's, whichever are selected, since summaries are cached across
+    runs) finds in it; None if it does not parse."""
     if len(data) > MAX_PARSE_BYTES:  # its tree would take gigabytes; linting reports it
         return None
     with gc_paused():  # the tree dies with `_summarize`'s frame, before collections resume
-        return _summarize(path, data)
+        return _summarize(path, data, scanners)
 
 
-def _summarize(path: str, data: bytes) -> Optional[FileSummary]:
+def _summarize(path: str, data: bytes, scanners: Sequence[type[Prefilter]]) -> Optional[FileSummary]:
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -438,7 +444,7 @@ def _summarize(path: str, data: bytes) -> Optional[FileSummary]:
     # absolute: summaries are cached and shared, whatever the current directory
     summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
     summary = summarizer.summary()
-    summary.scans = _scans(summarizer.nodes)
+    summary.scans = _scans(summarizer.nodes, scanners)
     summarizer.nodes.release()
     return summary
 
@@ -447,14 +453,11 @@ def _summarize(path: str, data: bytes) -> Optional[FileSummary]:
 SCAN_FAILED = "<scan failed>"
 
 
-def _scans(nodes: FileNodes) -> dict[str, object]:
-    """Every rule's structural prefilter facts, for the rules whose triggers are here
-    (for all rules, whichever are selected: summaries are cached across runs). A scan
-    that fails costs only its own prefilter, not the file's summary."""
-    from retainlint.registry import all_prefilters  # the prefilters import this module
-
+def _scans(nodes: FileNodes, scanners: Sequence[type[Prefilter]]) -> dict[str, object]:
+    """The scanners' structural facts, for those whose triggers are here. A scan that
+    fails costs only its own prefilter, not the file's summary."""
     found: dict[str, object] = {}
-    for rule in all_prefilters():
+    for rule in scanners:
         if rule.scans and rule.triggered_by(nodes.source):
             try:
                 found[rule.code] = rule.scan(nodes)
@@ -886,6 +889,3 @@ def instantiated_in_functions(index: ProjectIndex, qualified: str, outside: str 
     return any(index.resolve(c) == qualified for f in index.functions.values()
                if f.path != outside for c in f.calls)
 
-
-def build_index(files: dict[str, bytes], heavy_types: Iterable[str] = ()) -> ProjectIndex:
-    return ProjectIndex((s for p, d in files.items() if (s := summarize(p, d)) is not None), heavy_types)

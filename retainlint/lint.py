@@ -31,6 +31,7 @@ from retainlint.finding import (
 )
 from retainlint.index import ProjectIndex, summarize
 from retainlint.positions import ranges_of
+from retainlint.registry import all_prefilters, codes_for
 from retainlint.prefilter import rules_triggered
 from retainlint.rule import Rule
 from retainlint.source import MAX_PARSE_BYTES
@@ -217,7 +218,7 @@ def lint_bytes(
     """`index`: the project this file belongs to; without one, the file on its own."""
     result = FileResult(path)
     if index is None:
-        index = ProjectIndex(filter(None, [summarize(path, data)]), settings.heavy_types)
+        index = ProjectIndex(filter(None, [summarize(path, data, all_prefilters())]), settings.heavy_types)
     ignored = _ignored_here(path, settings)
     active = [r for r in rules_triggered(data, rules, settings, index, path) if r.code not in ignored]
     if not active:
@@ -310,8 +311,6 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
 def _ignored_here(path: str, settings: Settings) -> set[str]:
     if not settings.per_file_ignores:
         return set()
-    from retainlint.registry import codes_for
-
     try:
         relative = Path(os.path.realpath(path)).relative_to(settings.root).as_posix()
     except ValueError:

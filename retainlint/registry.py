@@ -12,19 +12,15 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING, Iterable
 
-from retainlint.config import ConfigError
+from retainlint.errors import ConfigError
 
 if TYPE_CHECKING:
+    from retainlint.config import Settings
     from retainlint.prefilter import Prefilter
     from retainlint.rule import Rule
 
-DOCS_URL = "https://github.com/retainlint/retainlint/blob/main/docs/rules.md"
 # Rules off unless selected (a test keeps this in step with their `default_enabled`).
 DEFAULT_OFF: frozenset[str] = frozenset()
-
-
-def rule_url(code: str, name: str) -> str:
-    return f"{DOCS_URL}#{code.lower()}-{name}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,3 +114,16 @@ def select_rules(
 
 def codes_for(selectors: Iterable[str]) -> set[str]:
     return {code for s in selectors for code in lookup_codes(s)}
+
+
+def validate_selectors(settings: Settings) -> None:
+    """Every selector of a configuration names a rule (ConfigError naming the file if not)."""
+    groups = {"select": settings.select or (), "ignore": settings.ignore,
+              "extend-select": settings.extend_select}
+    groups.update({f"per-file-ignores.{glob}": codes for glob, codes in settings.per_file_ignores})
+    for key, selectors in groups.items():
+        for selector in selectors:
+            try:
+                lookup_codes(selector)
+            except ConfigError as e:
+                raise ConfigError(f"{settings.source}: [tool.retainlint] {key}: {e}") from None

@@ -11,7 +11,8 @@ from rich.text import Text
 
 from retainlint.escape import printable
 from retainlint.finding import Applicability, Finding
-from retainlint.registry import catalog, rule_url
+from retainlint.registry import catalog
+from retainlint.urls import rule_url
 from retainlint.source import read_source
 
 def _rule_url(code: str) -> Optional[str]:

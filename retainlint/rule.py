@@ -12,6 +12,7 @@ import libcst as cst
 
 from retainlint.finding import Applicability, Fix, Related, Severity
 from retainlint.prefilter import Prefilter
+from retainlint.urls import rule_url
 
 if TYPE_CHECKING:
     from retainlint.context import FileContext
@@ -50,9 +51,6 @@ class Report:
     fix: Optional[Fix]
     related: list[RelatedNode]
     statement: Optional[cst.CSTNode]  # the enclosing statement, for `# noqa`
-
-
-from retainlint.registry import DOCS_URL, rule_url  # noqa: F401 - DOCS_URL: for importers
 
 
 class Rule(Prefilter):

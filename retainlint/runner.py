@@ -239,7 +239,7 @@ def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
     with gc_paused():  # one collection per batch, not one per file
         for path in paths:
             try:
-                found.append((path, summarize(path, read_source(path))))
+                found.append((path, summarize(path, read_source(path), all_prefilters())))
             except Exception:  # noqa: BLE001 - unreadable, or too odd to summarize: no summary
                 continue
     return found
@@ -446,7 +446,7 @@ def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str
     if not all(summaries.entries.get(a, ("",))[0] == before.get(a) for a in absolute.values()):
         return None
     for p in changed:
-        now = summarize(p, readable[p])
+        now = summarize(p, readable[p], all_prefilters())
         if summaries.stored(p, before[absolute[p]]) != (now or False):
             return None
         summaries.put(p, readable[p], now or False)

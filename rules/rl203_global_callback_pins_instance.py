@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.context import body_functions
+from retainlint.cstutil import body_functions
 from retainlint.cstutil import (
     append_to_function,
     call_args,

@@ -7,8 +7,8 @@ from typing import Callable, Iterable, Mapping, Optional
 
 import libcst as cst
 
-from retainlint.context import FileContext, body_functions
-from retainlint.cstutil import append_to_function, is_instance_method
+from retainlint.context import FileContext
+from retainlint.cstutil import append_to_function, body_functions, is_instance_method
 from retainlint.finding import Applicability, Severity
 from retainlint.prefilters.rl401 import FREEZE, GcFreezeWithoutUnfreezePrefilter
 from retainlint.rule import Example, RelatedNode, Rule

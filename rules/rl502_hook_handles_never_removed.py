@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.context import body_statements
+from retainlint.cstutil import body_statements
 from retainlint.cstutil import (
     append_to_function,
     is_instance_method,

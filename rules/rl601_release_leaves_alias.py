@@ -9,8 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.context import body_functions
-from retainlint.cstutil import is_self, self_attribute
+from retainlint.cstutil import body_functions, is_self, self_attribute
 from retainlint.finding import Applicability, Severity
 from retainlint.index import qualified_in
 from retainlint.prefilters.rl601 import (

@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.context import body_functions, body_statements
+from retainlint.cstutil import body_functions, body_statements
 from retainlint.cstutil import (
     append_to_function,
     decorator_names,
@@ -19,7 +19,8 @@ from retainlint.cstutil import (
     self_attribute,
 )
 from retainlint.finding import Applicability, Severity
-from retainlint.heavy import HEAVY_TYPES, TENSOR_FACTORIES, find_param
+from retainlint.heavy import find_param
+from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES
 from retainlint.index import qualified_in
 from retainlint.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, _ACCESSORS
 from retainlint.rule import Example, RelatedNode, Rule

@@ -7,8 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.context import body_functions, body_statements
-from retainlint.cstutil import call_args, is_self
+from retainlint.cstutil import body_functions, body_statements, call_args, is_self
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.hooks import iter_nodes, names_in, short

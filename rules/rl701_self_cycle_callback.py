@@ -9,10 +9,10 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.context import body_statements
-from retainlint.cstutil import decorator_names, is_self
+from retainlint.cstutil import body_statements, decorator_names, is_self
 from retainlint.finding import Applicability, Severity
-from retainlint.heavy import TENSOR_FACTORIES, find_param
+from retainlint.heavy import find_param
+from retainlint.names import TENSOR_FACTORIES
 from retainlint.hook_names import AUTOGRAD_HOOKS, HANDLE_HOOKS, STATE_DICT_HOOKS
 from retainlint.hooks import (
     ClassHandles,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.context import body_functions
+from retainlint.cstutil import body_functions
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.prefilters.rl702 import StoredExceptionFramesPrefilter, _ADDERS

@@ -17,7 +17,7 @@ from retainlint import runner
 from retainlint.cache import default_cache_dir, pack, unpack
 from retainlint.lint import lint_bytes
 from retainlint.config import Settings
-from retainlint.registry import all_rules
+from retainlint.registry import all_prefilters, all_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CODES = [r.code for r in all_rules()]
@@ -201,7 +201,7 @@ def _fixtures_as_one_project():
     """Every fixture file, their summaries by path, and the index over all of them."""
     paths = sorted(str(p) for p in FIXTURES.rglob("*.py") if ".fixed" not in str(p))
     summaries = {os.path.abspath(p): s for p in paths
-                 if (s := index_module.summarize(p, Path(p).read_bytes())) is not None}
+                 if (s := index_module.summarize(p, Path(p).read_bytes(), all_prefilters())) is not None}
     return paths, summaries, index_module.ProjectIndex(summaries.values())
 
 

@@ -13,7 +13,7 @@ from retainlint.config import Settings, settings_from_table
 from retainlint.index import ProjectIndex, summarize
 from retainlint.lint import FileResult, lint_module, parse
 from retainlint.prefilter import rules_triggered
-from retainlint.registry import all_rules
+from retainlint.registry import all_prefilters, all_rules
 from retainlint.runner import Mode, build_index, run
 
 if sys.version_info >= (3, 11):
@@ -34,7 +34,7 @@ EXAMPLES = [
 def test_invalid_examples_pass_the_prefilter(rule, i, example):
     source = textwrap.dedent(example if isinstance(example, str) else example.code).encode()
     settings = Settings(**getattr(example, "settings", {}))
-    summary = summarize("example.py", source)
+    summary = summarize("example.py", source, all_prefilters())
     assert summary is not None
     index = ProjectIndex([summary], settings.heavy_types)
     assert rule in rules_triggered(source, [rule], settings, index, "example.py")
@@ -81,7 +81,7 @@ def test_a_scan_that_raises_lets_the_file_through(monkeypatch):
     rule = RULES["RL401"]
     source = b"import gc\n\nclass Engine:\n    def start(self):\n        gc.freeze()\n"
     monkeypatch.setattr(rule, "scan", classmethod(lambda cls, nodes: 1 / 0))
-    summary = summarize("example.py", source)
+    summary = summarize("example.py", source, all_prefilters())
     assert summary is not None and summary.classes  # the summary itself survives
     index = ProjectIndex([summary])
     assert rule in rules_triggered(source, [rule], Settings(), index, "example.py")

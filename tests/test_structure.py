@@ -1,0 +1,78 @@
+"""The shape of the package: no import cycle among its modules, each layer imports only
+layers below it, and the layers that decide what to parse never load libcst."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import retainlint
+import retainlint.rules
+
+PACKAGE = Path(retainlint.__file__).parent
+RULES = Path(retainlint.rules.__path__[0])
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for base, prefix in ((PACKAGE, "retainlint"), (RULES, "retainlint.rules")):
+        for path in base.rglob("*.py"):
+            parts = path.relative_to(base).with_suffix("").parts
+            if base == PACKAGE and parts[:1] == ("rules",):
+                continue  # a development checkout's link, if any
+            name = ".".join((prefix, *parts)).removesuffix(".__init__")
+            found[name] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules `path` imports, at any depth, but under `if TYPE_CHECKING:`."""
+    found = set()
+
+    def visit(node):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.add(full if full in modules else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return {m for m in found if m in modules}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(path, modules) - {name} for name, path in modules.items()}
+
+
+def test_no_import_cycle():
+    graph = _graph()
+    cycles = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def walk(name, path):
+        state[name] = 1
+        for target in sorted(graph[name]):
+            if target == "retainlint" or target.count(".") < name.count(".") and name.startswith(target + "."):
+                continue  # a package's own __init__ (the version), not a cycle of modules
+            if state.get(target) == 1:
+                cycles.append(path[path.index(target):] + [target])
+            elif target not in state:
+                walk(target, path + [target])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name, [name])
+    assert cycles == []
