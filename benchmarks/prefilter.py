@@ -38,7 +38,7 @@ def main() -> None:
     passing = {r.code: 0 for r in rules}
     union = 0
     for path, content in data.items():
-        triggered = rules_triggered(content, rules, settings, index, path)
+        triggered = rules_triggered(content, [r.prefilter for r in rules], settings, index, path)
         union += bool(triggered)
         for rule in triggered:
             passing[rule.code] += 1

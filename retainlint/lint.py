@@ -220,7 +220,8 @@ def lint_bytes(
     if index is None:
         index = ProjectIndex(filter(None, [summarize(path, data, all_prefilters())]), settings.heavy_types)
     ignored = _ignored_here(path, settings)
-    active = [r for r in rules_triggered(data, rules, settings, index, path) if r.code not in ignored]
+    passed = set(rules_triggered(data, [r.prefilter for r in rules], settings, index, path))
+    active = [r for r in rules if r.prefilter in passed and r.code not in ignored]
     if not active:
         return result
     module, error, shifts = _parse(path, data)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 HEAVY_TYPES = frozenset(
@@ -42,3 +44,21 @@ def absolute_import(module: str, is_package: bool, level: int, target: Optional[
 
 # Annotations that wrap the type that matters: `Optional[X]`, `Union[X, Y]`.
 UNION_WRAPPERS = frozenset({"typing.Optional", "typing.Union", "Optional", "Union"})
+
+
+# Decorators that make a function not an instance method.
+NOT_INSTANCE_DECORATORS = frozenset(
+    {"staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod"})
+
+# Calls whose result holds their arguments as they are (a partial, a bound method, a
+# container built from them).
+WRAPPING_CALLS = frozenset(
+    {"functools.partial", "functools.partialmethod", "types.MethodType", "tuple", "list",
+     "dict", "set", "frozenset", "collections.namedtuple", "dataclasses.replace"}
+)
+
+
+def name_words(name: str) -> set[str]:
+    """The words of an identifier, snake_case or CamelCase, lower-cased."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return {w for w in spaced.split("_") if w}

@@ -1,6 +1,6 @@
 """A rule's prefilter: the cheap test that decides whether a file is parsed with libcst
 for the rule at all. `Prefilter` is the base of each rule's prefilter class (in
-`retainlint/prefilters/`, importable without libcst: a run that parses no file never
+`rules/prefilters/`, importable without libcst: a run that parses no file never
 imports it); `Source` is what a prefilter sees of a file: its bytes (substring tests work
 as on `bytes`), plus what the cheapest tests need beyond substrings, computed at most
 once per file."""
@@ -48,7 +48,7 @@ _TRIGGER_BYTES: dict[type, tuple[bytes, tuple[bytes, ...]]] = {}
 
 
 class Prefilter:
-    """A rule's prefilter; `retainlint/prefilters/rlNNN.py` defines one per rule, and
+    """A rule's prefilter; `rules/prefilters/rlNNN.py` defines one per rule, and
     the rule class derives from it."""
 
     code: ClassVar[str]
@@ -93,7 +93,7 @@ class Prefilter:
 
 def rules_triggered(data: bytes, rules: Sequence[type[Prefilter]], settings: "Settings",
                     index: "ProjectIndex", path: str = "") -> list[type[Prefilter]]:
-    """The rules (or prefilters) whose prefilter lets the file through."""
+    """The prefilters that let the file through."""
     summary = index.files.get(os.path.abspath(path)) if path else None
     source = Source.of(data, path, summary)
     failed = summary.scans if summary is not None else {}

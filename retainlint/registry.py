@@ -3,13 +3,14 @@
 Selecting rules reads only the rule modules' file names (`rl101_cache_key_bound_method.py`
 is RL101, `cache-key-bound-method`): a run answered from the cache never imports the
 rules, nor libcst (a third of a second). Deciding which files to parse needs only the
-prefilters (`retainlint/prefilters/`), which do not import libcst either."""
+prefilters (`rules/prefilters/`), which do not import libcst either."""
 
 from __future__ import annotations
 
 import functools
 import importlib
 import pkgutil
+import re
 from typing import TYPE_CHECKING, Iterable
 
 from retainlint.errors import ConfigError
@@ -23,13 +24,19 @@ if TYPE_CHECKING:
 DEFAULT_OFF: frozenset[str] = frozenset()
 
 
+def _rule_modules(package) -> list:
+    """The rule modules (`rl101_cache_key_bound_method`), not the prefilters' package."""
+    return [info for info in pkgutil.iter_modules(package.__path__)
+            if not info.ispkg and re.fullmatch(r"rl\d+_\w+", info.name)]
+
+
 @functools.lru_cache(maxsize=1)
 def catalog() -> tuple[tuple[str, str], ...]:
     """(code, name) of every rule, from its module's file name."""
     import retainlint.rules as package
 
     found = []
-    for info in pkgutil.iter_modules(package.__path__):
+    for info in _rule_modules(package):
         code, _, name = info.name.partition("_")
         found.append((code.upper(), name.replace("_", "-")))
     return tuple(sorted(found))
@@ -37,9 +44,9 @@ def catalog() -> tuple[tuple[str, str], ...]:
 
 @functools.lru_cache(maxsize=1)
 def all_prefilters() -> tuple[type[Prefilter], ...]:
-    """Every rule's prefilter (`retainlint/prefilters/rlNNN.py`), by code: what deciding
+    """Every rule's prefilter (`rules/prefilters/rlNNN.py`), by code: what deciding
     which files to parse needs, without importing libcst or the rules."""
-    import retainlint.prefilters as package
+    import retainlint.rules.prefilters as package
     from retainlint.prefilter import Prefilter
 
     found = []
@@ -60,7 +67,7 @@ def all_rules() -> tuple[type[Rule], ...]:
     from retainlint.rule import Rule
 
     found: dict[str, type[Rule]] = {}
-    for info in pkgutil.iter_modules(package.__path__):
+    for info in _rule_modules(package):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for obj in vars(module).values():
             if (
@@ -69,6 +76,9 @@ def all_rules() -> tuple[type[Rule], ...]:
                 and obj is not Rule
                 and obj.__module__ == module.__name__
             ):
+                if "prefilter" not in vars(obj):
+                    raise ConfigError(f"rule {info.name} has no prefilter: set `prefilter = ...` "
+                                      "to its class from rules/prefilters/")
                 if obj.code in found:
                     raise RuntimeError(f"duplicate rule code {obj.code}")
                 if info.name.partition("_")[0].upper() != obj.code:
@@ -109,7 +119,20 @@ def select_rules(
         chosen = {code for s in select for code in lookup_codes(s)}
     chosen |= {code for s in extend_select for code in lookup_codes(s)}
     chosen -= {code for s in ignore for code in lookup_codes(s)}
+    _refuse_without_prefilter(chosen)
     return tuple(code for code, _ in catalog() if code in chosen)
+
+
+def _refuse_without_prefilter(codes: Iterable[str]) -> None:
+    """A rule whose prefilter is missing would never be run (no file passes it): say so
+    rather than report "All checks passed!"."""
+    import retainlint.rules.prefilters as package
+
+    have = {info.name.upper() for info in pkgutil.iter_modules(package.__path__)}
+    names = dict(catalog())
+    for code in sorted(set(codes) - have):
+        raise ConfigError(f"rule {code} ({names[code]}) has no prefilter: add "
+                          f"rules/prefilters/{code.lower()}.py and set `prefilter = ...` on the rule")
 
 
 def codes_for(selectors: Iterable[str]) -> set[str]:

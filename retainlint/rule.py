@@ -1,7 +1,7 @@
 """What a rule is: one class in one module of `rules/`, carrying its code, name,
 documentation, examples and detection (libcst `visit_*`/`leave_*` methods, all rules
 sharing one traversal of each file), and deriving from its prefilter (trigger tokens and
-structural scan, in `retainlint/prefilters/`)."""
+structural scan, in `rules/prefilters/`)."""
 
 from __future__ import annotations
 
@@ -53,9 +53,19 @@ class Report:
     statement: Optional[cst.CSTNode]  # the enclosing statement, for `# noqa`
 
 
-class Rule(Prefilter):
-    """`code`, `triggers`, `scan` and `might_match` come from the rule's prefilter
-    (`retainlint/prefilters/`), which the rule class derives from."""
+class Rule:
+    """A rule: its detection (libcst `visit_*`/`leave_*` methods) and documentation. It
+    holds its prefilter (`prefilter`, from `rules/prefilters/rlNNN.py`): the code, the
+    trigger tokens and the structural scan that decide, without libcst, which files are
+    parsed for it."""
+
+    prefilter: ClassVar[type[Prefilter]]
+    code: ClassVar[str]  # the prefilter's
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "prefilter" in cls.__dict__:
+            cls.code = cls.prefilter.code
 
     name: ClassVar[str]
     summary: ClassVar[str]  # one line, for tables and SARIF short descriptions

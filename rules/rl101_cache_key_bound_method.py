@@ -10,11 +10,13 @@ import libcst as cst
 from retainlint.cstutil import decorator_names
 from retainlint.finding import Applicability, Position, Related, Severity
 from retainlint.index import CACHE_DECORATORS, METHOD_NAMES
-from retainlint.prefilters.rl101 import CacheKeyBoundMethodPrefilter, _LOGGERS, _PROPERTIES
+from retainlint.ast_facts import LOGGERS, PROPERTIES
+from retainlint.rules.prefilters.rl101 import CacheKeyBoundMethodPrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 
 
-class CacheKeyBoundMethod(CacheKeyBoundMethodPrefilter, Rule):
+class CacheKeyBoundMethod(Rule):
+    prefilter = CacheKeyBoundMethodPrefilter
     name = "cache-key-bound-method"
     summary = "A bound method, `self` or a model is passed to an `lru_cache`d function, whose cache keeps it alive"
     severity = Severity.ERROR
@@ -301,7 +303,7 @@ def get_fqns(model: nn.Module, name: str):
 
     def _process_lifetime(self, cls: cst.ClassDef) -> bool:
         """Loggers live as long as the process (the logging manager keeps them)."""
-        return any(self.ctx.qualname(b.value) in _LOGGERS for b in cls.bases)
+        return any(self.ctx.qualname(b.value) in LOGGERS for b in cls.bases)
 
     def _is_instance(self, owner: cst.BaseExpression) -> bool:
         """Not a module, a class or `type(x)`: something whose attributes are bound."""
@@ -328,7 +330,7 @@ def get_fqns(model: nn.Module, name: str):
             # `self.x` is bound only if the class defines a method `x` (a callable
             # attribute such as `self.tokenizer` is an instance, not a bound method)
             method = self.ctx.methods(cls).get(attr) if cls is not None else None
-            return method is not None and not decorator_names(self.ctx, method) & _PROPERTIES
+            return method is not None and not decorator_names(self.ctx, method) & PROPERTIES
         return f"{self.ctx.code(owner)}.{attr}(" in self.ctx.source
 
     # -- definitions -----------------------------------------------------------------

@@ -6,14 +6,14 @@ from typing import Optional
 
 import libcst as cst
 
+from retainlint.names import NOT_INSTANCE_DECORATORS
 from retainlint.cstutil import call_args
 from retainlint.finding import Applicability, Severity
 from retainlint.index import CACHE_DECORATORS, instantiated_in_functions
-from retainlint.prefilters.rl102 import (
+from retainlint.rules.prefilters.rl102 import (
     CachedInstanceMethodPrefilter,
-    _ENUM_BASES,
-    _NOT_INSTANCE,
-    _PROPERTY,
+    ENUM_BASES,
+    PROPERTY,
 )
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
@@ -32,7 +32,8 @@ class _Instantiations(cst.CSTVisitor):
             self.calls[node.func.value] = self.calls.get(node.func.value, 0) + 1
 
 
-class CachedInstanceMethod(CachedInstanceMethodPrefilter, Rule):
+class CachedInstanceMethod(Rule):
+    prefilter = CachedInstanceMethodPrefilter
     name = "cached-instance-method"
     summary = "`@lru_cache`/`@cache` on an instance method keeps every instance it was called on alive"
     severity = Severity.WARNING
@@ -216,7 +217,7 @@ class Engine:
         if cls is None or self.ctx.scope.function is not node:
             return
         names = self._decorator_names(node)
-        if names & _NOT_INSTANCE or names & _PROPERTY or any(
+        if names & NOT_INSTANCE_DECORATORS or names & PROPERTY or any(
             n.endswith((".setter", ".getter", ".deleter")) for n in names
         ):
             return
@@ -318,7 +319,7 @@ class Engine:
         for kw in cls.keywords:
             if kw.keyword is not None and kw.keyword.value == "metaclass":
                 q = self.ctx.qualname(kw.value)
-                if q in _ENUM_BASES:
+                if q in ENUM_BASES:
                     return True
         return any(self._is_enum_name(self.ctx.absolute(self.ctx.qualname(b.value)), 0)
                    for b in cls.bases)
@@ -326,10 +327,10 @@ class Engine:
     def _is_enum_name(self, qualified: Optional[str], depth: int) -> bool:
         if not qualified or depth > 10:
             return False
-        if qualified in _ENUM_BASES:
+        if qualified in ENUM_BASES:
             return True
         resolved = self.ctx.index.resolve(qualified)
-        if resolved in _ENUM_BASES:
+        if resolved in ENUM_BASES:
             return True
         summary = self.ctx.index.classes.get(resolved or "")
         if summary is None:

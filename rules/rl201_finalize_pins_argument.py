@@ -9,7 +9,7 @@ import libcst as cst
 
 from retainlint.cstutil import call_args, decorator_names, prepend_to_function, proven_module_ref
 from retainlint.finding import Applicability, Severity
-from retainlint.prefilters.rl201 import FinalizePinsArgumentPrefilter
+from retainlint.rules.prefilters.rl201 import FinalizePinsArgumentPrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 
 _STATIC = frozenset({"staticmethod", "builtins.staticmethod"})
@@ -28,7 +28,8 @@ def finalize_parts(ctx, call: cst.Call):
     return positional[0], positional[1], [*positional[2:], *keywords.values()]
 
 
-class FinalizePinsArgument(FinalizePinsArgumentPrefilter, Rule):
+class FinalizePinsArgument(Rule):
+    prefilter = FinalizePinsArgumentPrefilter
     name = "finalize-pins-argument"
     summary = "A heavy object passed as an argument to `weakref.finalize` lives as long as the owner"
     severity = Severity.ERROR

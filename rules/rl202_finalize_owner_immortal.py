@@ -8,7 +8,7 @@ import libcst as cst
 
 from retainlint.cstutil import call_args, decorator_names
 from retainlint.finding import Applicability, Severity
-from retainlint.prefilters.rl202 import FinalizeOwnerImmortalPrefilter, _PARTIAL
+from retainlint.rules.prefilters.rl202 import FinalizeOwnerImmortalPrefilter, PARTIAL
 from retainlint.rule import Example, Rule
 from retainlint.walk import visit
 
@@ -65,7 +65,8 @@ def mentions(node: cst.CSTNode, name: str) -> bool:
     return any(mentions(child, name) for child in node.children)
 
 
-class FinalizeOwnerImmortal(FinalizeOwnerImmortalPrefilter, Rule):
+class FinalizeOwnerImmortal(Rule):
+    prefilter = FinalizeOwnerImmortalPrefilter
     name = "finalize-owner-immortal"
     summary = "The `weakref.finalize` callback or its arguments reference the owner, so it is never collected"
     severity = Severity.ERROR
@@ -270,7 +271,7 @@ def track(conn):
             if name is not None and mentions(expr, name):
                 return f"is a lambda that references `{name}`"
             return None
-        if isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) in _PARTIAL:
+        if isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) in PARTIAL:
             for arg in expr.args:
                 if self._pins(arg.value, owner, callback=not arg.keyword and arg is expr.args[0],
                               depth=depth + 1):

@@ -20,12 +20,12 @@ from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.index import instantiated_in_functions
 from retainlint.module_caches import removed_in_project
-from retainlint.prefilters.rl203 import (
+from retainlint.rules.prefilters.rl203 import (
     ATEXIT_REGISTER,
     GlobalCallbackPinsInstancePrefilter,
     SIGNAL,
-    _ADDERS,
-    _LIST_CTORS,
+    ADDERS,
+    LIST_CTORS,
 )
 from retainlint.rule import Example, Rule
 from retainlint.walk import visit
@@ -73,7 +73,8 @@ def _mentions_self(node: cst.CSTNode) -> bool:
     return found
 
 
-class GlobalCallbackPinsInstance(GlobalCallbackPinsInstancePrefilter, Rule):
+class GlobalCallbackPinsInstance(Rule):
+    prefilter = GlobalCallbackPinsInstancePrefilter
     name = "global-callback-pins-instance"
     summary = (
         "A bound method or the instance itself is registered in a process-wide registry "
@@ -340,7 +341,7 @@ def running():
             return True
         if isinstance(value, cst.Call):
             func = value.func.value if isinstance(value.func, cst.Subscript) else value.func
-            return self.ctx.qualname(func) in _LIST_CTORS
+            return self.ctx.qualname(func) in LIST_CTORS
         return False
 
     def visit_Global(self, node: cst.Global) -> None:
@@ -424,7 +425,7 @@ def running():
             ):
                 self._signals.setdefault(cls.name.value, []).append((node, scope.function))
         adder = (
-            isinstance(node.func, cst.Attribute) and node.func.attr.value in _ADDERS
+            isinstance(node.func, cst.Attribute) and node.func.attr.value in ADDERS
             and isinstance(node.func.value, cst.Name) and node.func.value.value in self._containers
         )
         if adder:
@@ -442,7 +443,7 @@ def running():
             self._consider("signal", node, node.args[1].value, cls, fn)
         elif adder:
             container = node.func.value.value
-            position = _ADDERS[node.func.attr.value]
+            position = ADDERS[node.func.attr.value]
             positional, _ = call_args(node)
             if len(positional) > position and not self._local(container, fn):
                 self._consider("append", node, positional[position].value, cls, fn,

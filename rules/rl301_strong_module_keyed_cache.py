@@ -7,7 +7,7 @@ import libcst as cst
 from retainlint.cstutil import proven_module_ref
 from retainlint.finding import Applicability, Severity
 from retainlint.module_caches import Candidate, ContainerTracker, Event, annotation_text
-from retainlint.prefilters.rl301 import StrongModuleKeyedCachePrefilter
+from retainlint.rules.prefilters.rl301 import StrongModuleKeyedCachePrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 
 # builtins whose results (str, int, tuple...) cannot be weakly referenced
@@ -18,7 +18,8 @@ _BUILTIN_VALUES = frozenset(
 )
 
 
-class StrongModuleKeyedCache(ContainerTracker, StrongModuleKeyedCachePrefilter, Rule):
+class StrongModuleKeyedCache(ContainerTracker, Rule):
+    prefilter = StrongModuleKeyedCachePrefilter
     name = "strong-module-keyed-cache"
     summary = "A module-level or class-level dict/set keyed by models or tensors keeps them alive forever"
     severity = Severity.ERROR

@@ -9,7 +9,7 @@ import libcst as cst
 from retainlint.cstutil import proven_module_ref
 from retainlint.finding import Applicability, Severity
 from retainlint.module_caches import Candidate, ContainerTracker, Event, annotation_text
-from retainlint.prefilters.rl302 import StrongModuleValuedCachePrefilter
+from retainlint.rules.prefilters.rl302 import StrongModuleValuedCachePrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 
 # Values a `WeakValueDictionary` cannot hold (no weak references to them).
@@ -21,7 +21,8 @@ _NOT_WEAKREFABLE = (
 _CONSTANT_NAMES = frozenset({"None", "True", "False"})
 
 
-class StrongModuleValuedCache(ContainerTracker, StrongModuleValuedCachePrefilter, Rule):
+class StrongModuleValuedCache(ContainerTracker, Rule):
+    prefilter = StrongModuleValuedCachePrefilter
     name = "strong-module-valued-cache"
     summary = "A module-level dict whose values are models or tensors keeps them alive forever"
     severity = Severity.ERROR

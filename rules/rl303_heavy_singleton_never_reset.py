@@ -8,10 +8,10 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.finding import Applicability, Severity
-from retainlint.prefilters.rl303 import (
+from retainlint.rules.prefilters.rl303 import (
     HeavySingletonNeverResetPrefilter,
-    _imported_as_module,
-    _used_anywhere,
+    imported_as_module,
+    used_anywhere,
 )
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.rules.rl602_release_keeps_heavy_attribute import substantial_value
@@ -45,7 +45,8 @@ class _Global:
     resets: list = field(default_factory=list)  # [FunctionDef] that reset it
 
 
-class HeavySingletonNeverReset(HeavySingletonNeverResetPrefilter, Rule):
+class HeavySingletonNeverReset(Rule):
+    prefilter = HeavySingletonNeverResetPrefilter
     name = "heavy-singleton-never-reset"
     summary = "A module global assigned a heavy object by a function is never reset"
     severity = Severity.WARNING
@@ -273,14 +274,14 @@ def reset_buffers():
                     break
                 if used_here is None:
                     used_here = self._name_uses(node)
-                if used_here.get(fn.name.value, 0) > 0 or self.ctx.index.ask(_used_anywhere, fn.name.value):
+                if used_here.get(fn.name.value, 0) > 0 or self.ctx.index.ask(used_anywhere, fn.name.value):
                     reachable = True
                     break
                 unused.append(fn)
             if reachable:
                 continue
             if not name.startswith("_") and self.ctx.index.ask(
-                    _imported_as_module, (self.ctx.module_name, self.ctx.module_name)):
+                    imported_as_module, (self.ctx.module_name, self.ctx.module_name)):
                 continue
             self._report(name, entry, unused)
 

@@ -8,10 +8,11 @@ from typing import Optional
 
 import libcst as cst
 
+from retainlint.names import WRAPPING_CALLS
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.module_caches import FunctionNames, function_bindings
-from retainlint.prefilters.rl304 import WeakKeyValueRefsKeyPrefilter, _WRAPPERS
+from retainlint.rules.prefilters.rl304 import WeakKeyValueRefsKeyPrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -179,14 +180,14 @@ def reaches(ctx, value: Optional[cst.BaseExpression], key: cst.BaseExpression,
         if not callee or callee in _NON_HOLDING or callee.startswith("builtins."):
             return None
         last = callee.rsplit(".", 1)[-1]
-        if callee in _WRAPPERS or last[:1].isupper():
+        if callee in WRAPPING_CALLS or last[:1].isupper():
             positional = 0
             for arg in value.args:
                 index = None
                 if arg.keyword is None and not arg.star:
                     index, positional = positional, positional + 1
                 if reaches(ctx, arg.value, key, function, cls, nxt, seen) is not None and (
-                    callee in _WRAPPERS or _constructor_keeps(ctx, callee, index, arg)
+                    callee in WRAPPING_CALLS or _constructor_keeps(ctx, callee, index, arg)
                 ):
                     return value
         return None
@@ -334,7 +335,8 @@ class _Write:
     container: str
 
 
-class WeakKeyValueRefsKey(WeakKeyValueRefsKeyPrefilter, Rule):
+class WeakKeyValueRefsKey(Rule):
+    prefilter = WeakKeyValueRefsKeyPrefilter
     name = "weak-key-value-refs-key"
     summary = "A WeakKeyDictionary value that holds its own key keeps the entry alive forever"
     severity = Severity.WARNING  # an error when the key is a model, a tensor or holds one

@@ -9,7 +9,7 @@ import libcst as cst
 
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
-from retainlint.prefilters.rl305 import IdKeyedRegistryPrefilter
+from retainlint.rules.prefilters.rl305 import IdKeyedRegistryPrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.rules.rl304_weak_key_value_refs_key import (
     Scopes,
@@ -61,7 +61,8 @@ class _Event:
     cls: Optional[cst.ClassDef] = None
 
 
-class IdKeyedRegistry(IdKeyedRegistryPrefilter, Rule):
+class IdKeyedRegistry(Rule):
+    prefilter = IdKeyedRegistryPrefilter
     name = "id-keyed-registry"
     summary = "A module- or class-level registry keyed by id(obj) whose value is obj keeps every obj alive"
     severity = Severity.WARNING  # an error when the object is (or holds) a model or a tensor

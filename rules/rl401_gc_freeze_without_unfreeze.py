@@ -10,7 +10,7 @@ import libcst as cst
 from retainlint.context import FileContext
 from retainlint.cstutil import append_to_function, body_functions, is_instance_method
 from retainlint.finding import Applicability, Severity
-from retainlint.prefilters.rl401 import FREEZE, GcFreezeWithoutUnfreezePrefilter
+from retainlint.rules.prefilters.rl401 import FREEZE, GcFreezeWithoutUnfreezePrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -112,7 +112,8 @@ def compute_gc_effects(
     return GcEffects(freezers, unfreezers)
 
 
-class GcFreezeWithoutUnfreeze(GcFreezeWithoutUnfreezePrefilter, Rule):
+class GcFreezeWithoutUnfreeze(Rule):
+    prefilter = GcFreezeWithoutUnfreezePrefilter
     name = "gc-freeze-without-unfreeze"
     summary = "`gc.freeze()` in a method of a class that never calls `gc.unfreeze()`"
     severity = Severity.ERROR

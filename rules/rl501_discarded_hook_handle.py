@@ -15,11 +15,12 @@ from retainlint.cstutil import (
 from retainlint.finding import Applicability, Severity
 from retainlint.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
 from retainlint.hooks import external_attributes, external_bases, local_bases, local_subclasses
-from retainlint.prefilters.rl501 import DiscardedHookHandlePrefilter
+from retainlint.rules.prefilters.rl501 import DiscardedHookHandlePrefilter
 from retainlint.rule import Example, Rule
 
 
-class DiscardedHookHandle(DiscardedHookHandlePrefilter, Rule):
+class DiscardedHookHandle(Rule):
+    prefilter = DiscardedHookHandlePrefilter
     name = "discarded-hook-handle"
     summary = "The removal handle of a registered hook is thrown away, so the hook can never be removed"
     severity = Severity.ERROR

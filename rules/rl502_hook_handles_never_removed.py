@@ -28,11 +28,12 @@ from retainlint.hooks import (
     self_attrs,
     short,
 )
-from retainlint.prefilters.rl502 import HookHandlesNeverRemovedPrefilter
+from retainlint.rules.prefilters.rl502 import HookHandlesNeverRemovedPrefilter
 from retainlint.rule import Example, RelatedNode, Rule
 
 
-class HookHandlesNeverRemoved(HookHandlesNeverRemovedPrefilter, Rule):
+class HookHandlesNeverRemoved(Rule):
+    prefilter = HookHandlesNeverRemovedPrefilter
     name = "hook-handles-never-removed"
     summary = "A class keeps hook handles but no release method removes the hooks"
     severity = Severity.ERROR

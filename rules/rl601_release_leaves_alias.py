@@ -12,12 +12,12 @@ import libcst as cst
 from retainlint.cstutil import body_functions, is_self, self_attribute
 from retainlint.finding import Applicability, Severity
 from retainlint.index import qualified_in
-from retainlint.prefilters.rl601 import (
+from retainlint.rules.prefilters.rl601 import (
     ReleaseLeavesAliasPrefilter,
-    _READ_ONLY_METHODS,
-    _SCALAR_ATTRS,
-    _SCALAR_CALLS,
-    _scalar_name,
+    READ_ONLY_METHODS,
+    SCALAR_ATTRS,
+    SCALAR_CALLS,
+    scalar_name,
 )
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
@@ -174,7 +174,7 @@ class _Escape:
                 if any(isinstance(n, ast.Name) and n.id in tracked for n in ast.walk(node)):
                     return True
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in _READ_ONLY_METHODS:
+                if node.func.attr in READ_ONLY_METHODS:
                     continue
                 root = _ast_root(node.func.value)
                 if isinstance(root, ast.Name) and root.id in tracked:
@@ -227,7 +227,7 @@ class _Escape:
             return self.holds(file, expr.elt, inner, depth)
         if isinstance(expr, ast.Call):
             q = qualified_in(file, expr.func)
-            if q in _SCALAR_CALLS or _scalar_name(q):
+            if q in SCALAR_CALLS or scalar_name(q):
                 return False
             if isinstance(expr.func, ast.Attribute):
                 root = _ast_root(expr.func.value)
@@ -519,7 +519,8 @@ class _Collector(cst.CSTVisitor):
         )
 
 
-class ReleaseLeavesAlias(ReleaseLeavesAliasPrefilter, Rule):
+class ReleaseLeavesAlias(Rule):
+    prefilter = ReleaseLeavesAliasPrefilter
     name = "release-leaves-alias"
     summary = "A release method drops an attribute while another attribute still references the same object"
     severity = Severity.ERROR
@@ -829,13 +830,13 @@ class Engine:
                     continue
                 if release.kind != "clear" and how == "copy":
                     how = "built"
-                if how == "built" and attr.lstrip("_").startswith(_SCALAR_ATTRS):
+                if how == "built" and attr.lstrip("_").startswith(SCALAR_ATTRS):
                     continue
                 found[attr] = _Source(attr, node, fn.name.value, how, via)
             if fn.name.value in release_names:
                 continue  # handing it over while releasing is cleanup, not retention
             for attr, exprs, node, method in facts.handed:
-                if attr == a or attr in found or method in _READ_ONLY_METHODS:
+                if attr == a or attr in found or method in READ_ONLY_METHODS:
                     continue
                 if release.kind == "clear":
                     continue
@@ -873,7 +874,7 @@ class Engine:
                 return None
             if isinstance(e, cst.Call):
                 q = self.ctx.qualname(e.func)
-                if q in _SCALAR_CALLS or _scalar_name(q):
+                if q in SCALAR_CALLS or scalar_name(q):
                     return None
                 if isinstance(e.func, cst.Attribute):
                     if depth == 0 and e.func.attr.value == "copy" and not e.args and ref(e.func.value):

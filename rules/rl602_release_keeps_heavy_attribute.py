@@ -22,7 +22,7 @@ from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES
 from retainlint.index import qualified_in
-from retainlint.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, _ACCESSORS
+from retainlint.rules.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, ACCESSORS
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
 
@@ -571,7 +571,8 @@ class _Heavy:
     fn: cst.FunctionDef  # the method that assigns it
 
 
-class ReleaseKeepsHeavyAttribute(ReleaseKeepsHeavyAttributePrefilter, Rule):
+class ReleaseKeepsHeavyAttribute(Rule):
+    prefilter = ReleaseKeepsHeavyAttributePrefilter
     name = "release-keeps-heavy-attribute"
     summary = "A release method never drops an attribute that holds a model, tensors or an object owning them"
     severity = Severity.WARNING
@@ -838,7 +839,7 @@ class Worker:
         if value is None or depth > _MAX_DEPTH:
             return None
         if isinstance(value, cst.Call):
-            if _callee_word(value) in _ACCESSORS:
+            if _callee_word(value) in ACCESSORS:
                 return None  # `next(c.residency for c in caches)`: an existing object
             if self.ctx.heavy.is_heavy_value(value, fn, cls):
                 return value

@@ -7,19 +7,19 @@ from typing import Optional
 
 import libcst as cst
 
+from retainlint.names import name_words
 from retainlint.cstutil import body_functions, body_statements, call_args, is_self
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.hooks import iter_nodes, names_in, short
-from retainlint.prefilters.rl603 import (
+from retainlint.rules.prefilters.rl603 import (
     IneffectiveReleasePrefilter,
-    _CLEANUP_WORDS,
-    _DEFAULTDICT,
-    _EMPTY_FACTORIES,
-    _KEEPING_VERBS,
-    _RECLAIM_CALLS,
-    _RECLAIM_NAMES,
-    _words,
+    CLEANUP_WORDS,
+    DEFAULTDICT,
+    EMPTY_FACTORIES,
+    KEEPING_VERBS,
+    RECLAIM_CALLS,
+    RECLAIM_NAMES,
 )
 from retainlint.rule import Example, RelatedNode, Rule
 
@@ -34,7 +34,8 @@ _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exceptio
                           "format", "join", "write"})
 
 
-class IneffectiveRelease(IneffectiveReleasePrefilter, Rule):
+class IneffectiveRelease(Rule):
+    prefilter = IneffectiveReleasePrefilter
     name = "ineffective-release"
     summary = "Cleanup code that frees nothing: a deleted parameter, a WeakMethod callback, a rebound shared container"
     severity = Severity.ERROR
@@ -265,16 +266,16 @@ class Worker:
             others = sum(1 for n in iter_nodes(fn.body) if isinstance(n, cst.Name) and n.value == name)
             if others <= 1:
                 return False  # `del unused` at the top of a method
-        if _words(fn.name.value) & _CLEANUP_WORDS or fn.name.value in self.ctx.settings.release_methods:
+        if name_words(fn.name.value) & CLEANUP_WORDS or fn.name.value in self.ctx.settings.release_methods:
             return True
         return any(isinstance(n, cst.Call) and self._reclaims(n) for n in iter_nodes(fn.body))
 
     def _reclaims(self, call: cst.Call) -> bool:
         q = self.ctx.qualname(call.func)
-        if q in _RECLAIM_CALLS:
+        if q in RECLAIM_CALLS:
             return True
         last = (q or "").rsplit(".", 1)[-1]
-        return last in _RECLAIM_NAMES
+        return last in RECLAIM_NAMES
 
     # -- (2) WeakMethod callbacks ----------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -460,9 +461,9 @@ class Worker:
             return "list"
         if isinstance(value, cst.Call):
             q = self.ctx.qualname(value.func) or ""
-            if q in _EMPTY_FACTORIES and not value.args:
+            if q in EMPTY_FACTORIES and not value.args:
                 return q.rsplit(".", 1)[-1]
-            if q in _DEFAULTDICT and len(value.args) <= 1:
+            if q in DEFAULTDICT and len(value.args) <= 1:
                 return "defaultdict"
         return None
 
@@ -493,7 +494,7 @@ class Worker:
                             return f"`self.{target.attr.value}` (built from it)", node
                 elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
                     verb = node.func.attr.value
-                    if not (_words(verb) & _KEEPING_VERBS):
+                    if not (name_words(verb) & KEEPING_VERBS):
                         continue
                     if not any(_is_attr(a.value, attr) for a in node.args):
                         continue
@@ -518,7 +519,7 @@ class Worker:
                 return False
         last = q.rsplit(".", 1)[-1] if q else ""
         return bool(last) and (last[:1].isupper() or "cls" in last or "factory" in last
-                               or _words(last) & _KEEPING_VERBS != set())
+                               or name_words(last) & KEEPING_VERBS != set())
 
 
 class _SelfToParams(cst.CSTTransformer):
@@ -574,6 +575,6 @@ def _dropped(fn: cst.FunctionDef) -> set[str]:
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             inner = node.func.value
             if isinstance(inner, cst.Attribute) and is_self(inner.value) and (
-                    _words(node.func.attr.value) & (_CLEANUP_WORDS | {"clear", "stop", "reset"})):
+                    name_words(node.func.attr.value) & (CLEANUP_WORDS | {"clear", "stop", "reset"})):
                 out.add(inner.attr.value)
     return out

@@ -12,7 +12,7 @@ import libcst as cst
 from retainlint.cstutil import body_statements, decorator_names, is_self
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
-from retainlint.names import TENSOR_FACTORIES
+from retainlint.names import TENSOR_FACTORIES, name_words
 from retainlint.hook_names import AUTOGRAD_HOOKS, HANDLE_HOOKS, STATE_DICT_HOOKS
 from retainlint.hooks import (
     ClassHandles,
@@ -29,14 +29,13 @@ from retainlint.hooks import (
     target_names,
 )
 from retainlint.index import qualified_in
-from retainlint.prefilters.rl701 import (
+from retainlint.rules.prefilters.rl701 import (
     SelfCycleCallbackPrefilter,
-    _CALLBACK_WORDS,
-    _CONTAINER_ADD,
-    _MODULE_METHODS,
-    _REGISTER_VERBS,
-    _STATIC,
-    _words,
+    CALLBACK_WORDS,
+    CONTAINER_ADD,
+    MODULE_METHODS,
+    REGISTER_VERBS,
+    STATIC,
 )
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.walk import visit
@@ -263,7 +262,7 @@ class _Sites(cst.CSTVisitor):
         name = func.attr.value
         owner = func.value
         owned = _owned(owner, self.owned_locals)
-        if name in _CONTAINER_ADD:
+        if name in CONTAINER_ADD:
             if owned and not is_self(owner):
                 for arg in node.args:
                     if self.refers(arg.value):
@@ -276,15 +275,16 @@ class _Sites(cst.CSTVisitor):
             if owned and hook is not None and self.refers(hook):
                 self.found.append((node, hook, "hook", name))
             return
-        words = _words(name)
-        if words & _CALLBACK_WORDS and words & _REGISTER_VERBS and owned:
+        words = name_words(name)
+        if words & CALLBACK_WORDS and words & REGISTER_VERBS and owned:
             for arg in node.args:
                 if self.refers(arg.value):
                     self.found.append((node, arg.value, "callback", name))
                     return
 
 
-class SelfCycleCallback(SelfCycleCallbackPrefilter, Rule):
+class SelfCycleCallback(Rule):
+    prefilter = SelfCycleCallbackPrefilter
     name = "self-cycle-callback"
     summary = "A heavy object stores a callback that references it back, making a reference cycle"
     severity = Severity.WARNING
@@ -502,12 +502,12 @@ class Attention(nn.Module):
         classmethods), including those of project base classes in other files."""
         methods = class_methods(self.ctx, cls)
         names = {n for n, fn in methods.items()
-                 if not is_property(self.ctx, fn) and not (decorator_names(self.ctx, fn) & _STATIC)}
-        names |= _MODULE_METHODS
+                 if not is_property(self.ctx, fn) and not (decorator_names(self.ctx, fn) & STATIC)}
+        names |= MODULE_METHODS
         bases = [self.ctx.absolute(self.ctx.qualname(b.value)) for b in cls.bases]
         for summary in self.ctx.index.ancestors(bases):
             names |= {n for n, f in summary.methods.items() if not (
-                set(f.decorators) & (_STATIC | {"property", "functools.cached_property"}))}
+                set(f.decorators) & (STATIC | {"property", "functools.cached_property"}))}
         return names - {n for n, fn in methods.items() if is_property(self.ctx, fn)}
 
     def _holds_heavy(self, cls: cst.ClassDef) -> bool:
@@ -577,7 +577,7 @@ class Attention(nn.Module):
         handles: Optional[ClassHandles] = None
         for method in self.ctx.methods(node).values():
             params = method.params.posonly_params or method.params.params
-            if not params or params[0].name.value != "self" or decorator_names(self.ctx, method) & _STATIC:
+            if not params or params[0].name.value != "self" or decorator_names(self.ctx, method) & STATIC:
                 continue
             locals_ = _Locals()
             visit(method.body, locals_)

@@ -10,7 +10,7 @@ import libcst as cst
 from retainlint.cstutil import body_functions
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
-from retainlint.prefilters.rl702 import StoredExceptionFramesPrefilter, _ADDERS
+from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter, ADDERS
 from retainlint.rule import Example, RelatedNode, Rule
 from retainlint.rules.rl304_weak_key_value_refs_key import (
     Scopes,
@@ -51,7 +51,8 @@ class _Handler:
     reraised: bool = False  # an alias is raised after the handler
 
 
-class StoredExceptionFrames(StoredExceptionFramesPrefilter, Rule):
+class StoredExceptionFrames(Rule):
+    prefilter = StoredExceptionFramesPrefilter
     name = "stored-exception-frames"
     summary = "An exception stored beyond its handler keeps every frame of its traceback alive"
     severity = Severity.WARNING
@@ -481,7 +482,7 @@ class _KeptResults(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _ADDERS:
+        if isinstance(func, cst.Attribute) and func.attr.value in ADDERS:
             for arg in node.args:
                 name = self._called(arg.value)
                 if name and self._outlives(func.value):
@@ -671,7 +672,7 @@ class _StoreFinder(cst.CSTVisitor):
             if method == "with_traceback" and node.args and ctx_code(self.ctx, node.args[0].value) == "None":
                 if isinstance(receiver, cst.Name) and receiver.value in self.names and self.active:
                     self.h.dropped = True
-            if method in _ADDERS:
+            if method in ADDERS:
                 for arg in node.args:
                     exc = self.holds(arg.value)
                     if exc is None:

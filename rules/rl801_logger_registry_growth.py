@@ -10,7 +10,7 @@ import libcst as cst
 from retainlint.cstutil import body_functions, decorator_names
 from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
-from retainlint.prefilters.rl801 import LoggerRegistryGrowthPrefilter
+from retainlint.rules.prefilters.rl801 import LoggerRegistryGrowthPrefilter
 from retainlint.rule import Example, Rule
 from retainlint.rules.rl304_weak_key_value_refs_key import ctx_code, has_heavy_attribute, reaches
 
@@ -51,7 +51,8 @@ class _Call:
     guards: tuple  # tests of the enclosing `if`/`while` statements, innermost last
 
 
-class LoggerRegistryGrowth(LoggerRegistryGrowthPrefilter, Rule):
+class LoggerRegistryGrowth(Rule):
+    prefilter = LoggerRegistryGrowthPrefilter
     name = "logger-registry-growth"
     summary = "Per-instance logger names and per-instance handlers on shared loggers grow the logging registry forever"
     severity = Severity.WARNING

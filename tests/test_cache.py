@@ -238,7 +238,7 @@ def test_a_run_answered_from_the_cache_imports_neither_libcst_nor_the_rules(tmp_
     probe = ("import sys\nfrom retainlint.cli import main\n"
              "try:\n    main(['check', '--output-format', 'concise', '.'])\n"
              "except SystemExit as e:\n    code = e.code\n"
-             "print(code, 'libcst' in sys.modules, any(m.startswith('retainlint.rules.') for m in sys.modules))\n")
+             "print(code, 'libcst' in sys.modules, any(m.startswith('retainlint.rules.rl') for m in sys.modules))\n")
     again = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
                            text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
     assert "m.py:5:9: RL501" in again.stdout

@@ -27,6 +27,7 @@ def test_wheel_installs_rules_and_runs_from_a_fresh_venv(tmp_path):
     [wheel] = dist.glob("retainlint-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "retainlint/rules/rl501_discarded_hook_handle.py" in names
+    assert "retainlint/rules/prefilters/rl501.py" in names
     assert not any(n.startswith("rules/") for n in names), "rules must not be a top-level package"
 
     venv = tmp_path / "venv"

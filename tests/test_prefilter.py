@@ -37,7 +37,7 @@ def test_invalid_examples_pass_the_prefilter(rule, i, example):
     summary = summarize("example.py", source, all_prefilters())
     assert summary is not None
     index = ProjectIndex([summary], settings.heavy_types)
-    assert rule in rules_triggered(source, [rule], settings, index, "example.py")
+    assert rule.prefilter in rules_triggered(source, [rule.prefilter], settings, index, "example.py")
 
 
 def _unfiltered(path: str, rule, settings: Settings, index):
@@ -80,8 +80,8 @@ def test_prefilter_hides_no_fixture_finding(folder):
 def test_a_scan_that_raises_lets_the_file_through(monkeypatch):
     rule = RULES["RL401"]
     source = b"import gc\n\nclass Engine:\n    def start(self):\n        gc.freeze()\n"
-    monkeypatch.setattr(rule, "scan", classmethod(lambda cls, nodes: 1 / 0))
+    monkeypatch.setattr(rule.prefilter, "scan", classmethod(lambda cls, nodes: 1 / 0))
     summary = summarize("example.py", source, all_prefilters())
     assert summary is not None and summary.classes  # the summary itself survives
     index = ProjectIndex([summary])
-    assert rule in rules_triggered(source, [rule], Settings(), index, "example.py")
+    assert rule.prefilter in rules_triggered(source, [rule.prefilter], Settings(), index, "example.py")

@@ -70,7 +70,7 @@ def test_rule_metadata(rule):
     assert rule.name == rule.name.lower() and " " not in rule.name
     for section in ("## What it does", "## Why it leaks", "## Example"):
         assert section in rule.docs, f"{rule.code} docs lack {section}"
-    assert rule.triggers, "every rule declares trigger tokens"
+    assert rule.prefilter.triggers, "every rule declares trigger tokens"
     # selection reads codes and names from module file names, and defaults from DEFAULT_OFF
     assert (rule.code, rule.name) in catalog()
     assert (rule.code in DEFAULT_OFF) == (not rule.default_enabled)

@@ -76,3 +76,38 @@ def test_no_import_cycle():
         if name not in state:
             walk(name, [name])
     assert cycles == []
+
+
+_NO_PREFILTER = '''\
+from retainlint.finding import Severity
+from retainlint.rule import Rule
+
+
+class Forgotten(Rule):
+    name = "forgotten"
+    summary = "a rule added without its prefilter"
+    docs = ""
+'''
+
+
+def _run_with_extra_rule(tmp_path, source: str, *args: str) -> subprocess.CompletedProcess:
+    """`retainlint check` with one more rule module (rl998_forgotten.py) beside the real ones."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "rl998_forgotten.py").write_text(source)
+    (tmp_path / "m.py").write_text("x = 1\n")
+    probe = ("import sys, retainlint.rules as r\n"
+             f"r.__path__.append({str(extra)!r})\n"
+             "from retainlint.cli import main\n"
+             f"main(['check', '--no-cache', *{list(args)!r}])\n")
+    return subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_rule_without_its_prefilter_is_refused(tmp_path):
+    done = _run_with_extra_rule(tmp_path, _NO_PREFILTER, "--select", "RL998", "m.py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "retainlint: error: rule RL998 (forgotten) has no prefilter: add "
+        "rules/prefilters/rl998.py and set `prefilter = ...` on the rule"]
+    assert "All checks passed" not in done.stdout

@@ -16,10 +16,10 @@ ATEXIT_REGISTER = "atexit.register"
 SIGNAL = "signal.signal"
 
 # module-level containers that hold what is put in them strongly
-_LIST_CTORS = frozenset({"list", "builtins.list", "set", "builtins.set", "collections.deque"})
+LIST_CTORS = frozenset({"list", "builtins.list", "set", "builtins.set", "collections.deque"})
 
 # methods that put an element in a list / set / deque (argument position of the element)
-_ADDERS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1}
+ADDERS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1}
 
 # `NAME = []` / `NAME: list[...] = set()` / `NAME = collections.deque(...)` at column 0
 _MODULE_CONTAINER = re.compile(
@@ -28,7 +28,7 @@ _MODULE_CONTAINER = re.compile(
 )
 
 # -- structural prefilter (`ast`, from the index's pass) ----------------------------------
-_CONTAINER_CTOR_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in _LIST_CTORS)
+_CONTAINER_CTOR_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in LIST_CTORS)
 
 
 def imported_names(nodes) -> dict[str, str]:
@@ -137,9 +137,9 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
             func = node.func
             kind = type(func)
             name = func.attr if kind is ast.Attribute else func.id if kind is ast.Name else None
-            if name in _ADDERS:
+            if name in ADDERS:
                 if kind is not ast.Attribute or type(func.value) is not ast.Name or \
-                        func.value.id not in containers or len(node.args) <= _ADDERS[name]:
+                        func.value.id not in containers or len(node.args) <= ADDERS[name]:
                     continue
             elif name == "register" or name == "signal":
                 if imports is None:

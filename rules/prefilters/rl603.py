@@ -7,43 +7,39 @@ import ast
 import re
 from typing import Optional
 
+from retainlint.names import name_words
 from retainlint.config import DEFAULT_RELEASE_METHODS
 from retainlint.prefilter import Prefilter
 
 
 # Function-name words that say "this frees something".
-_CLEANUP_WORDS = frozenset(
+CLEANUP_WORDS = frozenset(
     {"free", "release", "cleanup", "clean", "delete", "destroy", "dispose", "teardown",
      "unload", "dealloc", "deallocate", "shutdown", "close", "drop", "purge", "evict", "gc"}
 )
 
 # Calls that reclaim memory: deleting a local just before them shows what was expected.
-_RECLAIM_CALLS = frozenset({"gc.collect", "torch.cuda.empty_cache", "torch.cuda.ipc_collect",
+RECLAIM_CALLS = frozenset({"gc.collect", "torch.cuda.empty_cache", "torch.cuda.ipc_collect",
                             "torch.mps.empty_cache", "torch.xpu.empty_cache", "torch.npu.empty_cache"})
 
-_RECLAIM_NAMES = frozenset({"empty_cache", "ipc_collect", "malloc_trim", "clear_device_cache",
+RECLAIM_NAMES = frozenset({"empty_cache", "ipc_collect", "malloc_trim", "clear_device_cache",
                             "release_memory", "free_memory"})
 
-_EMPTY_FACTORIES = frozenset({"dict", "list", "set", "collections.OrderedDict", "OrderedDict",
+EMPTY_FACTORIES = frozenset({"dict", "list", "set", "collections.OrderedDict", "OrderedDict",
                               "collections.deque", "deque", "builtins.dict", "builtins.list",
                               "builtins.set"})
 
-_DEFAULTDICT = frozenset({"collections.defaultdict", "defaultdict"})
+DEFAULTDICT = frozenset({"collections.defaultdict", "defaultdict"})
 
-_KEEPING_VERBS = frozenset({"register", "add", "append", "attach", "bind", "set", "insert", "track",
+KEEPING_VERBS = frozenset({"register", "add", "append", "attach", "bind", "set", "insert", "track",
                             "subscribe", "store", "put", "push", "hold", "keep", "install", "use",
                             "share", "link", "connect", "adopt", "own"})
 
 
-def _words(name: str) -> set[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
-    return {w for w in spaced.split("_") if w}
-
-
 # -- prefilter: the file's shape, from the project index's `ast` pass ------------------
-_RECLAIM_LAST = frozenset({name.rsplit(".", 1)[1] for name in _RECLAIM_CALLS}) | _RECLAIM_NAMES
+_RECLAIM_LAST = frozenset({name.rsplit(".", 1)[1] for name in RECLAIM_CALLS}) | RECLAIM_NAMES
 
-_EMPTY_LAST = frozenset(name.rsplit(".", 1)[-1] for name in _EMPTY_FACTORIES | _DEFAULTDICT)
+_EMPTY_LAST = frozenset(name.rsplit(".", 1)[-1] for name in EMPTY_FACTORIES | DEFAULTDICT)
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -149,7 +145,7 @@ class _Scan:
         """Does a `del` in `fn` count as meant to free, whatever the release methods are:
         a cleanup word in its name, or a reclaiming call in it (`_deletes_to_free`)?"""
         if id(fn) not in self._frees:
-            self._frees[id(fn)] = bool(_words(fn.name) & _CLEANUP_WORDS) or self._reclaims(fn)
+            self._frees[id(fn)] = bool(name_words(fn.name) & CLEANUP_WORDS) or self._reclaims(fn)
         return self._frees[id(fn)]
 
     def _reclaims(self, fn: ast.AST) -> bool:
@@ -244,7 +240,7 @@ class _Scan:
                 continue
             keeps = verbs.get(func.attr)
             if keeps is None:
-                keeps = verbs[func.attr] = bool(_words(func.attr) & _KEEPING_VERBS)
+                keeps = verbs[func.attr] = bool(name_words(func.attr) & KEEPING_VERBS)
             if not keeps or (type(func.value) is ast.Name and func.value.id == "self"):
                 continue
             held = handed(node)

@@ -7,11 +7,10 @@ import ast
 
 from retainlint.nodes import FileNodes
 from retainlint.prefilter import Prefilter
-from retainlint.prefilters.rl101 import Values, qualify
-from retainlint.prefilters.rl201 import finalize_calls
+from retainlint.ast_facts import Values, finalize_calls, qualify
 
 
-_PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})
+PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})
 
 
 def _may_pin(values: Values, call: ast.Call, expr: ast.AST, owner: ast.AST) -> bool:
@@ -24,7 +23,7 @@ def _may_pin(values: Values, call: ast.Call, expr: ast.AST, owner: ast.AST) -> b
     if kind is ast.Attribute:
         return ast.dump(expr.value) == shape
     if kind is ast.Call:
-        return qualify(values.imports, expr.func) in _PARTIAL
+        return qualify(values.imports, expr.func) in PARTIAL
     if type(owner) is not ast.Name:
         return False
     if kind is ast.Lambda:

@@ -7,6 +7,7 @@ import ast
 import re
 from typing import Optional
 
+from retainlint.names import name_words
 from retainlint.hook_names import HANDLE_HOOKS
 from retainlint.prefilter import Prefilter
 
@@ -34,16 +35,16 @@ _SELF_CALLABLES = (
 _TOKENS = (b"append(self.", b"add(self.", b"extend([self.", b"insert(0, self.", b"callback(self.",
            b"register(self.")
 
-_CONTAINER_ADD = frozenset({"append", "appendleft", "add", "insert", "extend", "setdefault",
+CONTAINER_ADD = frozenset({"append", "appendleft", "add", "insert", "extend", "setdefault",
                             "update", "__setitem__"})
 
 # Bound methods every `nn.Module` has, even when the class does not define them.
-_MODULE_METHODS = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
+MODULE_METHODS = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
 
-_CALLBACK_WORDS = frozenset({"callback", "callbacks", "listener", "listeners", "handler", "handlers",
+CALLBACK_WORDS = frozenset({"callback", "callbacks", "listener", "listeners", "handler", "handlers",
                              "observer", "observers", "hook", "hooks"})
 
-_REGISTER_VERBS = frozenset({"register", "add", "append", "set", "subscribe", "connect", "install", "attach"})
+REGISTER_VERBS = frozenset({"register", "add", "append", "set", "subscribe", "connect", "install", "attach"})
 
 
 def _heavy_names(index, settings) -> frozenset[bytes]:
@@ -52,11 +53,6 @@ def _heavy_names(index, settings) -> frozenset[bytes]:
         names = frozenset(q.rsplit(".", 1)[-1].encode() for q in getattr(index, "heavy_classes", ()))
     configured = frozenset(t.rsplit(".", 1)[-1].encode() for t in settings.heavy_types)
     return names | configured if configured else names
-
-
-def _words(name: str) -> set[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
-    return {w for w in spaced.split("_") if w}
 
 
 _PARTIAL_NAMES = frozenset({"partial", "partialmethod", "MethodType"})
@@ -116,9 +112,9 @@ def _registers(name: str) -> bool:
     """Can a method of this name store its argument (`_Sites.visit_Call`)?"""
     found = _REGISTERS.get(name)
     if found is None:
-        found = name in _CONTAINER_ADD or name in HANDLE_HOOKS or (
+        found = name in CONTAINER_ADD or name in HANDLE_HOOKS or (
             "hook" in name and name.lstrip("_").startswith("register")) or bool(
-            _CALLBACKISH.search(name) and _words(name) & _CALLBACK_WORDS and _words(name) & _REGISTER_VERBS)
+            _CALLBACKISH.search(name) and name_words(name) & CALLBACK_WORDS and name_words(name) & REGISTER_VERBS)
         if len(_REGISTERS) < 65536:
             _REGISTERS[name] = found
     return found
@@ -199,7 +195,7 @@ class _Scan:
         """Names of the bound methods some class of the file defines."""
         if self._bound is None:
             nodes = self.nodes
-            self._bound = set(_MODULE_METHODS)
+            self._bound = set(MODULE_METHODS)
             for kind in _FUNCTIONS:
                 for fn in nodes.of(kind):
                     if type(nodes.owner(fn)) is ast.ClassDef and not (
@@ -393,7 +389,7 @@ class _Scan:
                 found = registers.get(name)
                 if found is None:
                     found = _registers(name)
-                if not found or name in _CONTAINER_ADD and _is_self(func.value):
+                if not found or name in CONTAINER_ADD and _is_self(func.value):
                     continue
                 if (node.args or node.keywords) and _rooted(func.value):
                     sites.append((node, [*node.args, *(k.value for k in node.keywords)]))
@@ -412,13 +408,13 @@ class _Scan:
         return tuple(out)
 
 
-_STATIC = frozenset({"staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod"})
+STATIC = frozenset({"staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod"})
 
 # -- structural prefilter (`ast`, from the index's pass) -------------------------------------
 # Bases that make a class heavy whatever the index knows (unresolved spellings of `nn.Module`).
 _TORCH_PREFIXES = ("torch.", "nn.", "Module", "PreTrainedModel")
 
-_INHERITED_EXCLUDED = _STATIC | {"property", "functools.cached_property"}
+_INHERITED_EXCLUDED = STATIC | {"property", "functools.cached_property"}
 
 
 def _inherits_method(index, bases, attrs) -> bool:

@@ -1,26 +1,23 @@
-"""RL101's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl101_cache_key_bound_method.py` (from the file's bytes and its `ast`; no libcst here)."""
+"""Facts the rules' prefilters read from a file's `ast` (never libcst): its import table,
+qualified names, annotations, and what may make a value heavy (`Values`, judged with the
+project index by `Heavy`), read as the libcst rules read them."""
 
 from __future__ import annotations
 
 import ast
 import os
-import weakref
 from typing import Optional
 
-from retainlint.index import CACHE_DECORATORS, METHOD_NAMES
+from retainlint.index import METHOD_NAMES
 from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
 from retainlint.nodes import FileNodes, dotted
-from retainlint.prefilter import Prefilter, words
 
 
-_DECORATOR_TOKENS = (b"lru_cache", b"functools.cache", b"@cache", b"import cache", b"alru_cache")
+PROPERTIES = frozenset({"property", "builtins.property", "functools.cached_property"})
 
-_PROPERTIES = frozenset({"property", "builtins.property", "functools.cached_property"})
+LOGGERS = frozenset({"logging.Logger", "logging.LoggerAdapter"})
 
-_LOGGERS = frozenset({"logging.Logger", "logging.LoggerAdapter"})
-
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 _UNIONS = frozenset({"typing.Optional", "typing.Union", "Optional", "Union"})
 
@@ -136,7 +133,7 @@ class Values:
         self.functions: dict[str, ast.AST] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         for node in nodes.tree.body:
-            if isinstance(node, _DEFS):
+            if isinstance(node, DEFS):
                 self.functions[node.name] = node
             elif isinstance(node, ast.ClassDef):
                 self.classes[node.name] = node
@@ -156,7 +153,7 @@ class Values:
         scope = self._scopes.get(id(inner))
         if scope is None:
             fn = inner
-            while fn is not None and not isinstance(fn, _DEFS):
+            while fn is not None and not isinstance(fn, DEFS):
                 fn = self.nodes.owner(fn)
             owner = self.nodes.owner(fn) if fn is not None else None
             klass = owner if isinstance(owner, ast.ClassDef) else None
@@ -235,7 +232,7 @@ class Values:
         if name == "self" and fn is not None and cls is not None:
             if not self.bound:
                 found.add(cls.name)  # heavy if the class is
-            elif not any(qualify(self.imports, b) in _LOGGERS for b in cls.bases):
+            elif not any(qualify(self.imports, b) in LOGGERS for b in cls.bases):
                 found.add(RETAINED)
             return
         if fn is None or (id(fn), name) in seen:
@@ -328,7 +325,7 @@ class Values:
         if type(owner) is ast.Name and owner.id == "self":
             method = _methods(cls).get(attr) if cls is not None else None
             return method is not None and not any(
-                decorator_name(self.imports, d) in _PROPERTIES for d in method.decorator_list)
+                decorator_name(self.imports, d) in PROPERTIES for d in method.decorator_list)
         # the rule looks for `<owner as written>.attr(` in the file
         called = self._called.get(attr)
         if called is None:
@@ -351,7 +348,7 @@ class Values:
 
 
 def _methods(cls: ast.ClassDef) -> dict[str, ast.AST]:
-    return {s.name: s for s in cls.body if isinstance(s, _DEFS)}
+    return {s.name: s for s in cls.body if isinstance(s, DEFS)}
 
 
 class Heavy:
@@ -385,148 +382,33 @@ class Heavy:
         return depth < 10 and any(self.name(b, depth + 1) for b in self.bases.get(q, ()))
 
 
-def calls_cached(summary, index, hidden: dict[str, tuple[str, ...]]) -> bool:
-    """Does the file pass something that may be a bound method to a cached module-level
-    function (`summary.bound_calls`)? `hidden`: names imported only where the summary
-    does not look (see `hidden_imports`), with what they may stand for."""
-    calls = summary.bound_calls
-    if not calls:
-        return False
-    # Only a name a cached function goes by can be one: its own, or an alias it is
-    # imported under somewhere (the index resolves through both).
-    names = index.cached_names
-    aliases = None
-    for callee in calls:
-        head, dot, rest = callee.partition(".")
-        for q in ([absolute(t, summary) + dot + rest for t in hidden[head]] if head in hidden
-                  else (callee,)):
-            last = q.rpartition(".")[2].encode()
-            if last not in names:
-                if aliases is None:
-                    aliases = index.ask(cached_aliases, None)
-                if last not in aliases:
-                    continue
-            f = index.cached_function(q)
-            if f is not None and not f.is_method:
-                return True
-    return False
+def finalize_calls(nodes: FileNodes) -> list[tuple[ast.Call, list[ast.AST], list[ast.AST]]]:
+    """(call, positional arguments, keyword values) of the file's `weakref.finalize(...)`
+    calls with an owner and a callback, however `weakref` or `finalize` is imported (as
+    `ctx.qualname` resolves them). For the scans of RL201 and RL202: kept on `nodes`."""
+    return nodes.shared("finalize calls", _finalize_calls)
 
 
-def hidden_imports(nodes: FileNodes) -> dict[str, tuple[str, ...]]:
-    """Names bound only by imports in module-level compound statements (`try:`, `if
-    TYPE_CHECKING:`): the index's summary leaves those out of `imports`, the rules' import
-    table does not. Name -> what it may stand for (relative names as in `file_imports`)."""
-    found = nodes.of(ast.Import, ast.ImportFrom)
-    top = [n for n in nodes.tree.body if type(n) is ast.Import or type(n) is ast.ImportFrom]
-    if len(top) == len(found) or len(top) == sum(nodes.owner(n) is None for n in found):
-        return {}  # every module-level import is a statement of the module itself
-    top = {id(n) for n in top}
-    hidden: dict[str, list[str]] = {}
-    seen: set[str] = set()
-    for node in found:
-        nested = nodes.owner(node) is None and id(node) not in top
-        for alias in node.names:
-            if alias.name == "*":
+def _finalize_calls(nodes) -> list:
+    found = []
+    imports = file_imports(nodes)
+    # A relative import may still name the top-level `weakref` (`from . import weakref`
+    # in a top-level module): let it count.
+    modules = {k for k, v in imports.items()
+               if v == "weakref" or v.startswith(".") and v.endswith(".weakref")}
+    functions = {k for k, v in imports.items()
+                 if v == "weakref.finalize" or v.startswith(".") and v.endswith(".weakref.finalize")}
+    if "weakref" not in imports:
+        modules.add("weakref")  # `weakref.finalize` resolves as written
+    for call in nodes.of(ast.Call):
+        func = call.func
+        if type(func) is ast.Name:
+            if func.id not in functions:
                 continue
-            if isinstance(node, ast.Import):
-                local = alias.asname or alias.name.split(".")[0]
-                target = alias.name if alias.asname else local
-            else:
-                local = alias.asname or alias.name
-                base = "." * node.level + (node.module or "")
-                target = f"{base}{'' if not base or base.endswith('.') else '.'}{alias.name}"
-            if nested:
-                hidden.setdefault(local, []).append(target)
-            else:
-                seen.add(local)
-    return {k: tuple(v) for k, v in hidden.items() if k not in seen}
-
-
-_ALIASES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def cached_aliases(index, key=None) -> frozenset[bytes]:
-    """Names a project module imports a cached module-level function under, other than
-    its own (`from .impl import _f as f`). A question for `ProjectIndex.ask`; the answer
-    only depends on the index, so it is kept per index."""
-    answer = _ALIASES.get(index)
-    if answer is None:
-        found = set()
-        for summary in index.modules.values():
-            for local, target in summary.imports.items():
-                if local != target.rpartition(".")[2]:
-                    f = index.cached_function(target)
-                    if f is not None and not f.is_method:
-                        found.add(local.encode())
-        answer = _ALIASES[index] = frozenset(found)
-    return answer
-
-
-class CacheKeyBoundMethodPrefilter(Prefilter):
-    code = "RL101"
-
-    triggers = ("cache",)
-
-    scans = True
-
-    @classmethod
-    def scan(cls, nodes: FileNodes):
-        """(decorated module-level functions: (name, qualified decorators, names their
-        parameters are annotated with); decorated module-level function -> what may make
-        the arguments it is called with here retained (`Values`); local class -> bases;
-        `hidden_imports`). Calls of other files' functions are left to the index's
-        `bound_calls`: a pass over every call here would cost more than the parse saved."""
-        tree = nodes.tree
-        functions = {}  # the last definition of a name wins, as in the rule
-        for node in tree.body:
-            if isinstance(node, _DEFS):
-                functions[node.name] = node
-        decorated = {name: fn for name, fn in functions.items() if fn.decorator_list}
-        hidden = hidden_imports(nodes)
-        if not decorated:
-            return (), {}, {}, hidden
-        values = Values(nodes, bound=True)
-        imports = values.imports
-        defs = []
-        for name, fn in decorated.items():
-            decorators = tuple(q for q in (decorator_name(imports, d) for d in fn.decorator_list) if q)
-            a = fn.args
-            annotated = frozenset(q for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)
-                                  for q in annotation_names(imports, p.annotation))
-            defs.append((name, decorators, annotated))
-        local: dict[str, set[str]] = {}
-        for call in nodes.of(ast.Call):
-            func = call.func
-            if type(func) is ast.Name and func.id in decorated:
-                evidence = values.arguments(call)
-                if evidence:
-                    local.setdefault(func.id, set()).update(evidence)
-        named = [q for d in defs for q in d[2]] + [q for found in local.values() for q in found]
-        return tuple(defs), {k: frozenset(v) for k, v in local.items()}, values.bases(named), hidden
-
-    @classmethod
-    def might_match(cls, data: bytes, settings, index) -> bool:
-        """A cached module-level function here with a parameter annotated as heavy, or
-        bound-method callers, or called here with something that may be retained (`self`,
-        a bound method, or what may be heavy by the names involved); or a call of a cached
-        function of another file passing something that may be a bound method (the index
-        lists those calls)."""
-        summary = getattr(data, "summary", None)
-        if summary is None:
-            return (any(token in data for token in _DECORATOR_TOKENS)
-                    or not words(data).isdisjoint(index.cached_names | index.cache_decorator_names))
-        found = summary.scans.get(cls.code)
-        if found is None:  # no "cache" here: only the calls the index lists
-            return calls_cached(summary, index, {})
-        defs, local, bases, hidden = found
-        if defs:
-            heavy = Heavy(summary, settings, index, bases)
-            for name, decorators, annotated in defs:
-                if not any(d in CACHE_DECORATORS or index.is_cache_decorator(heavy.full(d))
-                           for d in decorators):
-                    continue
-                if name in local and heavy.any(local[name]):
-                    return True
-                if index.bound_callers.get(f"{summary.module}.{name}") or heavy.any(annotated):
-                    return True
-        return calls_cached(summary, index, hidden)
+        elif not (type(func) is ast.Attribute and func.attr == "finalize"
+                  and type(func.value) is ast.Name and func.value.id in modules):
+            continue
+        positional = [a for a in call.args if type(a) is not ast.Starred]
+        if len(positional) >= 2:
+            found.append((call, positional, [k.value for k in call.keywords if k.arg is not None]))
+    return found

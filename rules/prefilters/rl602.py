@@ -14,7 +14,7 @@ from retainlint.prefilter import Prefilter, words
 
 
 # Calls that hand back an object that exists already: what they return is not built here.
-_ACCESSORS = frozenset(
+ACCESSORS = frozenset(
     {"next", "getattr", "get", "pop", "setdefault", "cast", "peek", "first", "min", "max", "popitem"}
 )
 
@@ -207,7 +207,7 @@ class _Origin:
             func = value.func
             word = func.attr if isinstance(func, ast.Attribute) else (
                 func.id if isinstance(func, ast.Name) else None)
-            if word in _ACCESSORS:
+            if word in ACCESSORS:
                 return []
             found = _annotation_makers(ann)
             name = _dotted(func)

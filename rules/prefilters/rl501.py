@@ -8,7 +8,7 @@ import ast
 from retainlint.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
 from retainlint.nodes import FileNodes
 from retainlint.prefilter import Prefilter
-from retainlint.prefilters.rl101 import file_imports, qualify
+from retainlint.ast_facts import file_imports, qualify
 
 
 class DiscardedHookHandlePrefilter(Prefilter):

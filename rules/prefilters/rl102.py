@@ -6,25 +6,23 @@ from __future__ import annotations
 import ast
 import re
 
+from retainlint.names import NOT_INSTANCE_DECORATORS
 from retainlint.index import CACHE_DECORATORS
 from retainlint.nodes import FileNodes
 from retainlint.prefilter import Prefilter
-from retainlint.prefilters.rl101 import absolute, decorator_name, file_imports, qualify
+from retainlint.ast_facts import absolute, decorator_name, file_imports, qualify
 
 
-_NOT_INSTANCE = frozenset(
-    {"staticmethod", "builtins.staticmethod", "classmethod", "builtins.classmethod"}
-)
 
 # `@property` over a cache: the (deprecated) cached-property spelling; left alone.
-_PROPERTY = frozenset(
+PROPERTY = frozenset(
     {
         "property", "builtins.property", "functools.cached_property", "abc.abstractproperty",
         "types.DynamicClassAttribute", "enum.property",
     }
 )
 
-_ENUM_BASES = frozenset(
+ENUM_BASES = frozenset(
     {
         "enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag",
         "enum.ReprEnum", "enum.EnumMeta", "enum.EnumType", "aenum.Enum", "aenum.IntEnum",
@@ -59,8 +57,8 @@ class CachedInstanceMethodPrefilter(Prefilter):
                 continue
             if imports is None:
                 imports = file_imports(nodes)
-            if any(qualify(imports, b) in _ENUM_BASES for b in klass.bases) or any(
-                    k.arg == "metaclass" and qualify(imports, k.value) in _ENUM_BASES
+            if any(qualify(imports, b) in ENUM_BASES for b in klass.bases) or any(
+                    k.arg == "metaclass" and qualify(imports, k.value) in ENUM_BASES
                     for k in klass.keywords):
                 continue
             for fn in methods:
@@ -68,7 +66,7 @@ class CachedInstanceMethodPrefilter(Prefilter):
                 if not params or params[0].arg != "self":
                     continue
                 names = [decorator_name(imports, d) for d in fn.decorator_list]
-                if any(n in _NOT_INSTANCE or n in _PROPERTY
+                if any(n in NOT_INSTANCE_DECORATORS or n in PROPERTY
                        or n.endswith((".setter", ".getter", ".deleter")) for n in names if n):
                     continue
                 found.update(n for n in names if n)

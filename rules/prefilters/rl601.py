@@ -12,20 +12,20 @@ from retainlint.prefilter import Prefilter
 
 
 # Calls whose result is a plain value derived from their argument, never the argument.
-_SCALAR_CALLS = frozenset(
+SCALAR_CALLS = frozenset(
     {
         "len", "str", "int", "float", "bool", "isinstance", "issubclass", "id", "hash", "repr",
         "type", "hasattr", "callable", "format", "getattr", "vars", "dir", "sum", "any", "all",
         "min", "max", "round", "abs", "sorted", "print", "next", "iter", "enumerate",
     }
 )
-_SCALAR_CALLS = _SCALAR_CALLS | frozenset(f"builtins.{n}" for n in _SCALAR_CALLS)
-_SCALAR_CALLS = _SCALAR_CALLS | frozenset(
+SCALAR_CALLS = SCALAR_CALLS | frozenset(f"builtins.{n}" for n in SCALAR_CALLS)
+SCALAR_CALLS = SCALAR_CALLS | frozenset(
     {"ctypes.addressof", "ctypes.sizeof", "sys.getsizeof", "sys.getrefcount", "operator.index"}
 )
 
 # Method names on a receiver that only read what they are handed.
-_READ_ONLY_METHODS = frozenset(
+READ_ONLY_METHODS = frozenset(
     {
         "debug", "info", "warning", "warn", "error", "exception", "critical", "log",
         "info_once", "warning_once", "debug_once", "write", "format", "join", "startswith",
@@ -37,7 +37,7 @@ _SCALAR_PREFIXES = ("is_", "has_", "supports_", "should_", "can_", "use_", "get_
                     "count_", "check_", "requires_", "uses_")
 
 
-def _scalar_name(qualified: Optional[str]) -> bool:
+def scalar_name(qualified: Optional[str]) -> bool:
     """Functions whose name says they answer a question about their argument."""
     if not qualified:
         return False
@@ -45,7 +45,7 @@ def _scalar_name(qualified: Optional[str]) -> bool:
     return last.startswith(_SCALAR_PREFIXES)
 
 
-_SCALAR_ATTRS = ("is_", "has_", "num_", "n_", "supports_", "use_", "enable_", "max_", "min_")
+SCALAR_ATTRS = ("is_", "has_", "num_", "n_", "supports_", "use_", "enable_", "max_", "min_")
 
 # -- prefilter: the file's shape, from the project index's `ast` pass ------------------
 # A finding needs a class with a method (a release method, if its name is configured so)
@@ -297,7 +297,7 @@ class _Scan:
                 elif kind is ast.AnnAssign:
                     self._assign(node.target, node.value, holds, fn.name, links)
                 elif kind is ast.Call and type(node.func) is ast.Attribute:
-                    if node.func.attr in _READ_ONLY_METHODS:
+                    if node.func.attr in READ_ONLY_METHODS:
                         continue
                     root = _ast_self_attr(node.func.value) or _ast_self_root(node.func.value)
                     if root is None:
@@ -385,14 +385,14 @@ class _Scan:
         imported, aliased, renamed = self._imported()
         if isinstance(func, ast.Name):
             if func.id in imported:  # `from m import is_x` keeps the last name, `as` does not
-                return func.id not in aliased and _scalar_name(func.id)
-            return func.id in _SCALAR_CALLS or _scalar_name(func.id)
+                return func.id not in aliased and scalar_name(func.id)
+            return func.id in SCALAR_CALLS or scalar_name(func.id)
         dotted = _ast_dotted(func)
         if dotted is None:
             return False
-        if _scalar_name(dotted):  # the last name is the attribute's, whatever the head is
+        if scalar_name(dotted):  # the last name is the attribute's, whatever the head is
             return True
-        return dotted in _SCALAR_CALLS and dotted.split(".")[0] not in renamed
+        return dotted in SCALAR_CALLS and dotted.split(".")[0] not in renamed
 
     def may_copy(self, func: ast.AST) -> bool:
         dotted = _ast_dotted(func)
@@ -508,6 +508,6 @@ class ReleaseLeavesAliasPrefilter(Prefilter):
                         elif kind == "clear":
                             if how == "copy":
                                 return True
-                        elif how == "ref" or not b.lstrip("_").startswith(_SCALAR_ATTRS):
+                        elif how == "ref" or not b.lstrip("_").startswith(SCALAR_ATTRS):
                             return True
         return False

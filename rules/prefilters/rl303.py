@@ -20,7 +20,7 @@ from retainlint.prefilter import Prefilter
 _USED_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _used_anywhere(index, name: str) -> bool:
+def used_anywhere(index, name: str) -> bool:
     """Does any project function call, or any file import, something named `name`?"""
     names = _USED_NAMES.get(index)
     if names is None:
@@ -33,7 +33,7 @@ def _used_anywhere(index, name: str) -> bool:
     return name in names
 
 
-def _imported_as_module(index, key: tuple[str, str]) -> bool:
+def imported_as_module(index, key: tuple[str, str]) -> bool:
     """Does another project file bind `module` itself (`from pkg import mod`,
     `import pkg.mod as m`), so that it could write `mod.X = None`? (A plain
     `import pkg.mod` is recorded as binding `pkg` only, like every `import pkg.other`:
@@ -153,11 +153,11 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
             # the other assignments are resets; none counts in a function that assigns
             # something heavy
             others = [(fn, top) for fn, top, _ in assigns]
-            if any(top is None or top in used or index.ask(_used_anywhere, top)
+            if any(top is None or top in used or index.ask(used_anywhere, top)
                    for fn, top in (*resets, *others) if fn not in heavy):
                 continue
             if not name.startswith("_") and index.ask(
-                    _imported_as_module, (summary.module, summary.module)):
+                    imported_as_module, (summary.module, summary.module)):
                 continue
             return True
         return False

@@ -9,10 +9,6 @@ from retainlint.prefilter import Prefilter
 
 
 # Calls that keep their arguments (in what they return).
-_WRAPPERS = frozenset(
-    {"functools.partial", "functools.partialmethod", "types.MethodType", "tuple", "list",
-     "dict", "set", "frozenset", "collections.namedtuple", "dataclasses.replace"}
-)
 
 _WEAK_CACHE_BYTES = re.compile(rb"@[\w.]*(?:weak\w*(?:cache|memo)|(?:cache|memo)\w*weak)", re.IGNORECASE)
 

@@ -7,22 +7,21 @@ import ast
 import re
 import weakref
 
+from retainlint.names import NOT_INSTANCE_DECORATORS
 from retainlint.nodes import FileNodes
 from retainlint.prefilter import Prefilter, words
-from retainlint.prefilters.rl101 import absolute, decorator_name, file_imports, qualify
+from retainlint.ast_facts import absolute, decorator_name, file_imports, qualify
 
 
 FREEZE = "gc.freeze"
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
-_NOT_INSTANCE = frozenset(
-    {"staticmethod", "classmethod", "builtins.staticmethod", "builtins.classmethod"})
 
 
 def _instance_method(imports: dict[str, str], fn: ast.AST) -> bool:
     """`cstutil.is_instance_method` on the ast."""
-    if any(decorator_name(imports, d) in _NOT_INSTANCE for d in fn.decorator_list):
+    if any(decorator_name(imports, d) in NOT_INSTANCE_DECORATORS for d in fn.decorator_list):
         return False
     params = fn.args.posonlyargs or fn.args.args
     return bool(params) and params[0].arg == "self"
@@ -141,7 +140,7 @@ class GcFreezeWithoutUnfreezePrefilter(Prefilter):
                      | {"." + a for a in index.ask(freezer_aliases, None)})
         for klass in summary.classes.values():
             for method in klass.methods.values():
-                if _NOT_INSTANCE.intersection(method.decorators):
+                if NOT_INSTANCE_DECORATORS.intersection(method.decorators):
                     continue
                 calls = method.calls
                 if not calls.isdisjoint(freezers) or any(

@@ -7,12 +7,12 @@ import ast
 import re
 from typing import Optional
 
+from retainlint.names import WRAPPING_CALLS
 from retainlint.prefilter import Prefilter
-from retainlint.prefilters.rl304 import _WRAPPERS
 
 
 # Methods that put their argument into the receiving container.
-_ADDERS = frozenset(
+ADDERS = frozenset(
     {"append", "add", "insert", "appendleft", "extend", "setdefault", "update", "__setitem__"}
 )
 
@@ -65,7 +65,7 @@ _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.La
 
 _TRIES = tuple(k for k in (ast.Try, getattr(ast, "TryStar", None)) if k is not None)
 
-_WRAPPER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in _WRAPPERS)
+_WRAPPER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in WRAPPING_CALLS)
 
 
 class _Scan:
@@ -159,7 +159,7 @@ class _Scan:
                             return True
             elif kind is ast.Call:
                 func = node.func
-                if type(func) is ast.Attribute and func.attr in _ADDERS and any(
+                if type(func) is ast.Attribute and func.attr in ADDERS and any(
                         self.holds_any(a, names) for a in (*node.args, *(k.value for k in node.keywords))):
                     if type(func.value) is not ast.Name:
                         return True
