@@ -14,7 +14,7 @@ from retainlint.rules.prefilters.rl303 import (
     used_anywhere,
 )
 from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.rules.rl602_release_keeps_heavy_attribute import substantial_value
+from retainlint.weight import substantial_value
 from retainlint.walk import visit
 
 

@@ -12,7 +12,7 @@ from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter, ADDERS
 from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.rules.rl304_weak_key_value_refs_key import (
+from retainlint.holding import (
     Scopes,
     ctx_code,
     has_heavy_attribute,

@@ -12,7 +12,7 @@ from retainlint.finding import Applicability, Severity
 from retainlint.heavy import find_param
 from retainlint.rules.prefilters.rl801 import LoggerRegistryGrowthPrefilter
 from retainlint.rule import Example, Rule
-from retainlint.rules.rl304_weak_key_value_refs_key import ctx_code, has_heavy_attribute, reaches
+from retainlint.holding import ctx_code, has_heavy_attribute, reaches
 
 _GET_LOGGER = frozenset({"logging.getLogger", "logging.Logger.manager.getLogger"})
 # Functions that hand out a logger from the logging registry (their own or a wrapper's).

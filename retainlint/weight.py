@@ -1,0 +1,362 @@
+"""Does a value pin real memory? A module or tensor is heavy by type (`heavy.HeavyOracle`);
+this judges its weight: a layer with parameters or buffers, a tensor of more than a few
+thousand elements, an object holding either - not an activation, a 1-element scalar or an
+empty `nn.Module`. Read from the project's sources (`ast`), for rules that must not report
+weightless objects."""
+
+from __future__ import annotations
+import ast
+import textwrap
+import weakref
+from typing import Optional
+import libcst as cst
+from retainlint.names import TENSOR_FACTORIES
+from retainlint.index import qualified_in
+
+
+
+_MAX_DEPTH = 8
+
+# -- source of other files ------------------------------------------------------------
+# The project index knows where a class or method is; its source is read with `ast`
+# (and one method re-parsed with libcst) only when a rule needs it. Kept per index: a
+# new run sees the files as they are then. What the rule learns this way depends on
+# the files the index lookups named, which a recording index notes.
+class _Sources:
+    def __init__(self) -> None:
+        self.parsed: dict[str, Optional[tuple[ast.Module, list[str]]]] = {}
+        self.functions: dict[tuple[str, int], Optional[cst.FunctionDef]] = {}
+
+    def tree(self, path: str) -> Optional[tuple[ast.Module, list[str]]]:
+        if path not in self.parsed:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+                self.parsed[path] = (ast.parse(data), data.decode("utf-8", "replace").splitlines(True))
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                self.parsed[path] = None
+            if len(self.parsed) > 64:
+                self.parsed.pop(next(iter(self.parsed)))
+        return self.parsed[path]
+
+    def function(self, path: str, line: int) -> Optional[cst.FunctionDef]:
+        """The libcst tree of the function defined at `path`:`line`."""
+        key = (path, line)
+        if key not in self.functions:
+            self.functions[key] = self._function(path, line)
+        return self.functions[key]
+
+    def _function(self, path: str, line: int) -> Optional[cst.FunctionDef]:
+        parsed = self.tree(path)
+        if parsed is None:
+            return None
+        tree, lines = parsed
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == line:
+                start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                text = textwrap.dedent("".join(lines[start - 1:node.end_lineno]))
+                try:
+                    module = cst.parse_module(text)
+                except Exception:  # noqa: BLE001 - an odd body: treated as unknown
+                    return None
+                found = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+                return found[0] if found else None
+        return None
+
+
+_SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def sources(index) -> _Sources:
+    found = _SOURCES.get(index)
+    if found is None:
+        found = _SOURCES[index] = _Sources()
+    return found
+
+
+# -- is a heavy object worth reporting? -------------------------------------------------
+# The index calls a class heavy as soon as one attribute is assigned a tensor; what
+# matters here is whether an object pins real memory. Not worth reporting: tensors of a
+# few literal elements (`torch.zeros(3)`, `torch.tensor([0, n])`, a pointer table built
+# from a Python list), modules with no weights (an op such as `QuantFP8(...)`), and
+# project classes that hold nothing else. Decided with `ast`, only for what a rule is
+# about to report. (Shared by RL602 and RL303.)
+_SMALL_ELEMENTS = 4096
+_SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange"})
+_DATA_FACTORIES = frozenset({"tensor", "as_tensor"})
+_PLAIN_MODULES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+_WEIGHT_MAKERS = frozenset(
+    {"register_buffer", "register_parameter", "register_module", "add_module", "create_weights"}
+)
+
+
+def _int(node: ast.AST) -> Optional[int]:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _small_tensor(call: ast.Call, factory: str, local_values) -> bool:
+    """A tensor factory call whose size is a few literal elements."""
+    name = factory.rsplit(".", 1)[-1]
+    if name in _DATA_FACTORIES:
+        if not call.args:
+            return False
+        data = call.args[0]
+        if isinstance(data, ast.Name):
+            values = local_values(data.id)
+            return bool(values) and all(
+                isinstance(v, (ast.List, ast.Tuple, ast.ListComp, ast.Constant)) for v in values)
+        return isinstance(data, (ast.Constant, ast.List, ast.Tuple, ast.ListComp, ast.UnaryOp))
+    if name not in _SIZED_FACTORIES:
+        return False
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    if name == "arange":
+        bounds = [_int(a) for a in call.args[:3]]
+        if not bounds or any(b is None for b in bounds):
+            return False
+        start, stop = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+        step = bounds[2] if len(bounds) > 2 else 1
+        return step != 0 and abs((stop - start) // step) <= _SMALL_ELEMENTS
+    if "size" in keywords:
+        sizes = [keywords["size"]]
+    elif name == "full":
+        sizes = call.args[:1]
+    elif name == "randint":
+        sizes = call.args[2:3] if len(call.args) > 2 else call.args[1:2]
+        sizes = [s for s in sizes if isinstance(s, (ast.Tuple, ast.List))]
+    else:
+        sizes = list(call.args)
+    if len(sizes) == 1 and isinstance(sizes[0], (ast.Tuple, ast.List)):
+        sizes = list(sizes[0].elts)
+    if not sizes:
+        return False
+    total = 1
+    for size in sizes:
+        n = _int(size)
+        if n is None:
+            return False
+        total *= max(n, 0)
+    return total <= _SMALL_ELEMENTS
+
+
+def _innermost(call: ast.Call) -> ast.Call:
+    """`torch.empty(n).cuda().half()` -> `torch.empty(n)`."""
+    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    return call
+
+
+class _Weigher:
+    """Per project index: which heavy values and classes pin real memory."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+        self._classes: dict[str, bool] = {}
+
+    # -- classes -----------------------------------------------------------------
+    def class_substantial(self, qualified: Optional[str], depth: int = 0) -> bool:
+        index = self.index
+        resolved = index.resolve(qualified) or qualified
+        if not resolved:
+            return True
+        if resolved in index.heavy_types:
+            return True
+        summary = index.classes.get(resolved)
+        if summary is None:
+            return True  # a library type the index calls heavy (`nn.Linear`)
+        if resolved in self._classes:
+            return self._classes[resolved]
+        if depth > _MAX_DEPTH:
+            return True
+        self._classes[resolved] = False  # guards base-class cycles
+        result = False
+        for base in summary.bases:
+            rb = index.resolve(base) or base
+            if rb in _PLAIN_MODULES or base in _PLAIN_MODULES:
+                continue  # a module: judged by what it holds
+            if index.classes.get(rb) is not None:
+                if index.is_heavy_class(rb) and self.class_substantial(rb, depth + 1):
+                    result = True
+                    break
+            elif index.is_heavy_class(rb):
+                result = True  # derives from a heavy library type with weights
+                break
+        if not result:
+            result = self._body_substantial(summary, depth)
+        self._classes[resolved] = result
+        return result
+
+    def _body_substantial(self, summary, depth: int) -> bool:
+        parsed = sources(self.index).tree(summary.path)
+        file = self.index.files.get(summary.path)
+        if parsed is None or file is None:
+            return True
+        tree = parsed[0]
+        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.lineno == summary.line), None)
+        if node is None:
+            return True
+        for fn in node.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            local_values = _ast_locals(fn)
+            for n in ast.walk(fn):
+                if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    if any(_on_self(t) for t in targets) and self.ast_substantial(
+                            n.value, file, summary, local_values, depth):
+                        return True
+                elif isinstance(n, ast.Call):
+                    name = n.func.attr if isinstance(n.func, ast.Attribute) else (
+                        n.func.id if isinstance(n.func, ast.Name) else "")
+                    if name in _WEIGHT_MAKERS:
+                        return True
+                    if name == "setattr" and len(n.args) == 3 and self.ast_substantial(
+                            n.args[2], file, summary, local_values, depth):
+                        return True
+        return False
+
+    # -- values ------------------------------------------------------------------
+    def ast_substantial(self, value: ast.AST, file, owner, local_values, depth: int) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        again = lambda v: self.ast_substantial(v, file, owner, local_values, depth + 1)  # noqa: E731
+        if isinstance(value, ast.Call):
+            call = _innermost(value)
+            func = call.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id == "self" and owner is not None:
+                method = owner.methods.get(func.attr)
+                return method is not None and self.returns_substantial(method.returns, depth)
+            q = qualified_in(file, func)
+            return self.call_substantial(q, lambda factory: _small_tensor(call, factory, local_values), depth)
+        if isinstance(value, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return again(value.elt)
+        if isinstance(value, ast.DictComp):
+            return again(value.value)
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            return any(again(e) for e in value.elts)
+        if isinstance(value, ast.Dict):
+            return any(again(v) for v in value.values if v is not None)
+        if isinstance(value, ast.IfExp):
+            return again(value.body) or again(value.orelse)
+        if isinstance(value, ast.BoolOp):
+            return any(again(v) for v in value.values)
+        if isinstance(value, ast.Name):
+            return any(again(v) for v in local_values(value.id))
+        return False
+
+    def call_substantial(self, q: Optional[str], small, depth: int) -> bool:
+        """Does calling `q` (qualified) build an object that pins real memory? `small`:
+        whether a tensor factory call has a few literal elements."""
+        if not q:
+            return False
+        index = self.index
+        resolved = index.resolve(q) or q
+        if q in TENSOR_FACTORIES or resolved in TENSOR_FACTORIES:
+            return not small(resolved if resolved in TENSOR_FACTORIES else q)
+        if index.classes.get(resolved) is not None:
+            return index.is_heavy_class(resolved) and self.class_substantial(resolved, depth + 1)
+        if index.is_heavy_class(resolved):
+            return True  # nn.Linear, nn.Parameter, a configured heavy type
+        function = index.functions.get(resolved)
+        if function is not None:
+            return self.returns_substantial(function.returns, depth)
+        return False
+
+    def returns_substantial(self, returns, depth: int) -> bool:
+        return any(self.index.is_heavy_class(r) and self.class_substantial(r, depth + 1) for r in returns)
+
+
+def _on_self(target: ast.AST) -> bool:
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+        and target.value.id == "self"
+
+
+def _ast_locals(fn: ast.AST):
+    """name -> values assigned to it in `fn` (parameters have none: handed in)."""
+    table: Optional[dict[str, list]] = None
+
+    def lookup(name: str) -> list:
+        nonlocal table
+        if table is None:
+            table = {}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign):
+                    for t in n.targets:
+                        if isinstance(t, ast.Name):
+                            table.setdefault(t.id, []).append(n.value)
+                elif isinstance(n, ast.AnnAssign) and n.value is not None and isinstance(n.target, ast.Name):
+                    table.setdefault(n.target.id, []).append(n.value)
+        return table.get(name, [])
+
+    return lookup
+
+
+# Per file being checked (its findings must depend, in a recording index, on every
+# file these answers were read from: answers are not shared between files).
+_WEIGHERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def weigher(ctx) -> _Weigher:
+    found = _WEIGHERS.get(ctx)
+    if found is None:
+        found = _WEIGHERS[ctx] = _Weigher(ctx.index)
+    return found
+
+
+def substantial_value(ctx, value: cst.BaseExpression, fn: Optional[cst.FunctionDef]) -> bool:
+    """Does a heavy `value` (a call, as the file spells it) pin real memory, rather than a
+    few literal elements or an object with no weights? Unknown: True."""
+    if not isinstance(value, cst.Call):
+        return True
+    try:
+        expr = ast.parse(ctx.code(value).strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    if not isinstance(expr, ast.Call):
+        return True
+    call = _innermost(expr)
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+            and call.func.value.id in ("self", "cls"):
+        return True  # a method of the class: the oracle judged its annotation
+    q = ctx.absolute(_dotted_qualname(ctx, call.func))
+    if q is None:
+        return True
+
+    def local_values(name: str) -> list:
+        if fn is None:
+            return []
+        found = []
+        for v, _ in ctx.heavy.local_assignments(fn).get(name, ()):
+            if v is None:
+                continue
+            try:
+                found.append(ast.parse(ctx.code(v).strip(), mode="eval").body)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                found.append(ast.Name(id="?"))
+        return found
+
+    w = weigher(ctx)
+    index = ctx.index
+    resolved = index.resolve(q) or q
+    if q not in TENSOR_FACTORIES and resolved not in TENSOR_FACTORIES \
+            and index.classes.get(resolved) is None and index.functions.get(resolved) is None:
+        return True  # a library type or function the oracle knows is heavy
+    return w.call_substantial(q, lambda factory: _small_tensor(call, factory, local_values), 0)
+
+
+def _dotted_qualname(ctx, func: ast.AST) -> Optional[str]:
+    """Qualify an `ast` callee with this file's imports (as `ctx.qualname` would)."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    head = ctx.qualname(cst.Name(func.id)) or func.id
+    return ".".join([head, *reversed(parts)])
+
+
