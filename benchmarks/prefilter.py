@@ -13,12 +13,12 @@ import argparse
 import time
 from pathlib import Path
 
-from retainlint.config import Settings
-from retainlint.discover import discover
-from retainlint.prefilter import rules_triggered
-from retainlint.registry import all_rules
-from retainlint.runner import build_index
-from retainlint.source import read_source
+from retainlint.core.config import Settings
+from retainlint.engine.discover import discover
+from retainlint.project.prefilter import rules_triggered
+from retainlint.engine.registry import all_rules
+from retainlint.engine.runner import build_index
+from retainlint.core.source import read_source
 
 
 def main() -> None:

@@ -14,15 +14,17 @@ from typing import Optional
 import click
 from rich.console import Console
 
-from retainlint import __version__, formats, report
-from retainlint.changed import ChangedError, changed_since, repo_root, split_findings
-from retainlint.cache import default_cache_dir
-from retainlint.config import load_settings
-from retainlint.errors import ConfigError
-from retainlint.discover import discover
-from retainlint.finding import INTERNAL_ERROR
-from retainlint.registry import all_rules, lookup, select_rules, validate_selectors
-from retainlint.runner import Mode, run
+from retainlint import __version__
+
+from retainlint.output import formats, report
+from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
+from retainlint.engine.cache import default_cache_dir
+from retainlint.core.config import load_settings
+from retainlint.core.errors import ConfigError
+from retainlint.engine.discover import discover
+from retainlint.core.finding import INTERNAL_ERROR
+from retainlint.engine.registry import all_rules, lookup, select_rules, validate_selectors
+from retainlint.engine.runner import Mode, run
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it

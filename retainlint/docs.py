@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from retainlint.registry import all_rules
+from retainlint.engine.registry import all_rules
 
 TABLE_START, TABLE_END = "<!-- rules-table:start -->", "<!-- rules-table:end -->"
 

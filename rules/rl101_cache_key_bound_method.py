@@ -7,12 +7,12 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import decorator_names
-from retainlint.finding import Applicability, Position, Related, Severity
-from retainlint.index import CACHE_DECORATORS, METHOD_NAMES
-from retainlint.ast_facts import LOGGERS, PROPERTIES
+from retainlint.analysis.cstutil import decorator_names
+from retainlint.core.finding import Applicability, Position, Related, Severity
+from retainlint.project.index import CACHE_DECORATORS, METHOD_NAMES
+from retainlint.project.ast_facts import LOGGERS, PROPERTIES
 from retainlint.rules.prefilters.rl101 import CacheKeyBoundMethodPrefilter
-from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 
 class CacheKeyBoundMethod(Rule):

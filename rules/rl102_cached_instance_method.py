@@ -6,17 +6,17 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.names import NOT_INSTANCE_DECORATORS
-from retainlint.cstutil import call_args
-from retainlint.finding import Applicability, Severity
-from retainlint.index import CACHE_DECORATORS, instantiated_in_functions
+from retainlint.project.names import NOT_INSTANCE_DECORATORS
+from retainlint.analysis.cstutil import call_args
+from retainlint.core.finding import Applicability, Severity
+from retainlint.project.index import CACHE_DECORATORS, instantiated_in_functions
 from retainlint.rules.prefilters.rl102 import (
     CachedInstanceMethodPrefilter,
     ENUM_BASES,
     PROPERTY,
 )
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.walk import visit
 
 _UNBOUNDED_BY_DEFAULT = frozenset({"functools.cache"})
 

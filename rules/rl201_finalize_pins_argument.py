@@ -7,10 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import call_args, decorator_names, prepend_to_function, proven_module_ref
-from retainlint.finding import Applicability, Severity
+from retainlint.analysis.cstutil import call_args, decorator_names, prepend_to_function, proven_module_ref
+from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl201 import FinalizePinsArgumentPrefilter
-from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 _STATIC = frozenset({"staticmethod", "builtins.staticmethod"})
 

@@ -6,11 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import call_args, decorator_names
-from retainlint.finding import Applicability, Severity
+from retainlint.analysis.cstutil import call_args, decorator_names
+from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl202 import FinalizeOwnerImmortalPrefilter, PARTIAL
-from retainlint.rule import Example, Rule
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, Rule
+from retainlint.analysis.walk import visit
 
 _NOT_BOUND = frozenset(
     {

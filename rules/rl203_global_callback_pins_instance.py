@@ -8,18 +8,18 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_functions
-from retainlint.cstutil import (
+from retainlint.analysis.cstutil import body_functions
+from retainlint.analysis.cstutil import (
     append_to_function,
     call_args,
     decorator_names,
     is_instance_method,
     releases_whole_object,
 )
-from retainlint.finding import Applicability, Severity
-from retainlint.heavy import find_param
-from retainlint.index import instantiated_in_functions
-from retainlint.module_caches import removed_in_project
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.heavy import find_param
+from retainlint.project.index import instantiated_in_functions
+from retainlint.analysis.module_caches import removed_in_project
 from retainlint.rules.prefilters.rl203 import (
     ATEXIT_REGISTER,
     GlobalCallbackPinsInstancePrefilter,
@@ -27,8 +27,8 @@ from retainlint.rules.prefilters.rl203 import (
     ADDERS,
     LIST_CTORS,
 )
-from retainlint.rule import Example, Rule
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, Rule
+from retainlint.analysis.walk import visit
 
 ATEXIT_UNREGISTER = "atexit.unregister"
 _PARTIALS = frozenset({"functools.partial", "functools.partialmethod"})

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from retainlint.cstutil import proven_module_ref
-from retainlint.finding import Applicability, Severity
-from retainlint.module_caches import Candidate, ContainerTracker, Event, annotation_text
+from retainlint.analysis.cstutil import proven_module_ref
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.module_caches import Candidate, ContainerTracker, Event, annotation_text
 from retainlint.rules.prefilters.rl301 import StrongModuleKeyedCachePrefilter
-from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 # builtins whose results (str, int, tuple...) cannot be weakly referenced
 _BUILTIN_VALUES = frozenset(

@@ -6,11 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import proven_module_ref
-from retainlint.finding import Applicability, Severity
-from retainlint.module_caches import Candidate, ContainerTracker, Event, annotation_text
+from retainlint.analysis.cstutil import proven_module_ref
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.module_caches import Candidate, ContainerTracker, Event, annotation_text
 from retainlint.rules.prefilters.rl302 import StrongModuleValuedCachePrefilter
-from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 # Values a `WeakValueDictionary` cannot hold (no weak references to them).
 _NOT_WEAKREFABLE = (

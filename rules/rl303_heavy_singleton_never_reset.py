@@ -7,15 +7,15 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl303 import (
     HeavySingletonNeverResetPrefilter,
     imported_as_module,
     used_anywhere,
 )
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.weight import substantial_value
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.weight import substantial_value
+from retainlint.analysis.walk import visit
 
 
 def _is_globals_call(expr) -> bool:

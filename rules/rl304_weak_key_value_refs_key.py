@@ -8,11 +8,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.finding import Applicability, Severity
-from retainlint.holding import Scopes, ctx_code, first_slice, holds_heavy, reaches
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.holding import Scopes, ctx_code, first_slice, holds_heavy, reaches
 from retainlint.rules.prefilters.rl304 import WeakKeyValueRefsKeyPrefilter
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.walk import visit
 
 WEAK_KEYED = frozenset(
     {

@@ -7,11 +7,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.finding import Applicability, Severity
-from retainlint.heavy import find_param
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl305 import IdKeyedRegistryPrefilter
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.holding import (
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.holding import (
     Scopes,
     ctx_code,
     first_slice,

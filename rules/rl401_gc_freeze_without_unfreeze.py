@@ -7,12 +7,12 @@ from typing import Callable, Iterable, Mapping, Optional
 
 import libcst as cst
 
-from retainlint.context import FileContext
-from retainlint.cstutil import append_to_function, body_functions, is_instance_method
-from retainlint.finding import Applicability, Severity
+from retainlint.analysis.context import FileContext
+from retainlint.analysis.cstutil import append_to_function, body_functions, is_instance_method
+from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl401 import FREEZE, GcFreezeWithoutUnfreezePrefilter
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.walk import visit
 
 UNFREEZE = "gc.unfreeze"
 # A class handed to (or decorated with) one of these runs as an actor in a process

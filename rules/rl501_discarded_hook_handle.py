@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from retainlint.cstutil import (
+from retainlint.analysis.cstutil import (
     append_to_function,
     decorator_names,
     in_body_of,
@@ -12,11 +12,11 @@ from retainlint.cstutil import (
     releases_whole_object,
     unique_self_attribute,
 )
-from retainlint.finding import Applicability, Severity
-from retainlint.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
-from retainlint.hooks import external_attributes, external_bases, local_bases, local_subclasses
+from retainlint.core.finding import Applicability, Severity
+from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
+from retainlint.analysis.hooks import external_attributes, external_bases, local_bases, local_subclasses
 from retainlint.rules.prefilters.rl501 import DiscardedHookHandlePrefilter
-from retainlint.rule import Example, Rule
+from retainlint.analysis.rule import Example, Rule
 
 
 class DiscardedHookHandle(Rule):

@@ -6,17 +6,17 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_statements
-from retainlint.cstutil import (
+from retainlint.analysis.cstutil import body_statements
+from retainlint.analysis.cstutil import (
     append_to_function,
     is_instance_method,
     is_self,
     prepend_to_function,
     releases_whole_object,
 )
-from retainlint.finding import Applicability, Severity
-from retainlint.hook_names import AUTOGRAD_HOOKS, GLOBAL_HOOKS
-from retainlint.hooks import (
+from retainlint.core.finding import Applicability, Severity
+from retainlint.project.hook_names import AUTOGRAD_HOOKS, GLOBAL_HOOKS
+from retainlint.analysis.hooks import (
     ClassHandles,
     HandleStore,
     hook_argument,
@@ -29,7 +29,7 @@ from retainlint.hooks import (
     short,
 )
 from retainlint.rules.prefilters.rl502 import HookHandlesNeverRemovedPrefilter
-from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 
 class HookHandlesNeverRemoved(Rule):

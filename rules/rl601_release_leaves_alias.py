@@ -9,9 +9,9 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_functions, is_self, self_attribute
-from retainlint.finding import Applicability, Severity
-from retainlint.index import qualified_in
+from retainlint.analysis.cstutil import body_functions, is_self, self_attribute
+from retainlint.core.finding import Applicability, Severity
+from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl601 import (
     ReleaseLeavesAliasPrefilter,
     READ_ONLY_METHODS,
@@ -19,8 +19,8 @@ from retainlint.rules.prefilters.rl601 import (
     SCALAR_CALLS,
     scalar_name,
 )
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.walk import visit
 
 # Attribute names that are methods on any model-like object.
 _METHOD_NAMES = frozenset({"forward", "__call__"})

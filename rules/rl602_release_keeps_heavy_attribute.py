@@ -7,21 +7,21 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_functions, body_statements
-from retainlint.cstutil import (
+from retainlint.analysis.cstutil import body_functions, body_statements
+from retainlint.analysis.cstutil import (
     append_to_function,
     decorator_names,
     is_instance_method,
     is_self,
     self_attribute,
 )
-from retainlint.finding import Applicability, Severity
-from retainlint.heavy import find_param
-from retainlint.names import HEAVY_TYPES
-from retainlint.weight import sources, substantial_value, weigher
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.heavy import find_param
+from retainlint.project.names import HEAVY_TYPES
+from retainlint.analysis.weight import sources, substantial_value, weigher
 from retainlint.rules.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, ACCESSORS
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.walk import visit
 
 # Words that, as a part of a method or function name (split on `_`), release what
 # they are called on or handed: `self.runner.shutdown()`, `free_cache(self.kv)`.

@@ -7,11 +7,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.names import name_words
-from retainlint.cstutil import body_functions, body_statements, call_args, is_self
-from retainlint.finding import Applicability, Severity
-from retainlint.heavy import find_param
-from retainlint.hooks import iter_nodes, names_in, short
+from retainlint.project.names import name_words
+from retainlint.analysis.cstutil import body_functions, body_statements, call_args, is_self
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.heavy import find_param
+from retainlint.analysis.hooks import iter_nodes, names_in, short
 from retainlint.rules.prefilters.rl603 import (
     IneffectiveReleasePrefilter,
     CLEANUP_WORDS,
@@ -21,7 +21,7 @@ from retainlint.rules.prefilters.rl603 import (
     RECLAIM_CALLS,
     RECLAIM_NAMES,
 )
-from retainlint.rule import Example, RelatedNode, Rule
+from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 WEAK_CALLABLES = frozenset({"weakref.WeakMethod", "weakref.ref"})
 # Calls that read a container without keeping it.

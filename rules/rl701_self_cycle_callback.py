@@ -9,12 +9,12 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_statements, decorator_names, is_self
-from retainlint.finding import Applicability, Severity
-from retainlint.heavy import find_param
-from retainlint.names import TENSOR_FACTORIES, name_words
-from retainlint.hook_names import AUTOGRAD_HOOKS, HANDLE_HOOKS, STATE_DICT_HOOKS
-from retainlint.hooks import (
+from retainlint.analysis.cstutil import body_statements, decorator_names, is_self
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.heavy import find_param
+from retainlint.project.names import TENSOR_FACTORIES, name_words
+from retainlint.project.hook_names import AUTOGRAD_HOOKS, HANDLE_HOOKS, STATE_DICT_HOOKS
+from retainlint.analysis.hooks import (
     ClassHandles,
     class_methods,
     external_bases,
@@ -28,7 +28,7 @@ from retainlint.hooks import (
     short,
     target_names,
 )
-from retainlint.index import qualified_in
+from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl701 import (
     SelfCycleCallbackPrefilter,
     CALLBACK_WORDS,
@@ -37,8 +37,8 @@ from retainlint.rules.prefilters.rl701 import (
     REGISTER_VERBS,
     STATIC,
 )
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.walk import visit
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.walk import visit
 
 _WEAK = frozenset({"weakref.WeakMethod", "weakref.ref", "weakref.proxy"})
 _PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})

@@ -7,18 +7,18 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_functions
-from retainlint.finding import Applicability, Severity
-from retainlint.heavy import find_param
+from retainlint.analysis.cstutil import body_functions
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter, ADDERS
-from retainlint.rule import Example, RelatedNode, Rule
-from retainlint.holding import (
+from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.holding import (
     Scopes,
     ctx_code,
     has_heavy_attribute,
     reaches,
 )
-from retainlint.walk import visit
+from retainlint.analysis.walk import visit
 
 _DROP_WORDS = ("clear", "detach", "strip", "drop", "remove", "del")
 _IMPORT_ERRORS = frozenset(

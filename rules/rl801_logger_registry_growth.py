@@ -7,12 +7,12 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_functions, decorator_names
-from retainlint.finding import Applicability, Severity
-from retainlint.heavy import find_param
+from retainlint.analysis.cstutil import body_functions, decorator_names
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl801 import LoggerRegistryGrowthPrefilter
-from retainlint.rule import Example, Rule
-from retainlint.holding import ctx_code, has_heavy_attribute, reaches
+from retainlint.analysis.rule import Example, Rule
+from retainlint.analysis.holding import ctx_code, has_heavy_attribute, reaches
 
 _GET_LOGGER = frozenset({"logging.getLogger", "logging.Logger.manager.getLogger"})
 # Functions that hand out a logger from the logging registry (their own or a wrapper's).

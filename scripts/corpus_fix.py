@@ -75,11 +75,11 @@ def replayed(path: Path, before: bytes, after: bytes) -> bool:
     """True when `after` is what fixing `before` round by round gives, and every round's
     change lies within the edits that round's findings predict: a fix that only becomes
     possible once another is applied (a transitive alias) is not in the first JSON."""
-    from retainlint.config import Settings
-    from retainlint.fixer import MAX_ROUNDS, apply, edits_of
-    from retainlint.lint import lint_bytes
-    from retainlint.registry import all_rules
-    from retainlint.runner import Mode, _applies
+    from retainlint.core.config import Settings
+    from retainlint.engine.fixer import MAX_ROUNDS, apply, edits_of
+    from retainlint.engine.lint import lint_bytes
+    from retainlint.engine.registry import all_rules
+    from retainlint.engine.runner import Mode, _applies
 
     rules, mode, data = list(all_rules()), Mode(fix=True, unsafe_fixes=True), before
     for _ in range(MAX_ROUNDS):

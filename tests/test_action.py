@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from conftest import BUGGY, CLEAN
-from retainlint.action import ANNOTATIONS_PER_LEVEL, annotations, summary_markdown
-from retainlint.finding import Finding, Position, Severity
+from retainlint.integrations.action import ANNOTATIONS_PER_LEVEL, annotations, summary_markdown
+from retainlint.core.finding import Finding, Position, Severity
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
@@ -90,9 +90,9 @@ def pr_run(tmp_path):
 
 
 def run_script(env, **inputs):
-    """`python -I -m retainlint.action` as the action's run step calls it (inputs as RL_*)."""
+    """`python -I -m retainlint.integrations.action` as the action's run step calls it (inputs as RL_*)."""
     env = {**env, **{f"RL_{k.upper()}": v for k, v in inputs.items()}}
-    return subprocess.run([sys.executable, "-I", "-m", "retainlint.action"], cwd=env["GITHUB_WORKSPACE"],
+    return subprocess.run([sys.executable, "-I", "-m", "retainlint.integrations.action"], cwd=env["GITHUB_WORKSPACE"],
                           env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -29,7 +29,7 @@ def planted(markers):
         "retainlint/__init__.py": mark("retainlint"),
         "retainlint/__main__.py": "print('[]')\n",
         "retainlint/cli.py": "print('[]')\n",
-        "retainlint/action.py": "print('retainlint: 0 findings; see the job summary')\n",
+        "retainlint/integrations/action.py": "print('retainlint: 0 findings; see the job summary')\n",
         "venv/__init__.py": mark("venv"),
         "venv/__main__.py": "",
         "pip/__init__.py": mark("pip"),

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from retainlint import index as index_module
-from retainlint import runner
-from retainlint.cache import default_cache_dir, pack, unpack
-from retainlint.lint import lint_bytes
-from retainlint.config import Settings
-from retainlint.registry import all_prefilters, all_rules
+from retainlint.project import index as index_module
+from retainlint.engine import runner
+from retainlint.engine.cache import default_cache_dir, pack, unpack
+from retainlint.engine.lint import lint_bytes
+from retainlint.core.config import Settings
+from retainlint.engine.registry import all_prefilters, all_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CODES = [r.code for r in all_rules()]

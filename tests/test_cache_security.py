@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from conftest import run_cli
-from retainlint.cache import default_cache_dir
+from retainlint.engine.cache import default_cache_dir
 
 RUNNER = textwrap.dedent("""\
     from pkg.helpers import signature_of

@@ -5,7 +5,7 @@ import subprocess
 import textwrap
 
 from conftest import BUGGY, CLEAN, run_cli
-from retainlint.changed import parse_diff, unquote_path
+from retainlint.integrations.changed import parse_diff, unquote_path
 
 HOOK = "    torch._dynamo.convert_frame.register_bytecode_hook(self.hook)\n"
 

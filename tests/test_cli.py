@@ -7,7 +7,7 @@ import stat
 from click.testing import CliRunner
 
 from conftest import BUGGY, CLEAN, run_cli
-from retainlint.cache import default_cache_dir
+from retainlint.engine.cache import default_cache_dir
 from retainlint.cli import main
 
 
@@ -234,7 +234,7 @@ def test_version():
 
 
 def test_crashing_rule_is_an_internal_error_and_the_run_goes_on(tree, monkeypatch):
-    from retainlint.registry import lookup
+    from retainlint.engine.registry import lookup
 
     rule = lookup("RL501")[0]
     monkeypatch.setattr(rule, "visit_Expr", lambda self, node: 1 / 0)

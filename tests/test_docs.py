@@ -4,7 +4,7 @@ not drift from it (`python -m retainlint.docs` regenerates both)."""
 from pathlib import Path
 
 from retainlint.docs import readme_with_table, rules_markdown
-from retainlint.registry import all_rules
+from retainlint.engine.registry import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 

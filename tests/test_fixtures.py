@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from retainlint.config import settings_from_table
-from retainlint.config import Settings
-from retainlint.lint import lint_bytes
-from retainlint.registry import all_rules
-from retainlint.runner import FileOutcome, Mode, fix_bytes
+from retainlint.core.config import settings_from_table
+from retainlint.core.config import Settings
+from retainlint.engine.lint import lint_bytes
+from retainlint.engine.registry import all_rules
+from retainlint.engine.runner import FileOutcome, Mode, fix_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -63,7 +63,7 @@ def test_multi_file_fixture(project, tmp_path):
     present, is the exact tree after `--fix --unsafe-fixes`."""
     import shutil
 
-    from retainlint.runner import run
+    from retainlint.engine.runner import run
 
     code = project.parent.name
     work = tmp_path / project.name

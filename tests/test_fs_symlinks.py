@@ -92,10 +92,10 @@ def test_a_named_directory_link_leaving_the_project_is_refused(tree, tmp_path_fa
 def test_file_swapped_for_a_link_after_discovery_is_not_read(tree, tmp_path_factory):
     # Between listing and reading, a file becomes a link to a secret: the check is made on
     # the file actually opened, not on what discovery saw.
-    from retainlint.config import load_settings
-    from retainlint.discover import discover
-    from retainlint.registry import all_rules
-    from retainlint.runner import Mode, run
+    from retainlint.core.config import load_settings
+    from retainlint.engine.discover import discover
+    from retainlint.engine.registry import all_rules
+    from retainlint.engine.runner import Mode, run
 
     outside = tmp_path_factory.mktemp("outside")
     (outside / "secret.py").write_text(f"# {SECRET}\nx = (\n")

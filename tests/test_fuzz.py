@@ -15,11 +15,11 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, assume, given, settings, strategies as st  # noqa: E402
 
-from retainlint.config import Settings  # noqa: E402
-from retainlint.finding import INTERNAL_ERROR, SOURCE_ERROR  # noqa: E402
-from retainlint.lint import lint_bytes  # noqa: E402
-from retainlint.registry import all_rules  # noqa: E402
-from retainlint.runner import FileOutcome, Mode, fix_bytes  # noqa: E402
+from retainlint.core.config import Settings  # noqa: E402
+from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR  # noqa: E402
+from retainlint.engine.lint import lint_bytes  # noqa: E402
+from retainlint.engine.registry import all_rules  # noqa: E402
+from retainlint.engine.runner import FileOutcome, Mode, fix_bytes  # noqa: E402
 
 RULES = list(all_rules())
 FIX_ALL = Mode(fix=True, unsafe_fixes=True)

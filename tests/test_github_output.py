@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 from conftest import BUGGY, CLEAN, run_cli
-from retainlint.finding import Applicability, Finding, Fix, Position, Severity
-from retainlint.formats import gh_escape_data, gh_escape_prop, github_line
+from retainlint.core.finding import Applicability, Finding, Fix, Position, Severity
+from retainlint.output.formats import gh_escape_data, gh_escape_prop, github_line
 
 
 def _finding(path="a.py", start=(7, 9), end=(7, 61), severity=Severity.ERROR, message="msg", fix=None):

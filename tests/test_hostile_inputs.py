@@ -211,10 +211,10 @@ def test_file_gone_or_unreadable_at_read_time(tree):
 
 
 def test_file_deleted_between_discovery_and_reading(tree):
-    from retainlint.config import load_settings
-    from retainlint.discover import discover
-    from retainlint.registry import all_rules
-    from retainlint.runner import Mode, run
+    from retainlint.core.config import load_settings
+    from retainlint.engine.discover import discover
+    from retainlint.engine.registry import all_rules
+    from retainlint.engine.runner import Mode, run
 
     root = tree({"a.py": BUGGY, "b.py": BUGGY, "c.py": BUGGY})
     settings = load_settings(root, None)

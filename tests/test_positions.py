@@ -1,4 +1,4 @@
-"""`retainlint.positions.ranges_of` gives, for any node, the range libcst's
+"""`retainlint.engine.positions.ranges_of` gives, for any node, the range libcst's
 PositionProvider gives it, while generating the code once for only the nodes asked for
 (and, given the file's text, only as far as the last of them)."""
 
@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from retainlint.positions import ranges_of
+from retainlint.engine.positions import ranges_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted([*ROOT.glob("fixtures/RL*/**/*.py"), *ROOT.glob("retainlint/*.py")])

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from retainlint.config import Settings, settings_from_table
-from retainlint.index import ProjectIndex, summarize
-from retainlint.lint import FileResult, lint_module, parse
-from retainlint.prefilter import rules_triggered
-from retainlint.registry import all_prefilters, all_rules
-from retainlint.runner import Mode, build_index, run
+from retainlint.core.config import Settings, settings_from_table
+from retainlint.project.index import ProjectIndex, summarize
+from retainlint.engine.lint import FileResult, lint_module, parse
+from retainlint.project.prefilter import rules_triggered
+from retainlint.engine.registry import all_prefilters, all_rules
+from retainlint.engine.runner import Mode, build_index, run
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -5,10 +5,10 @@ import textwrap
 
 import pytest
 
-from retainlint.config import Settings
-from retainlint.lint import lint_bytes
-from retainlint.registry import DEFAULT_OFF, all_rules, catalog
-from retainlint.runner import FileOutcome, Mode, fix_bytes
+from retainlint.core.config import Settings
+from retainlint.engine.lint import lint_bytes
+from retainlint.engine.registry import DEFAULT_OFF, all_rules, catalog
+from retainlint.engine.runner import FileOutcome, Mode, fix_bytes
 
 CASES = [
     pytest.param(rule, kind, i, ex, id=f"{rule.code}-{kind}-{i}")

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from conftest import BUGGY, run_cli
-from retainlint.registry import all_rules
+from retainlint.engine.registry import all_rules
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -79,8 +79,8 @@ def test_no_import_cycle():
 
 
 _NO_PREFILTER = '''\
-from retainlint.finding import Severity
-from retainlint.rule import Rule
+from retainlint.core.finding import Severity
+from retainlint.analysis.rule import Rule
 
 
 class Forgotten(Rule):

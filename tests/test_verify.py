@@ -3,15 +3,13 @@ torch, verdicts, scenario wiring, expect_released on plain objects, the linter n
 torch). The subprocess runs with real models are in test_verify_runtime.py."""
 
 import atexit
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from retainlint.finding import Applicability
-from retainlint.registry import all_rules
+from retainlint.core.finding import Applicability
+from retainlint.engine.registry import all_rules
 from retainlint.verify import RetainedError, expect_released
 from retainlint.verify import probe, report
 from retainlint.verify.scenarios import DEFAULT_ROOT, discover, fixed_source

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from retainlint.config import Settings
-from retainlint.finding import Applicability
-from retainlint.registry import all_rules
-from retainlint.runner import FileOutcome, Mode, fix_bytes
+from retainlint.core.config import Settings
+from retainlint.core.finding import Applicability
+from retainlint.engine.registry import all_rules
+from retainlint.engine.runner import FileOutcome, Mode, fix_bytes
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
 _CODE = re.compile(r"^RL\d{3}$")

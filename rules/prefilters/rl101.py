@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 import weakref
 
-from retainlint.ast_facts import DEFS, Heavy, Values, absolute, annotation_names, decorator_name
-from retainlint.index import CACHE_DECORATORS
-from retainlint.nodes import FileNodes
-from retainlint.prefilter import Prefilter, words
+from retainlint.project.ast_facts import DEFS, Heavy, Values, absolute, annotation_names, decorator_name
+from retainlint.project.index import CACHE_DECORATORS
+from retainlint.project.nodes import FileNodes
+from retainlint.project.prefilter import Prefilter, words
 
 _DECORATOR_TOKENS = (b"lru_cache", b"functools.cache", b"@cache", b"import cache", b"alru_cache")
 

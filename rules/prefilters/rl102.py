@@ -6,11 +6,11 @@ from __future__ import annotations
 import ast
 import re
 
-from retainlint.names import NOT_INSTANCE_DECORATORS
-from retainlint.index import CACHE_DECORATORS
-from retainlint.nodes import FileNodes
-from retainlint.prefilter import Prefilter
-from retainlint.ast_facts import absolute, decorator_name, file_imports, qualify
+from retainlint.project.names import NOT_INSTANCE_DECORATORS
+from retainlint.project.index import CACHE_DECORATORS
+from retainlint.project.nodes import FileNodes
+from retainlint.project.prefilter import Prefilter
+from retainlint.project.ast_facts import absolute, decorator_name, file_imports, qualify
 
 
 

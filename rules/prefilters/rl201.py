@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 
-from retainlint.nodes import FileNodes
-from retainlint.prefilter import Prefilter
-from retainlint.ast_facts import Heavy, Values, finalize_calls
+from retainlint.project.nodes import FileNodes
+from retainlint.project.prefilter import Prefilter
+from retainlint.project.ast_facts import Heavy, Values, finalize_calls
 
 
 class FinalizePinsArgumentPrefilter(Prefilter):

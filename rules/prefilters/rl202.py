@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 
-from retainlint.nodes import FileNodes
-from retainlint.prefilter import Prefilter
-from retainlint.ast_facts import Values, finalize_calls, qualify
+from retainlint.project.nodes import FileNodes
+from retainlint.project.prefilter import Prefilter
+from retainlint.project.ast_facts import Values, finalize_calls, qualify
 
 
 PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})

@@ -7,8 +7,8 @@ import ast
 import re
 from typing import Optional
 
-from retainlint.nodes import dotted
-from retainlint.prefilter import Prefilter
+from retainlint.project.nodes import dotted
+from retainlint.project.prefilter import Prefilter
 
 
 ATEXIT_REGISTER = "atexit.register"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import ast
 
-from retainlint.container_scan import (
+from retainlint.project.container_scan import (
     container_facts,
     might_be_heavy,
     might_define_container,
     names_heavy_type,
 )
-from retainlint.prefilter import Prefilter
+from retainlint.project.prefilter import Prefilter
 
 
 class StrongModuleKeyedCachePrefilter(Prefilter):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import ast
 import weakref
 
-from retainlint.container_scan import (
+from retainlint.project.container_scan import (
     Evidence,
     innermost_function,
     might_be_heavy,
     names_heavy_type,
 )
-from retainlint.prefilter import Prefilter
+from retainlint.project.prefilter import Prefilter
 
 
 # Simple names of everything any project function calls or any file imports, per index:

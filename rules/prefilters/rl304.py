@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from retainlint.prefilter import Prefilter
+from retainlint.project.prefilter import Prefilter
 
 
 # Calls that keep their arguments (in what they return).

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 import re
 
-from retainlint.container_scan import container_writes, definitions
-from retainlint.nodes import dotted as ast_dotted
-from retainlint.prefilter import Prefilter
+from retainlint.project.container_scan import container_writes, definitions
+from retainlint.project.nodes import dotted as ast_dotted
+from retainlint.project.prefilter import Prefilter
 
 
 # last components of `_DICT_CTORS`, for the `ast` scan

@@ -7,10 +7,10 @@ import ast
 import re
 import weakref
 
-from retainlint.names import NOT_INSTANCE_DECORATORS
-from retainlint.nodes import FileNodes
-from retainlint.prefilter import Prefilter, words
-from retainlint.ast_facts import absolute, decorator_name, file_imports, qualify
+from retainlint.project.names import NOT_INSTANCE_DECORATORS
+from retainlint.project.nodes import FileNodes
+from retainlint.project.prefilter import Prefilter, words
+from retainlint.project.ast_facts import absolute, decorator_name, file_imports, qualify
 
 
 FREEZE = "gc.freeze"

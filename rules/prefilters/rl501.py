@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ast
 
-from retainlint.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
-from retainlint.nodes import FileNodes
-from retainlint.prefilter import Prefilter
-from retainlint.ast_facts import file_imports, qualify
+from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
+from retainlint.project.nodes import FileNodes
+from retainlint.project.prefilter import Prefilter
+from retainlint.project.ast_facts import file_imports, qualify
 
 
 class DiscardedHookHandlePrefilter(Prefilter):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 
-from retainlint.hook_names import ast_registrations
-from retainlint.nodes import FileNodes
-from retainlint.prefilter import Prefilter
+from retainlint.project.hook_names import ast_registrations
+from retainlint.project.nodes import FileNodes
+from retainlint.project.prefilter import Prefilter
 
 
 class HookHandlesNeverRemovedPrefilter(Prefilter):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from retainlint.config import DEFAULT_RELEASE_METHODS
-from retainlint.nodes import dotted as _ast_dotted
-from retainlint.prefilter import Prefilter
+from retainlint.core.config import DEFAULT_RELEASE_METHODS
+from retainlint.project.nodes import dotted as _ast_dotted
+from retainlint.project.prefilter import Prefilter
 
 
 # Calls whose result is a plain value derived from their argument, never the argument.

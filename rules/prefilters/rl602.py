@@ -7,10 +7,10 @@ import ast
 import os
 from typing import Optional
 
-from retainlint.config import DEFAULT_RELEASE_METHODS
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, absolute_import
-from retainlint.nodes import dotted as _dotted
-from retainlint.prefilter import Prefilter, words
+from retainlint.core.config import DEFAULT_RELEASE_METHODS
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, absolute_import
+from retainlint.project.nodes import dotted as _dotted
+from retainlint.project.prefilter import Prefilter, words
 
 
 # Calls that hand back an object that exists already: what they return is not built here.

@@ -7,9 +7,9 @@ import ast
 import re
 from typing import Optional
 
-from retainlint.names import name_words
-from retainlint.config import DEFAULT_RELEASE_METHODS
-from retainlint.prefilter import Prefilter
+from retainlint.project.names import name_words
+from retainlint.core.config import DEFAULT_RELEASE_METHODS
+from retainlint.project.prefilter import Prefilter
 
 
 # Function-name words that say "this frees something".

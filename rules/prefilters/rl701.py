@@ -7,9 +7,9 @@ import ast
 import re
 from typing import Optional
 
-from retainlint.names import name_words
-from retainlint.hook_names import HANDLE_HOOKS
-from retainlint.prefilter import Prefilter
+from retainlint.project.names import name_words
+from retainlint.project.hook_names import HANDLE_HOOKS
+from retainlint.project.prefilter import Prefilter
 
 
 _CLASS_NAMES = re.compile(rb"class[ \t]+(\w+)[ \t]*[(:]")

@@ -7,8 +7,8 @@ import ast
 import re
 from typing import Optional
 
-from retainlint.names import WRAPPING_CALLS
-from retainlint.prefilter import Prefilter
+from retainlint.project.names import WRAPPING_CALLS
+from retainlint.project.prefilter import Prefilter
 
 
 # Methods that put their argument into the receiving container.

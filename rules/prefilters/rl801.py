@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from retainlint.prefilter import Prefilter
+from retainlint.project.prefilter import Prefilter
 
 
 _STABLE_GETLOGGER = re.compile(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from retainlint.errors import ConfigError
+from retainlint.core.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib

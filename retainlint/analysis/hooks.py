@@ -1,7 +1,7 @@
 """Hook registrations and their removal handles: the name tables RL501, RL502 and RL701
 share, and a per-class analysis of where handles are stored and where they are removed.
 
-Everything here is read-only and walks with `retainlint.walk` (never libcst's `.visit`).
+Everything here is read-only and walks with `retainlint.analysis.walk` (never libcst's `.visit`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
-from retainlint.context import FileContext
-from retainlint.cstutil import body_functions, decorator_names, is_self
-from retainlint.hook_names import HANDLE_HOOKS
-from retainlint.walk import children, visit
+from retainlint.analysis.context import FileContext
+from retainlint.analysis.cstutil import body_functions, decorator_names, is_self
+from retainlint.project.hook_names import HANDLE_HOOKS
+from retainlint.analysis.walk import children, visit
 
 # -- name tables -------------------------------------------------------------------------
 

@@ -16,9 +16,9 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.heavy import find_param
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
-from retainlint.walk import visit
+from retainlint.analysis.heavy import find_param
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
+from retainlint.analysis.walk import visit
 
 
 # -- container types ---------------------------------------------------------------

@@ -16,20 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from retainlint.config import Settings
-from retainlint.gcpause import gc_paused
-from retainlint.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
-from retainlint.cache import Entry, FindingsCache, Store, SummaryCache, config_key, digest, pack, unpack
-from retainlint.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
-from retainlint.prefilter import rules_triggered
-from retainlint.registry import all_prefilters, all_rules, catalog
+from retainlint.core.config import Settings
+from retainlint.core.gcpause import gc_paused
+from retainlint.core.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
+from retainlint.engine.cache import Entry, FindingsCache, Store, SummaryCache, config_key, digest, pack, unpack
+from retainlint.project.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
+from retainlint.project.prefilter import rules_triggered
+from retainlint.engine.registry import all_prefilters, all_rules, catalog
 
 if TYPE_CHECKING:
-    from retainlint.lint import FileResult
+    from retainlint.engine.lint import FileResult
 
-# retainlint.lint and retainlint.fixer (libcst, the rules) are imported where a file is
+# retainlint.engine.lint and retainlint.engine.fixer (libcst, the rules) are imported where a file is
 # linted: a run answered from the cache never needs them.
-from retainlint.source import WriteError, confine, read_source, write_atomic
+from retainlint.core.source import WriteError, confine, read_source, write_atomic
 
 # Below this many files to parse, a pool costs more than it saves.
 POOL_THRESHOLD = 8
@@ -83,8 +83,8 @@ def _check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
         except OSError as e:
             outcome.findings.append(source_error(path, f"cannot read: {e.strerror or e}"))
             return outcome
-    from retainlint import fixer
-    from retainlint.lint import lint_bytes
+    from retainlint.engine import fixer
+    from retainlint.engine.lint import lint_bytes
 
     rules = [r for r in all_rules() if r.code in codes]
     if mode.fix or mode.diff:
@@ -108,8 +108,8 @@ def _check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
 def fix_bytes(path, data, rules, settings, mode, outcome, index=None) -> tuple[FileResult, bytes]:
     """Apply fixes round after round until none applies; returns the final lint result
     and the fixed source (which always parses)."""
-    from retainlint import fixer
-    from retainlint.lint import lint_bytes, parse
+    from retainlint.engine import fixer
+    from retainlint.engine.lint import lint_bytes, parse
 
     result = lint_bytes(path, data, rules, settings, keep_module=True, index=index)
     for _ in range(fixer.MAX_ROUNDS):
@@ -132,7 +132,7 @@ def fix_bytes(path, data, rules, settings, mode, outcome, index=None) -> tuple[F
 
 
 def _fix_and_write(path, original, rules, settings, mode, outcome, index) -> FileResult:
-    from retainlint.lint import lint_bytes
+    from retainlint.engine.lint import lint_bytes
 
     result, data = fix_bytes(path, original, rules, settings, mode, outcome, index)
     if data == original:

@@ -13,12 +13,12 @@ import pkgutil
 import re
 from typing import TYPE_CHECKING, Iterable
 
-from retainlint.errors import ConfigError
+from retainlint.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from retainlint.config import Settings
-    from retainlint.prefilter import Prefilter
-    from retainlint.rule import Rule
+    from retainlint.core.config import Settings
+    from retainlint.project.prefilter import Prefilter
+    from retainlint.analysis.rule import Rule
 
 # Rules off unless selected (a test keeps this in step with their `default_enabled`).
 DEFAULT_OFF: frozenset[str] = frozenset()
@@ -47,7 +47,7 @@ def all_prefilters() -> tuple[type[Prefilter], ...]:
     """Every rule's prefilter (`rules/prefilters/rlNNN.py`), by code: what deciding
     which files to parse needs, without importing libcst or the rules."""
     import retainlint.rules.prefilters as package
-    from retainlint.prefilter import Prefilter
+    from retainlint.project.prefilter import Prefilter
 
     found = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -64,7 +64,7 @@ def all_prefilters() -> tuple[type[Prefilter], ...]:
 @functools.lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
     import retainlint.rules as package
-    from retainlint.rule import Rule
+    from retainlint.analysis.rule import Rule
 
     found: dict[str, type[Rule]] = {}
     for info in _rule_modules(package):

@@ -6,10 +6,10 @@ keeps its key, its owner or a frame alive."""
 from __future__ import annotations
 from typing import Optional
 import libcst as cst
-from retainlint.names import WRAPPING_CALLS
-from retainlint.heavy import find_param
-from retainlint.module_caches import FunctionNames, function_bindings
-from retainlint.walk import visit
+from retainlint.project.names import WRAPPING_CALLS
+from retainlint.analysis.heavy import find_param
+from retainlint.analysis.module_caches import FunctionNames, function_bindings
+from retainlint.analysis.walk import visit
 
 
 

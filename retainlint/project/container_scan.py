@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from retainlint import prefilter
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
-from retainlint.nodes import dotted as ast_dotted
+from retainlint.project import prefilter
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
+from retainlint.project.nodes import dotted as ast_dotted
 
 
 # `NAME[: ann] = {` / dict / set / defaultdict / ... at column 0 or one indentation level.

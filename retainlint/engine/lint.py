@@ -17,9 +17,9 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from retainlint.config import Settings
-from retainlint.context import FileContext
-from retainlint.finding import (
+from retainlint.core.config import Settings
+from retainlint.analysis.context import FileContext
+from retainlint.core.finding import (
     INTERNAL_ERROR,
     SOURCE_ERROR,
     Applicability,
@@ -29,14 +29,14 @@ from retainlint.finding import (
     Severity,
     source_error,
 )
-from retainlint.index import ProjectIndex, summarize
-from retainlint.positions import ranges_of
-from retainlint.registry import all_prefilters, codes_for
-from retainlint.prefilter import rules_triggered
-from retainlint.rule import Rule
-from retainlint.source import MAX_PARSE_BYTES
-from retainlint.suppress import Suppressions
-from retainlint.walk import children
+from retainlint.project.index import ProjectIndex, summarize
+from retainlint.engine.positions import ranges_of
+from retainlint.engine.registry import all_prefilters, codes_for
+from retainlint.project.prefilter import rules_triggered
+from retainlint.analysis.rule import Rule
+from retainlint.core.source import MAX_PARSE_BYTES
+from retainlint.engine.suppress import Suppressions
+from retainlint.analysis.walk import children
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 _STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
@@ -327,7 +327,7 @@ class _Dispatcher:
     """One traversal for all rules. Keeps the scope stacks every rule sees, and turns a
     rule that raises into an internal-error finding without stopping the others.
 
-    Uses the fast read-only walk (`retainlint.walk`); rules still write libcst-style
+    Uses the fast read-only walk (`retainlint.analysis.walk`); rules still write libcst-style
     `visit_<Node>` / `leave_<Node>` methods, and children come in field order."""
 
     def __init__(self, ctx: FileContext, rules: list[Rule], crashes: list[Finding]) -> None:

@@ -10,8 +10,8 @@ import textwrap
 import weakref
 from typing import Optional
 import libcst as cst
-from retainlint.names import TENSOR_FACTORIES
-from retainlint.index import qualified_in
+from retainlint.project.names import TENSOR_FACTORIES
+from retainlint.project.index import qualified_in
 
 
 

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Optional
 
 from retainlint import __version__
-from retainlint.finding import Applicability, Finding, Fix, Position, Related, Severity
-from retainlint.index import ClassSummary, Consulted, FileSummary, FunctionSummary, ProjectIndex, module_name
-from retainlint.source import interrupts_deferred
+from retainlint.core.finding import Applicability, Finding, Fix, Position, Related, Severity
+from retainlint.project.index import ClassSummary, Consulted, FileSummary, FunctionSummary, ProjectIndex, module_name
+from retainlint.core.source import interrupts_deferred
 
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is retainlint's cache.\n"
 _MAGIC = b"RLCACHE1"
@@ -72,7 +72,7 @@ def code_digest() -> str:
     import retainlint.rules  # installed inside the package, but not always a subfolder of it
 
     h = hashlib.sha1()
-    for folder in (Path(__file__).parent, *map(Path, retainlint.rules.__path__)):
+    for folder in (Path(__file__).parent.parent, *map(Path, retainlint.rules.__path__)):
         for path in sorted(folder.rglob("*.py")):
             h.update(path.relative_to(folder).as_posix().encode())
             h.update(path.read_bytes())

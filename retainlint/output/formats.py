@@ -14,9 +14,9 @@ from typing import Iterable, Optional, Sequence
 from urllib.parse import quote
 
 from retainlint import __version__
-from retainlint.changed import relative_to_root
-from retainlint.escape import printable
-from retainlint.finding import (
+from retainlint.core.paths import relative_to_root
+from retainlint.output.escape import printable
+from retainlint.core.finding import (
     INTERNAL_ERROR,
     SOURCE_ERROR,
     Applicability,
@@ -26,9 +26,9 @@ from retainlint.finding import (
     Related,
     Severity,
 )
-from retainlint.registry import all_rules
-from retainlint.urls import DOCS_URL
-from retainlint.source import read_source
+from retainlint.engine.registry import all_rules
+from retainlint.core.urls import DOCS_URL
+from retainlint.core.source import read_source
 
 INFORMATION_URI = DOCS_URL.split("/blob/")[0]
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

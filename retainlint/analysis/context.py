@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_functions
-from retainlint.heavy import HeavyOracle
-from retainlint.imports import ImportTable, collect_module_imports
+from retainlint.analysis.cstutil import body_functions
+from retainlint.analysis.heavy import HeavyOracle
+from retainlint.analysis.imports import ImportTable, collect_module_imports
 
 if TYPE_CHECKING:
-    from retainlint.config import Settings
-    from retainlint.index import ProjectIndex
-    from retainlint.rule import Report
+    from retainlint.core.config import Settings
+    from retainlint.project.index import ProjectIndex
+    from retainlint.analysis.rule import Report
 
 
 @dataclass

@@ -12,12 +12,12 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
-from retainlint.index import SCAN_FAILED, FileSummary
+from retainlint.project.index import SCAN_FAILED, FileSummary
 
 if TYPE_CHECKING:
-    from retainlint.config import Settings
-    from retainlint.index import ProjectIndex
-    from retainlint.nodes import FileNodes
+    from retainlint.core.config import Settings
+    from retainlint.project.index import ProjectIndex
+    from retainlint.project.nodes import FileNodes
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 from typing import Iterable, Optional
 
-from retainlint.config import DEFAULT_EXCLUDES
-from retainlint.errors import ConfigError
-from retainlint.source import leaves_project
+from retainlint.core.config import DEFAULT_EXCLUDES
+from retainlint.core.errors import ConfigError
+from retainlint.core.source import leaves_project
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 

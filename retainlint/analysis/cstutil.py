@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 import libcst as cst
 
-from retainlint.imports import dotted_name
-from retainlint.walk import visit
+from retainlint.analysis.imports import dotted_name
+from retainlint.analysis.walk import visit
 
 if TYPE_CHECKING:
-    from retainlint.context import FileContext
+    from retainlint.analysis.context import FileContext
 
 
 

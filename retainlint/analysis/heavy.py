@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from retainlint.cstutil import body_functions, body_statements
-from retainlint.walk import visit
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
+from retainlint.analysis.cstutil import body_functions, body_statements
+from retainlint.analysis.walk import visit
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
 
 if TYPE_CHECKING:
-    from retainlint.context import FileContext
+    from retainlint.analysis.context import FileContext
 
 _MAX_DEPTH = 6
 

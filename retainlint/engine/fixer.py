@@ -8,9 +8,9 @@ from typing import Sequence
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from retainlint.finding import Fix, Position
-from retainlint.imports import collect_module_imports
-from retainlint.positions import ranges_of
+from retainlint.core.finding import Fix, Position
+from retainlint.analysis.imports import collect_module_imports
+from retainlint.engine.positions import ranges_of
 
 MAX_ROUNDS = 10
 

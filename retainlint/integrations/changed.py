@@ -24,8 +24,9 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from retainlint.finding import INTERNAL_ERROR, Finding, Position
-from retainlint.source import MAX_PARSE_BYTES, read_source
+from retainlint.core.finding import INTERNAL_ERROR, Finding, Position
+from retainlint.core.paths import relative_to_root
+from retainlint.core.source import MAX_PARSE_BYTES, read_source
 
 
 class ChangedError(Exception):
@@ -69,19 +70,6 @@ def repo_root(cwd: Optional[str] = None) -> str:
     paths relative to it)."""
     cwd = cwd or os.getcwd()
     return git_toplevel(cwd) or os.path.realpath(cwd)
-
-
-def relative_to_root(path: str, root: str) -> Optional[str]:
-    """`path` (as given on the command line, relative to the cwd or absolute) relative to
-    `root`, with forward slashes; None when it lies outside `root`."""
-    full = os.path.realpath(path)
-    try:
-        rel = os.path.relpath(full, root)
-    except ValueError:  # another drive on Windows
-        return None
-    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
-        return None
-    return rel.replace(os.sep, "/")
 
 
 def unquote_path(raw: str) -> str:

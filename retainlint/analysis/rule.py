@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 import libcst as cst
 
-from retainlint.finding import Applicability, Fix, Related, Severity
-from retainlint.prefilter import Prefilter
-from retainlint.urls import rule_url
+from retainlint.core.finding import Applicability, Fix, Related, Severity
+from retainlint.project.prefilter import Prefilter
+from retainlint.core.urls import rule_url
 
 if TYPE_CHECKING:
-    from retainlint.context import FileContext
+    from retainlint.analysis.context import FileContext
 
 
 @dataclass

@@ -8,9 +8,9 @@ import ast
 import os
 from typing import Optional
 
-from retainlint.index import METHOD_NAMES
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
-from retainlint.nodes import FileNodes, dotted
+from retainlint.project.index import METHOD_NAMES
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
+from retainlint.project.nodes import FileNodes, dotted
 
 
 PROPERTIES = frozenset({"property", "builtins.property", "functools.cached_property"})
@@ -29,7 +29,7 @@ RETAINED = "!"  # evidence that needs no index: `self`, a bound method, a tensor
 
 
 def file_imports(nodes: FileNodes) -> dict[str, str]:
-    """Local name -> qualified name, as `retainlint.imports.ImportTable` builds it for a
+    """Local name -> qualified name, as `retainlint.analysis.imports.ImportTable` builds it for a
     rule (every import of the file; the first binding of a name wins), except that the
     module is unknown here: a relative import stays relative (`.sub.name`, see
     `absolute`). Several rules' scans need it: it is kept on `nodes`."""

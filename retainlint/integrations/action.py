@@ -1,4 +1,4 @@
-"""The GitHub Action's logic (`action.yml` runs `python -I -m retainlint.action`).
+"""The GitHub Action's logic (`action.yml` runs `python -I -m retainlint.integrations.action`).
 
 It reads its inputs from the environment (the composite action passes them through
 `env:`, never spliced into a script) and the `GITHUB_*` variables of the run:
@@ -27,9 +27,9 @@ import sys
 from collections import Counter
 from typing import Mapping, Optional, Sequence
 
-from retainlint import formats
-from retainlint.escape import printable
-from retainlint.changed import (
+from retainlint.output import formats
+from retainlint.output.escape import printable
+from retainlint.integrations.changed import (
     ChangedError,
     ChangedLines,
     changed_since,
@@ -37,7 +37,7 @@ from retainlint.changed import (
     repo_root,
     split_findings,
 )
-from retainlint.finding import Finding, Severity
+from retainlint.core.finding import Finding, Severity
 
 ANNOTATIONS_PER_LEVEL = 10  # GitHub keeps at most 10 errors and 10 warnings per step
 SUMMARY_LIMIT = 900_000  # bytes; GitHub refuses a step summary over 1 MiB

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Optional, Sequence
 
-from retainlint.gcpause import gc_paused
-from retainlint.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
-from retainlint.nodes import OWNERS, FileNodes, dotted
-from retainlint.source import MAX_PARSE_BYTES
+from retainlint.core.gcpause import gc_paused
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
+from retainlint.project.nodes import OWNERS, FileNodes, dotted
+from retainlint.core.source import MAX_PARSE_BYTES
 
 if TYPE_CHECKING:
-    from retainlint.prefilter import Prefilter
+    from retainlint.project.prefilter import Prefilter
 
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
 # maxsize defaults to 128 for these; functools.cache is unbounded.

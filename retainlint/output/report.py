@@ -9,11 +9,11 @@ from typing import Optional, Sequence
 from rich.console import Console
 from rich.text import Text
 
-from retainlint.escape import printable
-from retainlint.finding import Applicability, Finding
-from retainlint.registry import catalog
-from retainlint.urls import rule_url
-from retainlint.source import read_source
+from retainlint.output.escape import printable
+from retainlint.core.finding import Applicability, Finding
+from retainlint.engine.registry import catalog
+from retainlint.core.urls import rule_url
+from retainlint.core.source import read_source
 
 def _rule_url(code: str) -> Optional[str]:
     name = dict(catalog()).get(code)

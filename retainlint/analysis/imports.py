@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.names import absolute_import  # noqa: F401 - re-exported
+from retainlint.project.names import absolute_import  # noqa: F401 - re-exported
 
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:

@@ -1,0 +1,1 @@
+"""The ways in from outside: the GitHub Action and git (changed lines)."""
