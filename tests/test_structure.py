@@ -111,3 +111,38 @@ def test_a_rule_without_its_prefilter_is_refused(tmp_path):
         "retainlint: error: rule RL998 (forgotten) has no prefilter: add "
         "rules/prefilters/rl998.py and set `prefilter = ...` on the rule"]
     assert "All checks passed" not in done.stdout
+
+
+# Lowest first: a module imports only from its own layer and the layers before it.
+LAYERS = ["core", "project", "rules.prefilters", "analysis", "rules", "engine", "output",
+          "integrations", "top"]
+
+
+def _layer(module: str) -> int:
+    rest = module.removeprefix("retainlint").lstrip(".")
+    for i, layer in reversed(list(enumerate(LAYERS))):
+        if rest == layer or rest.startswith(layer + "."):
+            return i
+    return LAYERS.index("top")  # cli, docs, __main__, verify
+
+
+def test_each_layer_imports_only_layers_below_it():
+    upward = sorted(f"{name} -> {target}" for name, targets in _graph().items()
+                    for target in targets
+                    if target != "retainlint" and _layer(target) > _layer(name))
+    assert upward == []
+
+
+LIBCST_FREE = ["retainlint.core", "retainlint.project", "retainlint.rules.prefilters",
+               "retainlint.output", "retainlint.integrations", "retainlint.engine.registry",
+               "retainlint.engine.discover", "retainlint.engine.cache", "retainlint.engine.runner"]
+
+
+def test_the_layers_that_decide_what_to_parse_never_load_libcst():
+    names = sorted(m for m in _modules() if any(m == p or m.startswith(p + ".") for p in LIBCST_FREE))
+    probe = "import importlib, sys\n" + "".join(f"importlib.import_module({n!r})\n" for n in names) \
+        + "print([m for m in sys.modules if m == 'libcst' or m.startswith('libcst.')][:3])\n"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert len(names) > 40  # every module of those layers was imported
