@@ -16,7 +16,8 @@ from rich.console import Console
 
 from retainlint import __version__
 
-from retainlint.output import formats, report
+from retainlint.output import text
+from retainlint.output.formats import FORMATS
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
 from retainlint.core.config import load_settings
@@ -28,7 +29,6 @@ from retainlint.engine.runner import Mode, run
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-MACHINE_FORMATS = ("json", "github", "sarif")  # no colour, no summary line
 
 
 def _color(flag: str) -> bool:
@@ -123,7 +123,7 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
               help="Include fixes that may change behaviour (with --fix or --diff).")
 @click.option("--diff", is_flag=True, help="Print the diff of what --fix would change; write nothing.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 if anything was fixed.")
-@click.option("--output-format", type=click.Choice(["full", "concise", "json", "github", "sarif"]),
+@click.option("--output-format", type=click.Choice(list(FORMATS)),
               envvar="RETAINLINT_OUTPUT_FORMAT", default="full", show_default=True,
               help="github: workflow-command annotations; sarif: SARIF 2.1.0 for code scanning.")
 @click.option("--changed-since", "changed_since_ref", metavar="REF", default=None,
@@ -168,10 +168,11 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         except ChangedError as e:
             _fail(str(e))
             return
-    machine = output_format in MACHINE_FORMATS
+    shown = FORMATS[output_format]
+    machine = shown.machine
     unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
     mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
-                edits=output_format in ("json", "sarif"))  # SARIF fixes need the line edits
+                edits=shown.line_edits)
     cache_dir = None if no_cache else cache_dir or default_cache_dir(settings.root)
     with _progress_bar(sys.stderr.isatty() and not machine and len(files) >= PROGRESS_MIN_FILES) as bar:
         result = run(files, list(chosen), settings, mode, jobs, cache_dir, bar)
@@ -189,27 +190,17 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         err.print("warning: no Python files found", highlight=False)
 
     if diff:
-        for text in result.diffs:
-            out.out(text, end="", highlight=False)
+        for chunk in result.diffs:
+            out.out(chunk, end="", highlight=False)
         err.print(f"Would fix {result.fixed} finding{'s' if result.fixed != 1 else ''}.", highlight=False)
         sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
 
     if statistics:
-        report.print_statistics(out, findings, as_json=output_format == "json")
-    elif output_format == "json":
-        out.out(json.dumps(report.to_json(findings), indent=2), highlight=False)
-    elif output_format == "github":
-        for line in formats.github(findings, changed.root if changed else repo_root()):
-            out.out(line, highlight=False)
-    elif output_format == "sarif":
-        out.out(json.dumps(formats.sarif(findings, changed.root if changed else repo_root()),
-                           indent=2), highlight=False)
-    elif output_format == "concise":
-        report.concise(out, findings)
+        text.print_statistics(out, findings, as_json=output_format == "json")
     else:
-        report.full(out, findings)
+        shown.show(out, findings, changed.root if changed else repo_root())
     if not machine:
-        out.print(report.summary(findings, result.fixed, unsafe), highlight=False)
+        out.print(text.summary(findings, result.fixed, unsafe), highlight=False)
 
     if internal:
         sys.exit(EXIT_ERROR)

@@ -6,7 +6,7 @@ import sys
 
 from conftest import BUGGY, CLEAN, run_cli
 from retainlint.core.finding import Applicability, Finding, Fix, Position, Severity
-from retainlint.output.formats import gh_escape_data, gh_escape_prop, github_line
+from retainlint.output.github import gh_escape_data, gh_escape_prop, github_line
 
 
 def _finding(path="a.py", start=(7, 9), end=(7, 61), severity=Severity.ERROR, message="msg", fix=None):

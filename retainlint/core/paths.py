@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from typing import Optional
+from urllib.parse import quote
 
 
 def relative_to_root(path: str, root: str) -> Optional[str]:
@@ -17,3 +18,15 @@ def relative_to_root(path: str, root: str) -> Optional[str]:
     if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
         return None
     return rel.replace(os.sep, "/")
+
+
+def display_path(path: str, root: str) -> str:
+    """`path` relative to `root` with forward slashes; outside `root`, absolute."""
+    rel = relative_to_root(path, root)
+    return rel if rel is not None else os.path.abspath(path).replace(os.sep, "/")
+
+
+def uri_path(rel: str) -> str:
+    """A relative path percent-encoded for a URI (RFC 3986) from its bytes, so a file name
+    that is not UTF-8 keeps its exact bytes."""
+    return quote(os.fsencode(rel))

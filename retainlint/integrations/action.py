@@ -27,7 +27,10 @@ import sys
 from collections import Counter
 from typing import Mapping, Optional, Sequence
 
-from retainlint.output import formats
+from retainlint.core.paths import display_path, uri_path
+from retainlint.output.github import GITHUB_LEVEL, gh_escape_data, github_line
+from retainlint.output.json_report import from_json
+from retainlint.output.sarif import sarif
 from retainlint.output.escape import printable
 from retainlint.integrations.changed import (
     ChangedError,
@@ -107,11 +110,11 @@ def _head_sha(env: Mapping[str, str], event: dict) -> str:
 def annotations(findings: Sequence[Finding], root: str) -> list[str]:
     """Workflow commands for at most 10 findings of each level, most severe first; when
     some are left out, 9 warnings and one warning that says how many."""
-    ordered = sorted(findings, key=lambda f: (f.severity.rank, formats.display_path(f.path, root),
+    ordered = sorted(findings, key=lambda f: (f.severity.rank, display_path(f.path, root),
                                               f.start.line, f.start.column, f.code))
     by_level: dict[str, list[Finding]] = {level: [] for level in LEVEL_ORDER}
     for f in ordered:
-        by_level[formats.GITHUB_LEVEL.get(f.severity, "error")].append(f)
+        by_level[GITHUB_LEVEL.get(f.severity, "error")].append(f)
     caps = {level: ANNOTATIONS_PER_LEVEL for level in LEVEL_ORDER}
     if any(len(items) > ANNOTATIONS_PER_LEVEL for items in by_level.values()):
         caps["warning"] = ANNOTATIONS_PER_LEVEL - 1  # room for the "N more" warning
@@ -119,7 +122,7 @@ def annotations(findings: Sequence[Finding], root: str) -> list[str]:
     omitted = 0
     for level in LEVEL_ORDER:
         items = by_level[level]
-        lines.extend(formats.github_line(f, root) for f in items[:caps[level]])
+        lines.extend(github_line(f, root) for f in items[:caps[level]])
         omitted += max(0, len(items) - caps[level])
     if omitted:
         lines.append(f"::warning title=retainlint::{omitted} more finding{'s' if omitted != 1 else ''} "
@@ -172,12 +175,12 @@ def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: 
         return text
     rows = ["| location | rule | severity | message |", "|---|---|---|---|"]
     size = len(text.encode()) + sum(len(r) + 1 for r in rows)
-    for i, f in enumerate(sorted(kept, key=lambda f: (formats.display_path(f.path, root), f.start.line,
+    for i, f in enumerate(sorted(kept, key=lambda f: (display_path(f.path, root), f.start.line,
                                                       f.start.column, f.code))):
-        path = formats.display_path(f.path, root)
+        path = display_path(f.path, root)
         where = _code(f"{path}:{f.start.line}:{f.start.column}")
         if server and repo and sha and not os.path.isabs(path):
-            location = f"[{where}]({server}/{repo}/blob/{sha}/{formats.uri_path(path)}#L{f.start.line})"
+            location = f"[{where}]({server}/{repo}/blob/{sha}/{uri_path(path)}#L{f.start.line})"
         else:
             location = where
         row = f"| {location} | `{f.code}` {f.name} | {f.severity.value} | {_cell(f.message)} |"
@@ -212,7 +215,7 @@ def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str
         items = None
     if not isinstance(items, list):
         return proc.returncode, None, proc.stderr or proc.stdout
-    return proc.returncode, formats.from_json(items), proc.stderr
+    return proc.returncode, from_json(items), proc.stderr
 
 
 def _failure(rc: int, stderr: str) -> str:
@@ -242,7 +245,7 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
                 changed = changed_since(base, cwd)
                 base_note += f", merge base {changed.base[:12]}"
     except ChangedError as e:
-        print(f"::error title=retainlint::{formats.gh_escape_data(str(e))}")
+        print(f"::error title=retainlint::{gh_escape_data(str(e))}")
         print(f"retainlint: error: {e}", file=sys.stderr)
         return 2
     print(f"retainlint: {base_note}", flush=True)
@@ -254,7 +257,7 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
     # configuration) fails the step, never passes as "no findings".
     failed = findings is None or rc not in (0, 1)
     if failed:
-        print(f"::error title=retainlint::{formats.gh_escape_data(printable(_failure(rc, stderr)))}")
+        print(f"::error title=retainlint::{gh_escape_data(printable(_failure(rc, stderr)))}")
     if findings is None:
         return 2
 
@@ -274,9 +277,9 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
         try:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "w", encoding="utf-8") as f:
-                json.dump(formats.sarif(findings, root), f, indent=2)
+                json.dump(sarif(findings, root), f, indent=2)
         except OSError as e:
-            print(f"::error title=retainlint::{formats.gh_escape_data(f'cannot write {sarif_path}: {e}')}")
+            print(f"::error title=retainlint::{gh_escape_data(f'cannot write {sarif_path}: {e}')}")
             return 2
         print(f"retainlint: wrote SARIF ({len(findings)} findings) to {sarif_path}")
     _append(env.get("GITHUB_OUTPUT"),

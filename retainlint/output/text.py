@@ -1,23 +1,17 @@
-"""Turn findings into text for people (full, concise) and machines (json)."""
+"""Findings for people: `full` (code frames, fixes, related locations), `concise` (a line each), statistics and the summary line."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Optional, Sequence
+from typing import Sequence
 
 from rich.console import Console
 from rich.text import Text
 
-from retainlint.output.escape import printable
 from retainlint.core.finding import Applicability, Finding
-from retainlint.engine.registry import catalog
-from retainlint.core.urls import rule_url
 from retainlint.core.source import read_source
-
-def _rule_url(code: str) -> Optional[str]:
-    name = dict(catalog()).get(code)
-    return rule_url(code, name) if name else None
+from retainlint.output.escape import printable
 
 
 def _marker(f: Finding) -> str:
@@ -99,49 +93,6 @@ def _frame(console: Console, lines: list[str], f: Finding) -> None:
                     Text(f"  {'':>{width}} | ", style="blue") + Text(" " * start + "^" * (end - start), style="bold red"),
                     highlight=False, soft_wrap=True,
                 )
-
-
-def to_json(findings: Sequence[Finding]) -> list[dict]:
-    out = []
-    for f in findings:
-        fix = None
-        if f.fix is not None:
-            fix = {
-                "applicability": f.fix.applicability.value,
-                "message": f.fix.message,
-                "edits": [
-                    {
-                        "content": content,
-                        "location": {"row": start.line, "column": start.column},
-                        "end_location": {"row": end.line, "column": end.column},
-                    }
-                    for start, end, content in (f.fix.edits or [])
-                ],
-            }
-        out.append(
-            {
-                "code": f.code,
-                "name": f.name,
-                "message": f.message,
-                "severity": f.severity.value,
-                "filename": f.path,
-                "location": {"row": f.start.line, "column": f.start.column},
-                "end_location": {"row": f.end.line, "column": f.end.column},
-                "noqa_row": f.noqa_line or f.start.line,
-                "fix": fix,
-                "related": [
-                    {
-                        "message": r.message,
-                        "filename": r.path,
-                        "location": {"row": r.start.line, "column": r.start.column},
-                        "end_location": {"row": r.end.line, "column": r.end.column},
-                    }
-                    for r in f.related
-                ],
-                "url": _rule_url(f.code),
-            }
-        )
-    return out
 
 
 def statistics(findings: Sequence[Finding]) -> list[dict]:
