@@ -18,6 +18,7 @@ from retainlint import __version__
 
 from retainlint.output import text
 from retainlint.output.formats import FORMATS
+from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
 from retainlint.core.config import load_settings
@@ -241,9 +242,7 @@ def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
                                f"Default: {'on' if r.default_enabled else 'off'}.\n{r.docs}"))
 
 
-from retainlint.verify.cli import verify as _verify  # noqa: E402
-
-main.add_command(_verify)
+main.add_command(verify)
 
 
 if __name__ == "__main__":  # pragma: no cover
