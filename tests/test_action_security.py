@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -171,3 +172,20 @@ def test_a_pull_request_deleting_a_cleanup_line_is_annotated(tmp_path):
         "title=retainlint RL602 release-keeps-heavy-attribute",
     ]
     assert outputs(run["env"]["GITHUB_OUTPUT"]) == {"findings": "2", "older-findings": "1", "total-findings": "3"}
+
+
+def test_python_m_retainlint_imports_nothing_from_the_checked_tree(tmp_path):
+    """`python -m retainlint check .` run inside a tree (as people do) must not import the
+    tree's `multiprocessing/` or `json.py` in place of the standard library's."""
+    marker = tmp_path / "imported"
+    tree = tmp_path / "tree"
+    (tree / "multiprocessing").mkdir(parents=True)
+    plant = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    (tree / "multiprocessing" / "__init__.py").write_text(plant)
+    (tree / "json.py").write_text(plant)
+    (tree / "m.py").write_text("import gc\n\nclass E:\n    def start(self):\n        gc.freeze()\n")
+    done = subprocess.run([sys.executable, "-m", "retainlint", "check", ".", "--no-cache",
+                           "--output-format", "concise", "-j", "2"],
+                          cwd=tree, capture_output=True, text=True, timeout=120)
+    assert not marker.exists(), marker.read_text()
+    assert done.returncode == 1 and "m.py:5:9: RL401" in done.stdout, done.stdout + done.stderr
