@@ -24,10 +24,11 @@ from retainlint.engine.cache import default_cache_dir
 from retainlint.core.config import load_settings
 from retainlint.core.errors import ConfigError
 from retainlint.engine.discover import discover
-from retainlint.core.finding import INTERNAL_ERROR
+from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Severity
 from retainlint.engine.registry import all_rules, lookup, select_rules, validate_selectors
 from retainlint.engine.runner import Mode, run
 
+ALWAYS_SHOWN = (INTERNAL_ERROR[0], SOURCE_ERROR[0])  # files not checked, whatever the floor
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
@@ -131,6 +132,10 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
               help="Report only findings on lines added or changed since the merge base of REF "
                    "and HEAD (working tree included; new files count whole). All files are "
                    "still analysed.")
+@click.option("--min-severity", type=click.Choice(["info", "warning", "error"]), default="info",
+              show_default=True, help="Report only findings of this severity or higher "
+              "(error: retains something heavy or without bound; warning: true but bounded "
+              "or unlikely to matter).")
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the result cache.")
@@ -145,7 +150,7 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: CPU count).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
-          output_format, changed_since_ref, exit_zero, statistics, no_cache, cache_dir, exclude,
+          output_format, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
           force_exclude, config_path, color, jobs) -> None:
     """Check PATHS (default: the current directory)."""
     paths = paths or (".",)
@@ -182,6 +187,8 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)
     findings = result.findings
     internal = any(f.code == INTERNAL_ERROR[0] for f in findings)
+    floor = Severity(min_severity).rank
+    findings = [f for f in findings if f.severity.rank <= floor or f.code in ALWAYS_SHOWN]
     if changed is not None and not diff:
         findings, left_out = split_findings(findings, changed)
         if left_out:

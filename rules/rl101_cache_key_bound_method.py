@@ -58,7 +58,8 @@ class Runner:
 ```
 
 ## Fix (unsafe, at the cached definition)
-When bound methods reach it (and no parameter is annotated heavy), the cached function is renamed `_<name>`, and an uncached `<name>` with the same
+When only bound methods reach it (no parameter is annotated heavy, no caller passes
+`self`), the cached function is renamed `_<name>`, and an uncached `<name>` with the same
 signature replaces bound-method arguments by their `__func__` before calling it (and
 keeps `cache_clear` reachable). Unsafe because `inspect.signature` of a plain function
 includes `self`, so code that inspects what it receives may see a difference.
@@ -121,9 +122,8 @@ class Runner:
         self.model = model
         if takes_kwarg(model.forward, "positions"):
             pass
-        takes_kwarg(self, "x")
 """,
-            lines=[6, 13, 15],
+            lines=[6, 13],
             fixed="""
 import functools
 import inspect
@@ -148,8 +148,24 @@ class Runner:
         self.model = model
         if takes_kwarg(model.forward, "positions"):
             pass
-        takes_kwarg(self, "x")
 """,
+        ),
+        # the instance itself reaches the cache: unwrapping bound methods would not free
+        # it, so no fix is offered (a fix must not hide a leak it leaves)
+        Example(
+            """
+import functools
+
+@functools.lru_cache(maxsize=None)
+def describe(obj):
+    return type(obj).__name__
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+        self.kind = describe(self)
+""",
+            lines=[5, 11],
         ),
         # a local bound from getattr, aliased decorator, keyword-only parameter
         Example(
@@ -358,8 +374,10 @@ def get_fqns(model: nn.Module, name: str):
             node.name,
             f"cached `{node.name.value}` keeps its arguments alive and {why}: every model or "
             "instance that reaches it stays allocated as long as its cache entry",
-            # A facade unwraps bound methods; it cannot help when models are passed as such.
-            fix=None if heavy_params else self._facade(node),
+            # A facade unwraps bound methods; it cannot help when models or the instance
+            # itself are passed as such (the cache would still hold them, unreported).
+            fix=None if heavy_params or self.ctx.index.instance_callers.get(qualified)
+            else self._facade(node),
         )
 
     def _facade(self, node: cst.FunctionDef):

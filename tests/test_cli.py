@@ -280,3 +280,19 @@ def test_index_cache_is_reused_and_no_cache_writes_nothing(tree):
     stored.write_bytes(b"not a cache")  # a corrupt cache is a miss, never an error
     third = run_cli("check", "--output-format", "json", cwd=root)
     assert third.returncode == 1 and json.loads(third.stdout) == json.loads(first.stdout)
+
+
+def test_min_severity_keeps_only_findings_that_severe(tree):
+    warning = ("import logging\n\n\nclass Session:\n    def __init__(self):\n"
+               "        self.log = logging.getLogger(f\"session.{id(self)}\")\n")
+    root = tree({"a.py": BUGGY, "b.py": warning, "broken.py": BUGGY + "def (:\n"})
+    every = run_cli("check", "--no-cache", "--output-format", "json", "--select", "RL501,RL801",
+                    "a.py", "b.py", "broken.py", cwd=root)
+    found = {(f["code"], f["severity"]) for f in json.loads(every.stdout)}
+    assert ("RL501", "error") in found and ("RL801", "warning") in found, found
+    errors = run_cli("check", "--no-cache", "--output-format", "json", "--select", "RL501,RL801",
+                     "--min-severity", "error", "a.py", "b.py", "broken.py", cwd=root)
+    kept = sorted((f["filename"], f["code"]) for f in json.loads(errors.stdout))
+    # a file that could not be checked is always reported
+    assert kept == [("a.py", "RL501"), ("broken.py", "RL000")], kept
+    assert errors.returncode == 1

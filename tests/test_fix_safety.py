@@ -410,3 +410,48 @@ def test_other_weakref_fixes_need_weakref_to_be_the_module(tree, code, body, lin
     source = TYPE_CHECKING_WEAKREF + textwrap.dedent(body)
     r, text, _ = fix(tree, {"mod.py": source}, code, "--unsafe-fixes")
     assert_reported_not_fixed(r, text, source, code, line)
+
+
+# -- RL101: a fix that would leave the leak unreported ---------------------------------
+
+def test_rl101_offers_no_facade_when_the_instance_itself_is_cached(tree):
+    """The facade unwraps bound methods; `describe(self)` passes the instance, which the
+    cache would still hold - and the re-run would say "All checks passed!"."""
+    source = """\
+        import functools
+
+
+        @functools.lru_cache(maxsize=None)
+        def describe(obj):
+            return type(obj).__name__
+
+
+        class Runner:
+            def __init__(self, model):
+                self.model = model
+                self.kind = describe(self)
+        """
+    r, text, root = fix(tree, {"mod.py": source}, "RL101", "--unsafe-fixes")
+    assert text == textwrap.dedent(source)  # nothing rewritten
+    assert r.returncode == 1 and "mod.py:5:5: RL101" in r.stdout, r.stdout
+    again = run_cli("check", "mod.py", "--no-cache", "--select", "RL101", cwd=root)
+    assert again.returncode == 1 and "All checks passed" not in again.stdout
+
+
+def test_rl101_facade_still_offered_for_bound_methods_only(tree):
+    source = """\
+        import functools
+
+
+        @functools.lru_cache(maxsize=None)
+        def signature_of(fn):
+            return fn.__name__
+
+
+        class Runner:
+            def __init__(self, model):
+                self.model = model
+                self.sig = signature_of(self.model.forward)
+        """
+    r, text, _ = fix(tree, {"mod.py": source}, "RL101", "--unsafe-fixes")
+    assert "def _signature_of(fn):" in text and 'fn = getattr(fn, "__func__", fn)' in text, text

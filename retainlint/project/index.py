@@ -71,6 +71,8 @@ class FileSummary:
     classes: dict[str, ClassSummary]
     functions: dict[str, FunctionSummary]
     bound_calls: dict[str, list[int]] = field(default_factory=dict)
+    # callee -> lines of calls passing the instance itself (`self`, or a name bound to it)
+    instance_calls: dict[str, list[int]] = field(default_factory=dict)
     # rule code -> what its `Rule.scan` found here (rules whose triggers the file has)
     scans: dict[str, object] = field(default_factory=dict)
 
@@ -367,22 +369,30 @@ class _Summarizer:
             return base.id != "self" and f"{ast.unparse(arg.value)}.{arg.attr}(" in self.source
         return False
 
-    def bound_calls(self) -> dict[str, list[int]]:
-        """Callee -> lines of calls passing something that may be a bound method
-        (calls inside logger classes left out: a logger lives as long as the process)."""
+    def bound_calls(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """Callee -> lines of calls passing something that may be a bound method, and
+        callee -> lines of those passing the instance itself, which no unwrapping of
+        bound methods can help (calls inside logger classes left out: a logger lives as
+        long as the process)."""
         found: dict[str, list[int]] = {}
+        instances: dict[str, list[int]] = {}
         bound_names = {
             t.id for a in self.assigns for t in a.targets
             if isinstance(t, ast.Name) and (
                 self._maybe_bound(a.value, set()) or _getattr_of_method(a.value))
         }
+        self_names = {"self"} | {
+            t.id for a in self.assigns for t in a.targets
+            if isinstance(t, ast.Name) and isinstance(a.value, ast.Name) and a.value.id == "self"}
         for call in self.calls:
             args = [*call.args, *(k.value for k in call.keywords)]
             if any(self._maybe_bound(a, bound_names) for a in args):
                 q = self.qualify(call.func)
                 if q:
                     found.setdefault(q, []).append(call.lineno)
-        return found
+                    if any(isinstance(a, ast.Name) and a.id in self_names for a in args):
+                        instances.setdefault(q, []).append(call.lineno)
+        return found, instances
 
     def summary(self) -> FileSummary:
         classes, functions = {}, {}
@@ -398,8 +408,9 @@ class _Summarizer:
                 for item in methods:
                     cls.methods[item.name] = self.function(item, qual, True)
                 classes[node.name] = cls
+        bound, instances = self.bound_calls()
         return FileSummary(self.path, self.module, self.imports, classes, functions,
-                           self.bound_calls())
+                           bound, instance_calls=instances)
 
 
 # Children that can hold nothing the summary needs (no call, assignment, import, def).
@@ -546,7 +557,7 @@ class _Recorded(dict):
 
 _TABLES = ("files", "modules", "classes", "functions")
 # Derived facts a snapshot carries, so that a restored index need not recompute them.
-_FACTS = ("heavy_types", "bound_callers", "heavy_classes", "cache_decorators", "freezers",
+_FACTS = ("heavy_types", "bound_callers", "instance_callers", "heavy_classes", "cache_decorators", "freezers",
           "unfreezers", "heavy_names", "cached_names")
 
 
@@ -567,10 +578,14 @@ class ProjectIndex:
         self.heavy_types = frozenset(heavy_types)
         # cached function -> [(path, line)] of calls that may pass a bound method
         self.bound_callers: dict[str, list[tuple[str, int]]] = {}
+        # ... of those, calls that pass the instance itself
+        self.instance_callers: dict[str, list[tuple[str, int]]] = {}
         for summary in self.files.values():
-            for callee, lines in summary.bound_calls.items():
-                self.bound_callers.setdefault(self.resolve(callee) or callee, []).extend(
-                    (summary.path, line) for line in lines)
+            for callers, calls in ((self.bound_callers, summary.bound_calls),
+                                   (self.instance_callers, summary.instance_calls)):
+                for callee, lines in calls.items():
+                    callers.setdefault(self.resolve(callee) or callee, []).extend(
+                        (summary.path, line) for line in lines)
         self.heavy_classes = self._heavy_classes()
         self.cache_decorators = self._cache_decorators()
         self.freezers, self.unfreezers = self._gc_effects()
@@ -707,7 +722,8 @@ class ProjectIndex:
     def _facts_digest(self) -> str:
         cached = sorted((q, f.bounded) for q, f in dict.items(self.functions)
                         if any(self.is_cache_decorator(d) for d in f.decorators))
-        callers = sorted((q, sorted(self.bound_callers.get(q, ()))) for q, _ in cached)
+        callers = sorted((q, sorted(self.bound_callers.get(q, ())),
+                          sorted(self.instance_callers.get(q, ()))) for q, _ in cached)
         facts = (sorted(self.heavy_classes), sorted(self.cache_decorators), cached, callers,
                  sorted(self.freezers), sorted(self.unfreezers), sorted(self.heavy_types))
         return hashlib.sha1(repr(facts).encode()).hexdigest()
