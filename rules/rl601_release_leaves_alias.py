@@ -29,28 +29,14 @@ _METHOD_NAMES = frozenset({"forward", "__call__"})
 # -- does a project callee keep what it is handed? ----------------------------------
 # (The project index records no data flow, so the callee's source is read with `ast`,
 # once per file and only for calls that hand over a released attribute.)
-_AST_CACHE: dict[str, Optional[ast.Module]] = {}
-_ESCAPE_CACHE: dict[tuple, bool] = {}
-_METHODS_BY_NAME: dict[int, dict[str, list]] = {}
 _MAX_CALLEE_DEPTH = 4
 
 
-def _parsed(path: str) -> Optional[ast.Module]:
-    if path not in _AST_CACHE:
-        try:
-            with open(path, "rb") as f:
-                _AST_CACHE[path] = ast.parse(f.read())
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-            _AST_CACHE[path] = None
-        if len(_AST_CACHE) > 256:
-            _AST_CACHE.pop(next(iter(_AST_CACHE)))
-    return _AST_CACHE[path]
-
-
-def _function_node(summary) -> Optional[ast.AST]:
-    tree = _parsed(summary.path)
-    if tree is None:
+def _function_node(index, summary) -> Optional[ast.AST]:
+    found = index.source(summary.path)
+    if found is None:
         return None
+    tree = found[0]
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == summary.line \
                 and node.col_offset + 1 == summary.column:
@@ -64,15 +50,15 @@ def _methods_named(index, name: str) -> list:
 
 
 def _all_methods_named(index, name: str) -> list:
-    table = _METHODS_BY_NAME.get(id(index))
-    if table is None:
-        table = {}
-        for q, f in index.functions.items():
-            if f.is_method:
-                table.setdefault(q.rsplit(".", 1)[1], []).append(f)
-        _METHODS_BY_NAME.clear()
-        _METHODS_BY_NAME[id(index)] = table
-    return table.get(name, [])
+    return index.memo("rl601 methods by name", lambda: _methods_by_name(index)).get(name, [])
+
+
+def _methods_by_name(index) -> dict[str, list]:
+    table: dict[str, list] = {}
+    for q, f in index.functions.items():
+        if f.is_method:
+            table.setdefault(q.rsplit(".", 1)[1], []).append(f)
+    return table
 
 
 def _ast_root(node: ast.AST) -> Optional[ast.AST]:
@@ -87,6 +73,7 @@ class _Escape:
 
     def __init__(self, index) -> None:
         self.index = index
+        self.known: dict[tuple, bool] = index.memo("rl601 escapes", dict)
 
     def callee_keeps(self, qualified: Optional[str], position: Optional[int],
                      keyword: Optional[str], depth: int = 0) -> bool:
@@ -112,17 +99,17 @@ class _Escape:
 
     def keeps(self, summary, position, keyword, skip_first: bool, depth: int) -> bool:
         key = (summary.qualname, summary.path, position, keyword)
-        if key in _ESCAPE_CACHE:
-            return _ESCAPE_CACHE[key]
-        _ESCAPE_CACHE[key] = True  # recursion guard: unknown
+        if key in self.known:
+            return self.known[key]
+        self.known[key] = True  # recursion guard: unknown
         result = self._keeps(summary, position, keyword, skip_first, depth)
-        _ESCAPE_CACHE[key] = result
+        self.known[key] = result
         return result
 
     def _keeps(self, summary, position, keyword, skip_first, depth) -> bool:
         if depth > _MAX_CALLEE_DEPTH:
             return True
-        fn = _function_node(summary)
+        fn = _function_node(self.index, summary)
         if fn is None:
             return True
         args = fn.args

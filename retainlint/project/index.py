@@ -22,15 +22,17 @@ from sys import intern
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Optional, Sequence, TypeVar
 
 from retainlint.core.gcpause import gc_paused
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
-from retainlint.core.source import MAX_PARSE_BYTES
+from retainlint.core.source import MAX_PARSE_BYTES, read_source
 
 if TYPE_CHECKING:
     from retainlint.project.prefilter import Prefilter
+
+T = TypeVar("T")
 
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
 # maxsize defaults to 128 for these; functools.cache is unbounded.
@@ -602,6 +604,33 @@ class ProjectIndex:
         self.functions: dict[str, FunctionSummary] = _Recorded()
         for name in _TABLES:
             getattr(self, name).name = name
+        self._memos: dict[str, object] = {}  # see `memo`
+        self._sources: dict[str, Optional[tuple[ast.Module, bytes]]] = {}  # see `source`
+
+    # -- what analyses work out once per index ------------------------------------------
+    def memo(self, name: str, make: Callable[[], T]) -> T:
+        """A table or cache an analysis keeps for this index (`make()` the first time): the
+        index does not change during a run, and the memo goes with it, so an edited file
+        in a later run (an editor, a test session) never meets a stale answer."""
+        found = self._memos.get(name)
+        if found is None:
+            found = self._memos[name] = make()
+        return found  # type: ignore[return-value]
+
+    def source(self, path: str) -> Optional[tuple[ast.Module, bytes]]:
+        """The `ast` and bytes of a project file, for analyses that read another file's
+        code (what a callee does with its argument); read once per index, as the run reads
+        files (no link out of the project, nothing over the size cap). None if it cannot
+        be read or parsed."""
+        if path not in self._sources:
+            try:
+                data = read_source(path)
+                if len(data) > MAX_PARSE_BYTES:
+                    raise ValueError("too large")
+                self._sources[path] = (ast.parse(data), data)
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                self._sources[path] = None
+        return self._sources[path]
 
     # -- snapshots: the same index again without reading every summary ---------------
     def snapshot(self) -> dict:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-import weakref
 
 from retainlint.project.ast_facts import DEFS, Heavy, Values, absolute, annotation_names, decorator_name
 from retainlint.project.index import CACHE_DECORATORS
@@ -71,24 +70,18 @@ def hidden_imports(nodes: FileNodes) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in hidden.items() if k not in seen}
 
 
-_ALIASES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def cached_aliases(index, key=None) -> frozenset[bytes]:
     """Names a project module imports a cached module-level function under, other than
-    its own (`from .impl import _f as f`). A question for `ProjectIndex.ask`; the answer
-    only depends on the index, so it is kept per index."""
-    answer = _ALIASES.get(index)
-    if answer is None:
-        found = set()
-        for summary in index.modules.values():
-            for local, target in summary.imports.items():
-                if local != target.rpartition(".")[2]:
-                    f = index.cached_function(target)
-                    if f is not None and not f.is_method:
-                        found.add(local.encode())
-        answer = _ALIASES[index] = frozenset(found)
-    return answer
+    its own (`from .impl import _f as f`). A question for `ProjectIndex.ask`, which works
+    each answer out once per index."""
+    found = set()
+    for summary in index.modules.values():
+        for local, target in summary.imports.items():
+            if local != target.rpartition(".")[2]:
+                f = index.cached_function(target)
+                if f is not None and not f.is_method:
+                    found.add(local.encode())
+    return frozenset(found)
 
 
 class CacheKeyBoundMethodPrefilter(Prefilter):
