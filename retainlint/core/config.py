@@ -6,7 +6,7 @@ import reprlib
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from retainlint.core.errors import ConfigError
 
@@ -44,7 +44,7 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)  # directory of the config file
     source: Optional[Path] = None  # the config file read, if any
 
-    def with_overrides(self, **changes) -> "Settings":
+    def with_overrides(self, **changes: Any) -> "Settings":  # field values, as for replace()
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
@@ -58,7 +58,7 @@ _LIST_KEYS = {
 }
 
 
-def find_config(start: Path) -> Optional[tuple[Path, dict]]:
+def find_config(start: Path) -> Optional[tuple[Path, dict[str, Any]]]:
     """Walk up from `start`; a pyproject.toml without [tool.retainlint] is skipped."""
     start = start.resolve()
     for directory in (start, *start.parents):
@@ -87,10 +87,11 @@ def _is_config(path: Path) -> bool:
     return True
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            data: dict[str, Any] = tomllib.load(f)  # Any only where tomli has no types
+            return data
     except OSError as e:
         problem = e.strerror or str(e)
     except tomllib.TOMLDecodeError as e:
@@ -102,18 +103,18 @@ def _read_toml(path: Path) -> dict:
     raise ConfigError(f"{path}: cannot read configuration: {problem}")
 
 
-def _retainlint_table(data: dict, path: Path) -> Optional[dict]:
+def _retainlint_table(data: dict[str, Any], path: Path) -> Optional[dict[str, Any]]:
     """A pyproject.toml's [tool.retainlint], None when it has none."""
-    tool = data.get("tool", {})
+    tool: object = data.get("tool", {})
     if not isinstance(tool, dict):
         raise ConfigError(f"{path}: [tool] must be a table, got {_shown(tool)}")
-    table = tool.get("retainlint")
+    table: object = tool.get("retainlint")
     if table is not None and not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.retainlint] must be a table, got {_shown(table)}")
     return table
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     return reprlib.repr(value)  # a long value does not flood the one-line error
 
 
@@ -131,8 +132,8 @@ def load_settings(start: Path, explicit: Optional[Path] = None) -> Settings:
     return settings_from_table(found[1], found[0])
 
 
-def settings_from_table(table: dict, path: Path) -> Settings:
-    values: dict = {"root": path.parent.resolve(), "source": path}
+def settings_from_table(table: dict[str, Any], path: Path) -> Settings:
+    values: dict[str, Any] = {"root": path.parent.resolve(), "source": path}
     for key, value in table.items():
         where = f"{path}: [tool.retainlint] {key}"
         if key in _LIST_KEYS:

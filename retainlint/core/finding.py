@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Union
 
+if TYPE_CHECKING:  # for annotations only: this layer never loads libcst
+    import libcst as cst
+
+    # What replaces a node: another node, several (a statement made of two), or nothing.
+    Replacement = Union[cst.CSTNode, cst.FlattenSentinel[cst.CSTNode], cst.RemovalSentinel]
 
 
 class Severity(str, enum.Enum):
@@ -50,8 +55,8 @@ class Fix:
 
     applicability: Applicability
     message: str
-    # original cst.CSTNode -> its replacement (a node, FlattenSentinel or RemovalSentinel)
-    replacements: dict = field(default_factory=dict)
+    # original node -> its replacement (a node, FlattenSentinel or RemovalSentinel)
+    replacements: dict[cst.CSTNode, Replacement] = field(default_factory=dict)
     imports: tuple[str, ...] = ()
     # Filled in after linting, when a reporter needs them: [(start, end, content)].
     edits: Optional[list[tuple[Position, Position, str]]] = None
@@ -74,7 +79,7 @@ class Finding:
     def fixable(self) -> bool:
         return self.fix is not None and self.fix.applicability is not Applicability.NONE
 
-    def sort_key(self):
+    def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.start.line, self.start.column, self.code)
 
 

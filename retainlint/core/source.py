@@ -9,7 +9,7 @@ import stat
 import tempfile
 import threading
 from contextlib import contextmanager
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 
 class WriteError(Exception):
@@ -24,7 +24,7 @@ MAX_PARSE_BYTES = 4 << 20
 _root: Optional[str] = None
 
 
-def confine(root: Union[str, os.PathLike]) -> None:
+def confine(root: Union[str, os.PathLike[str]]) -> None:
     """Keep every later read and fix of this process, and of the pool workers it forks,
     inside `root`: a symlink that leads out of it is not followed."""
     global _root
@@ -99,7 +99,7 @@ def write_atomic(path: str, data: bytes, expected: Optional[bytes] = None) -> No
 
 
 @contextmanager
-def interrupts_deferred():
+def interrupts_deferred() -> Iterator[None]:
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
         yield
         return

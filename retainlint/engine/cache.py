@@ -34,12 +34,15 @@ import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Optional, Union
 
 from retainlint import __version__
 from retainlint.core.finding import Applicability, Finding, Fix, Position, Related, Severity
 from retainlint.project.index import ClassSummary, Consulted, FileSummary, FunctionSummary, ProjectIndex, module_name
 from retainlint.core.source import interrupts_deferred
+
+if TYPE_CHECKING:
+    from retainlint.core.config import Settings
 
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is retainlint's cache.\n"
 _MAGIC = b"RLCACHE1"
@@ -130,7 +133,9 @@ _ENUMS = {cls.__name__: cls for cls in (Severity, Applicability)}
 _ATOMS = (str, int, float, bool, bytes, type(None))
 
 
-def to_plain(value):
+# Values of any shape: the type checks below are on the exact type, which mypy does not
+# follow (an isinstance test would take a str-valued enum or a dict subclass for plain data).
+def to_plain(value: Any) -> Any:
     """`value` as built-in types only (raises TypeError on anything else)."""
     kind = type(value)
     if kind in _ATOMS:
@@ -152,7 +157,7 @@ def to_plain(value):
     raise TypeError(f"cannot cache a {kind.__name__}")
 
 
-def from_plain(value):
+def from_plain(value: Any) -> Any:
     kind = type(value)
     if kind is list:
         return [from_plain(v) for v in value]
@@ -172,11 +177,12 @@ def from_plain(value):
     return value
 
 
-def pack(value) -> bytes:
+def pack(value: object) -> bytes:
     return marshal.dumps(to_plain(value))
 
 
-def unpack(data: bytes):
+def unpack(data: bytes) -> Any:
+    """What `pack` was given: the caller knows its type."""
     return from_plain(marshal.loads(data))
 
 
@@ -196,9 +202,9 @@ class Store:
         self.directory = directory
         self.key = key
         self.file = directory / f"run-{__version__}-{SCHEMA}.bin"
-        self.run: dict = {}
+        self.run: dict[str, Any] = {}  # see runner.run
         self._data_sha = ""
-        self._data: Optional[tuple[dict, dict]] = None
+        self._data: Optional[tuple[dict[str, tuple[str, bytes]], dict[str, bytes]]] = None
         self._run_dirty = self._data_dirty = False
         loaded = self._load()
         if loaded is not None:
@@ -215,7 +221,7 @@ class Store:
     def _sign(self, payload: bytes) -> bytes:
         return hmac.new(self.key, payload, hashlib.sha256).digest()
 
-    def _load(self) -> Optional[tuple]:
+    def _load(self) -> Optional[tuple[str, dict[str, Any]]]:
         try:
             data = _read_regular(self.file)
         except OSError:
@@ -233,7 +239,7 @@ class Store:
         return self.directory / f"data-{sha}.bin"
 
     @property
-    def data(self) -> tuple[dict, dict]:
+    def data(self) -> tuple[dict[str, tuple[str, bytes]], dict[str, bytes]]:
         """(summaries, findings) of this generation; empty when its file is gone."""
         if self._data is None:
             self._data = {}, {}
@@ -257,7 +263,7 @@ class Store:
     def changed_data(self) -> None:
         self._data_dirty = True
 
-    def set_run(self, run: dict) -> None:
+    def set_run(self, run: dict[str, Any]) -> None:
         if run != self.run:
             self.run = run
             self._run_dirty = True
@@ -327,21 +333,21 @@ class SummaryCache:
         self.store = store
         self.entries = store.summaries
 
-    def get(self, path: str, data: bytes) -> Optional[object]:
+    def get(self, path: str, data: bytes) -> Union[FileSummary, Literal[False], None]:
         """The summary of this content of `path` (False: it does not parse), or None."""
         entry = self.entries.get(os.path.abspath(path))
         if entry is not None and entry[0] == self.key(path, data):
-            return unpack(entry[1]) if entry[1] else False
+            return _summary(entry[1])
         return None
 
-    def stored(self, path: str, key: str) -> Optional[object]:
+    def stored(self, path: str, key: str) -> Union[FileSummary, Literal[False], None]:
         """The summary stored for `path` if it was made from the content `key` names."""
         entry = self.entries.get(os.path.abspath(path))
         if entry is None or entry[0] != key:
             return None
-        return unpack(entry[1]) if entry[1] else False
+        return _summary(entry[1])
 
-    def put(self, path: str, data: bytes, summary: object) -> None:
+    def put(self, path: str, data: bytes, summary: Union[FileSummary, Literal[False]]) -> None:
         try:
             blob = pack(summary) if summary else b""
         except TypeError:
@@ -353,6 +359,14 @@ class SummaryCache:
     def key(path: str, data: bytes) -> str:
         # The summary names the module, which depends on the `__init__.py` files around it.
         return f"{digest(data)} {module_name(path)}"
+
+
+def _summary(blob: bytes) -> Union[FileSummary, Literal[False], None]:
+    """A stored summary unpacked (b"": the file does not parse); None if it is not one."""
+    if not blob:
+        return False
+    summary = unpack(blob)
+    return summary if isinstance(summary, FileSummary) else None
 
 
 @dataclasses.dataclass
@@ -388,5 +402,5 @@ class FindingsCache:
         self.store.changed_data()
 
 
-def config_key(settings, codes, edits: bool) -> str:
+def config_key(settings: Settings, codes: Iterable[str], edits: bool) -> str:
     return digest(repr((__version__, SCHEMA, settings, sorted(codes), edits)).encode())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence, Union
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -12,15 +12,22 @@ from retainlint.core.finding import Fix, Position
 from retainlint.analysis.imports import collect_module_imports
 from retainlint.engine.positions import ranges_of
 
+if TYPE_CHECKING:
+    from retainlint.core.finding import Replacement
+
 MAX_ROUNDS = 10
 
 
 class _Replace(cst.CSTTransformer):
-    def __init__(self, replacements: dict) -> None:
+    def __init__(self, replacements: dict[cst.CSTNode, Replacement]) -> None:
         self.replacements = replacements
 
-    def on_leave(self, original_node, updated_node):
-        return self.replacements.get(original_node, updated_node)
+    def on_leave(self, original_node: cst.CSTNodeT, updated_node: cst.CSTNodeT
+                 ) -> Union[cst.CSTNodeT, cst.RemovalSentinel, cst.FlattenSentinel[cst.CSTNodeT]]:
+        # libcst's annotation has a node replaced by one of its own type; a fix may put
+        # another kind of node in its place (a call for a name), which libcst accepts
+        # wherever the parent's field does, and checks at run time.
+        return self.replacements.get(original_node, updated_node)  # type: ignore[return-value]
 
 
 def _overlaps(a: CodeRange, b: CodeRange) -> bool:
@@ -32,7 +39,7 @@ def apply(module: cst.Module, fixes: Sequence[Fix]) -> tuple[cst.Module, list[Fi
     """Apply every fix that does not overlap one applied before it."""
     positions = ranges_of(module, [node for fix in fixes for node in fix.replacements])
     taken: list[CodeRange] = []
-    merged: dict = {}
+    merged: dict[cst.CSTNode, Replacement] = {}
     imports: set[str] = set()
     applied: list[Fix] = []
     for fix in fixes:
@@ -71,7 +78,7 @@ def edits_of(module: cst.Module, fix: Fix) -> list[tuple[Position, Position, str
         return []
     old = module.code.splitlines(keepends=True)
     new = new_module.code.splitlines(keepends=True)
-    edits = []
+    edits: list[tuple[Position, Position, str]] = []
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":

@@ -13,7 +13,7 @@ import traceback
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -33,7 +33,7 @@ from retainlint.project.index import ProjectIndex, summarize
 from retainlint.engine.positions import ranges_of
 from retainlint.engine.registry import all_prefilters, codes_for
 from retainlint.project.prefilter import rules_triggered
-from retainlint.analysis.rule import Rule
+from retainlint.analysis.rule import RelatedNode, Rule
 from retainlint.core.source import MAX_PARSE_BYTES
 from retainlint.engine.suppress import Suppressions
 from retainlint.analysis.walk import children
@@ -228,6 +228,7 @@ def lint_bytes(
     if error is not None:
         result.findings.append(error)
         return result
+    assert module is not None  # `_parse` returns a module or an error
     result.parsed = True
     if keep_module:
         result.module = module
@@ -238,8 +239,8 @@ def lint_bytes(
     return result
 
 
-def lint_module(result: FileResult, module: cst.Module, source: str, rules,
-                settings: Settings, index: ProjectIndex) -> None:
+def lint_module(result: FileResult, module: cst.Module, source: str,
+                rules: Sequence[type[Rule]], settings: Settings, index: ProjectIndex) -> None:
     """`source`: the file's text, which `module` was parsed from."""
     ctx = FileContext(result.path, module, source, settings, index)
     instances = [r(ctx) for r in rules]
@@ -282,8 +283,10 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
         statement_line = positions[report.statement].start.line if report.statement else start.line
         if suppressions.silences((start.line, statement_line), report.rule.code, report.rule.name):
             continue
-        related = []
-        for rel in report.related:
+        related: list[Related] = []
+        # `Rule.report` takes either (a location in another file is already a Related).
+        mentioned: Sequence[RelatedNode | Related] = report.related
+        for rel in mentioned:
             if isinstance(rel, Related):  # already a location (in another file)
                 related.append(rel)
                 continue
@@ -323,6 +326,13 @@ def _ignored_here(path: str, settings: Settings) -> set[str]:
     return ignored
 
 
+# A rule's `visit_<Node>` or `leave_<Node>` method, with its rule.
+_Handler = tuple[Rule, Callable[[cst.CSTNode], object]]
+# The `visit_` and `leave_` handlers for one type of node, and the scope stacks it goes on:
+# `scope.statements`, `.classes`, `.functions`; each only ever gets nodes of its own type.
+_Plan = tuple[Optional[list[_Handler]], Optional[list[_Handler]], tuple[list[Any], ...]]
+
+
 class _Dispatcher:
     """One traversal for all rules. Keeps the scope stacks every rule sees, and turns a
     rule that raises into an internal-error finding without stopping the others.
@@ -333,17 +343,17 @@ class _Dispatcher:
     def __init__(self, ctx: FileContext, rules: list[Rule], crashes: list[Finding]) -> None:
         self.ctx = ctx
         self.crashes = crashes
-        self.visits: dict[str, list] = {}
-        self.leaves: dict[str, list] = {}
+        self.visits: dict[str, list[_Handler]] = {}
+        self.leaves: dict[str, list[_Handler]] = {}
         for rule in rules:
             for attr in dir(type(rule)):
                 if attr.startswith("visit_") or attr.startswith("leave_"):
                     table = self.visits if attr[0] == "v" else self.leaves
                     table.setdefault(attr.split("_", 1)[1], []).append((rule, getattr(rule, attr)))
         self.dead: set[int] = set()
-        self.plans: dict[type, tuple] = {}
+        self.plans: dict[type[cst.CSTNode], _Plan] = {}
 
-    def _call(self, handlers, node) -> None:
+    def _call(self, handlers: list[_Handler], node: cst.CSTNode) -> None:
         for rule, method in handlers:
             if id(rule) in self.dead:
                 continue
@@ -384,11 +394,11 @@ class _Dispatcher:
         for stack in stacks:
             stack.pop()
 
-    def _plan(self, kind: type) -> tuple:
+    def _plan(self, kind: type[cst.CSTNode]) -> _Plan:
         """What visiting a node of this type involves: the rules' `visit_` and `leave_`
         handlers, and the scope stacks it goes on (worked out once per type)."""
         scope = self.ctx.scope
-        stacks = []
+        stacks: list[list[Any]] = []
         if issubclass(kind, _STATEMENT_TYPES):
             stacks.append(scope.statements)
             if kind is cst.ClassDef:

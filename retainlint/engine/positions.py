@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
+from types import TracebackType
 from typing import Iterable, Optional
 
 import libcst as cst
@@ -68,9 +69,11 @@ class _Offsets(CodegenState):
             if not self.pending:
                 raise _Done
 
-    def record_syntactic_position(self, node: cst.CSTNode, *,
-                                  start_node: Optional[cst.CSTNode] = None,
-                                  end_node: Optional[cst.CSTNode] = None):
+    # libcst's annotation is the type of its own @contextmanager; libcst only enters what
+    # this returns, which any context manager can be.
+    def record_syntactic_position(  # type: ignore[override]
+            self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
+            end_node: Optional[cst.CSTNode] = None) -> AbstractContextManager[None]:
         # Called for nearly every node: a shared do-nothing context for the others
         # (a generator-based one per node cost as much as the code generation itself).
         if id(node) not in self.wanted:
@@ -85,7 +88,8 @@ class _Syntactic:
     """Records a wanted node's syntactic range: what is generated inside the block,
     or hoisted from children (a block's range runs from its first to its last statement)."""
 
-    def __init__(self, state: _Offsets, node, start_node, end_node) -> None:
+    def __init__(self, state: _Offsets, node: cst.CSTNode, start_node: Optional[cst.CSTNode],
+                 end_node: Optional[cst.CSTNode]) -> None:
         self.state, self.key = state, id(node)
         self.start_key = id(start_node) if start_node is not None else None
         self.end_key = id(end_node) if end_node is not None else None
@@ -95,8 +99,9 @@ class _Syntactic:
     def __enter__(self) -> None:
         self.start = self.state.offset
 
-    def __exit__(self, *exc) -> None:
-        if exc[0] is not None:
+    def __exit__(self, kind: Optional[type[BaseException]], error: Optional[BaseException],
+                 traceback: Optional[TracebackType]) -> None:
+        if kind is not None:
             return  # stopping early (or failing): nothing to record
         ranges = self.state.ranges
         start = ranges[self.start_key][0] if self.start_key is not None else self.start
@@ -122,16 +127,18 @@ def ranges_of(module: cst.Module, nodes: Iterable[cst.CSTNode], source: Optional
     code = "".join(state.tokens)
     # libcst can drop a character it does not keep (a leading form feed): then the
     # generated code, not the file's text, is what the offsets count.
-    if stopped and not source.startswith(code):
-        return ranges_of(module, asked)
-    text = source if stopped else code
+    text = code
+    if stopped and source is not None:  # only a run given the text stops early
+        if not source.startswith(code):
+            return ranges_of(module, asked)
+        text = source
     line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def position(offset: int) -> CodePosition:
         line = bisect.bisect_right(line_starts, offset)
         return CodePosition(line, offset - line_starts[line - 1])
 
-    found = {}
+    found: dict[cst.CSTNode, CodeRange] = {}
     for node in asked:
         span = state.ranges.get(id(node))
         if span is not None:

@@ -11,6 +11,7 @@ import functools
 import importlib
 import pkgutil
 import re
+from types import ModuleType
 from typing import TYPE_CHECKING, Iterable
 
 from retainlint.core.errors import ConfigError
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 DEFAULT_OFF: frozenset[str] = frozenset()
 
 
-def _rule_modules(package) -> list:
+def _rule_modules(package: ModuleType) -> list[pkgutil.ModuleInfo]:
     """The rule modules (`rl101_cache_key_bound_method`), not the prefilters' package."""
     return [info for info in pkgutil.iter_modules(package.__path__)
             if not info.ispkg and re.fullmatch(r"rl\d+_\w+", info.name)]
@@ -35,7 +36,7 @@ def catalog() -> tuple[tuple[str, str], ...]:
     """(code, name) of every rule, from its module's file name."""
     import retainlint.rules as package
 
-    found = []
+    found: list[tuple[str, str]] = []
     for info in _rule_modules(package):
         code, _, name = info.name.partition("_")
         found.append((code.upper(), name.replace("_", "-")))
@@ -49,7 +50,7 @@ def all_prefilters() -> tuple[type[Prefilter], ...]:
     import retainlint.rules.prefilters as package
     from retainlint.project.prefilter import Prefilter
 
-    found = []
+    found: list[type[Prefilter]] = []
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         [prefilter] = [obj for obj in vars(module).values()

@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol, Sequence, TypeVar
 
 from retainlint.core.config import Settings
 from retainlint.core.gcpause import gc_paused
@@ -25,6 +25,7 @@ from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_prefilters, all_rules, catalog
 
 if TYPE_CHECKING:
+    from retainlint.analysis.rule import Rule
     from retainlint.engine.lint import FileResult
 
 # retainlint.engine.lint and retainlint.engine.fixer (libcst, the rules) are imported where a file is
@@ -105,7 +106,9 @@ def _check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
     return outcome
 
 
-def fix_bytes(path, data, rules, settings, mode, outcome, index=None) -> tuple[FileResult, bytes]:
+def fix_bytes(path: str, data: bytes, rules: Sequence[type[Rule]], settings: Settings,
+              mode: Mode, outcome: FileOutcome,
+              index: ProjectIndex | None = None) -> tuple[FileResult, bytes]:
     """Apply fixes round after round until none applies; returns the final lint result
     and the fixed source (which always parses)."""
     from retainlint.engine import fixer
@@ -113,7 +116,7 @@ def fix_bytes(path, data, rules, settings, mode, outcome, index=None) -> tuple[F
 
     result = lint_bytes(path, data, rules, settings, keep_module=True, index=index)
     for _ in range(fixer.MAX_ROUNDS):
-        fixes = [f.fix for f in result.findings if _applies(f, mode)]
+        fixes = [f.fix for f in result.findings if f.fix is not None and _applies(f, mode)]
         if not fixes or result.module is None:
             break
         new_module, applied = fixer.apply(result.module, fixes)
@@ -131,7 +134,8 @@ def fix_bytes(path, data, rules, settings, mode, outcome, index=None) -> tuple[F
     return result, data
 
 
-def _fix_and_write(path, original, rules, settings, mode, outcome, index) -> FileResult:
+def _fix_and_write(path: str, original: bytes, rules: Sequence[type[Rule]], settings: Settings,
+                   mode: Mode, outcome: FileOutcome, index: ProjectIndex | None) -> FileResult:
     from retainlint.engine.lint import lint_bytes
 
     result, data = fix_bytes(path, original, rules, settings, mode, outcome, index)
@@ -158,7 +162,7 @@ def _internal(path: str, message: str) -> Finding:
                    Position(1, 1), Position(1, 1), Severity.ERROR)
 
 
-def _check_guarded(path: str, codes, settings: Settings, mode: Mode,
+def _check_guarded(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
                    index: ProjectIndex | None) -> FileOutcome:
     """One file's bug in retainlint must not end the run for the others."""
     try:
@@ -168,8 +172,16 @@ def _check_guarded(path: str, codes, settings: Settings, mode: Mode,
                                                   "please report it")])
 
 
+class _Flag(Protocol):
+    """A threading.Event, or a multiprocessing one that reaches the pool's workers."""
+
+    def is_set(self) -> bool: ...
+
+    def set(self) -> None: ...
+
+
 _WORKER_INDEX: ProjectIndex | None = None
-_WORKER_STOP = None  # an Event the main process sets when interrupted
+_WORKER_STOP: _Flag | None = None  # an Event the main process sets when interrupted
 
 
 def _become_worker() -> None:
@@ -203,7 +215,8 @@ def _parent_death_signal(signum: int) -> bool:
         import ctypes
 
         PR_SET_PDEATHSIG = 1
-        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0
+        done: int = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        return done == 0
     except (OSError, AttributeError):
         return False
 
@@ -218,15 +231,15 @@ def _watch_parent(parent: int) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _init_worker(index: ProjectIndex, stop=None) -> None:
+def _init_worker(index: ProjectIndex, stop: _Flag | None = None) -> None:
     global _WORKER_INDEX, _WORKER_STOP
     _become_worker()
     _WORKER_INDEX, _WORKER_STOP = index, stop
 
 
-def _check_many(args) -> list[FileOutcome]:
+def _check_many(args: tuple[list[str], Sequence[str], Settings, Mode]) -> list[FileOutcome]:
     paths, codes, settings, mode = args
-    outcomes = []
+    outcomes: list[FileOutcome] = []
     for p in paths:
         if _WORKER_STOP is not None and _WORKER_STOP.is_set():
             break  # interrupted: finish the file in hand (written whole or not at all), no more
@@ -235,7 +248,7 @@ def _check_many(args) -> list[FileOutcome]:
 
 
 def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
-    found = []
+    found: list[tuple[str, FileSummary | None]] = []
     with gc_paused():  # one collection per batch, not one per file
         for path in paths:
             try:
@@ -245,7 +258,10 @@ def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
     return found
 
 
-def _batches(items: list, jobs: int) -> list[list]:
+_T = TypeVar("_T")
+
+
+def _batches(items: list[_T], jobs: int) -> list[list[_T]]:
     # Small enough to spread uneven files over the workers (a hundred files to check are
     # sent one by one) and to move a progress bar.
     size = max(1, min(32, len(items) // (jobs * 32)))
@@ -278,9 +294,9 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
         with gc_paused():
             pool = ProcessPoolExecutor(max_workers=jobs, initializer=_become_worker)
             try:
-                for batch in pool.map(_summarize_many, _batches(missing, jobs)):
-                    fresh.extend(batch)
-                    advance(len(batch))
+                for summarized in pool.map(_summarize_many, _batches(missing, jobs)):
+                    fresh.extend(summarized)
+                    advance(len(summarized))
             except BrokenProcessPool:  # a worker crashed: summarize here, one by one
                 fresh = _summarize_many(missing)
             finally:
@@ -297,8 +313,9 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
     return ProjectIndex(summaries, settings.heavy_types)
 
 
-def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: ProjectIndex,
-               jobs: int, progress: "Progress | None" = None) -> list[FileOutcome]:
+def _check_all(paths: list[str], codes: Sequence[str], settings: Settings, mode: Mode,
+               index: ProjectIndex, jobs: int,
+               progress: "Progress | None" = None) -> list[FileOutcome]:
     pooled = jobs > 1 and len(paths) > POOL_THRESHOLD
     stop = multiprocessing.Event() if pooled else threading.Event()
     advance = (progress or _no_progress)("Fixing" if mode.fix else "Checking", len(paths))
@@ -331,7 +348,7 @@ def _check_all(paths: list[str], codes, settings: Settings, mode: Mode, index: P
 
 
 @contextmanager
-def _interrupts_between_files(stop):
+def _interrupts_between_files(stop: _Flag) -> Iterator[None]:
     """Ctrl-C (or SIGTERM) while files are checked and fixed sets `stop`: the file in hand
     is finished (written whole or not at all), no other is taken, then KeyboardInterrupt
     is raised. A KeyboardInterrupt raised at an arbitrary point can land in libcst's
@@ -358,7 +375,7 @@ def _no_progress(what: str, total: int) -> Callable[[int], None]:
     return lambda done: None
 
 
-def _check_alone(path: str, codes, settings: Settings, mode: Mode,
+def _check_alone(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
                  index: ProjectIndex) -> FileOutcome:
     """One file in a process of its own, so that a crash loses only that file."""
     with ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(index,)) as pool:
@@ -418,8 +435,8 @@ FEW_CHANGED = 64
 
 
 def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str, str],
-                    digests: dict[str, str], config: str, codes, settings: Settings,
-                    mode: Mode) -> Optional[list[FileOutcome]]:
+                    digests: dict[str, str], config: str, codes: Sequence[str],
+                    settings: Settings, mode: Mode) -> Optional[list[FileOutcome]]:
     """The last run's outcomes brought up to date without validating every file, or None.
     Nothing changed: its findings. A few files changed but not what the index knows of
     them: the project index is the same, so only those files, and the files whose
@@ -431,8 +448,11 @@ def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str
     findings: dict[str, bytes] = last["findings"]
     depends: dict[str, list[str]] = last["depends"]
     changed = {p for p, a in absolute.items() if before.get(a) != digests[a]}
-    kept = lambda p: FileOutcome(p, unpack(findings[p]) if p in findings else [],  # noqa: E731
-                                 consulted=Consulted(dict.fromkeys(depends.get(absolute[p], ()))))
+
+    def kept(p: str) -> FileOutcome:
+        return FileOutcome(p, unpack(findings[p]) if p in findings else [],
+                           consulted=Consulted(dict.fromkeys(depends.get(absolute[p], ()))))
+
     if not changed:
         return [kept(p) for p in readable]
     changed_paths = {absolute[p] for p in changed}
@@ -463,19 +483,23 @@ def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str
     return [kept(p) for p in readable if p not in set(again)] + fresh
 
 
-def _run_uncached(readable, codes, settings, mode, jobs, progress) -> list[FileOutcome]:
+def _run_uncached(readable: dict[str, bytes], codes: Sequence[str], settings: Settings,
+                  mode: Mode, jobs: int, progress: Progress | None) -> list[FileOutcome]:
     index = build_index(list(readable), settings, jobs, readable, None, progress) \
         if codes and readable else ProjectIndex([])
     return _prefilter_and_check(readable, codes, settings, mode, index, jobs, progress)
 
 
-def _run_cached(store, readable, digests, config, codes, settings, mode, jobs, progress) -> tuple[list[FileOutcome], dict]:
+def _run_cached(store: Store, readable: dict[str, bytes], digests: dict[str, str], config: str,
+                codes: Sequence[str], settings: Settings, mode: Mode, jobs: int,
+                progress: Progress | None) -> tuple[list[FileOutcome], dict[str, Any]]:
     """Per file: reuse the cached findings while nothing they depend on changed. Also
     returns a snapshot of the project index."""
     results = FindingsCache(store)
     index = build_index(list(readable), settings, jobs, readable, SummaryCache(store), progress)
     facts = index.fingerprint()
-    reused, left = [], {}
+    reused: list[FileOutcome] = []
+    left: dict[str, bytes] = {}
     for path, data in readable.items():
         entry = results.get(path, digests[os.path.abspath(path)], config, facts, index, digests)
         if entry is not None:
@@ -491,11 +515,13 @@ def _run_cached(store, readable, digests, config, codes, settings, mode, jobs, p
     return reused + fresh, snapshot
 
 
-def _prefilter_and_check(readable: dict[str, bytes], codes, settings: Settings, mode: Mode,
-                         index: ProjectIndex, jobs: int, progress) -> list[FileOutcome]:
+def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], settings: Settings,
+                         mode: Mode, index: ProjectIndex, jobs: int,
+                         progress: Progress | None) -> list[FileOutcome]:
     prefilters = [p for p in all_prefilters() if p.code in codes]
     # A cheap test decides which files are parsed at all.
-    to_check, skipped = [], []
+    to_check: list[str] = []
+    skipped: list[FileOutcome] = []
     for p, data in readable.items():
         with index.recording() as consulted:
             triggered = rules_triggered(data, prefilters, settings, index, p)

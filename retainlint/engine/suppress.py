@@ -8,7 +8,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[\w-]+(?:[\s,]+[\w-]+)*))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(
@@ -21,7 +21,7 @@ ALL = None  # a bare noqa
 ALIASES = {"B019": "RL102"}
 
 
-def _codes(match) -> Optional[frozenset[str]]:
+def _codes(match: re.Match[str]) -> Optional[frozenset[str]]:
     codes = match.group("codes")
     if not codes:
         return ALL
@@ -62,7 +62,7 @@ class Suppressions:
         return False
 
 
-def _comments(source: str):
+def _comments(source: str) -> Iterator[tuple[int, str, bool]]:
     """(line, comment text, is the comment alone on its line) for every comment."""
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
