@@ -49,7 +49,7 @@ class Report:
     message: str
     severity: Severity
     fix: Optional[Fix]
-    related: list[RelatedNode]
+    related: list["RelatedNode | Related"]
     statement: Optional[cst.CSTNode]  # the enclosing statement, for `# noqa`
 
 
