@@ -1,7 +1,7 @@
 """What a rule is: one class in one module of `rules/`, carrying its code, name,
 documentation, examples and detection (libcst `visit_*`/`leave_*` methods, all rules
-sharing one traversal of each file), and deriving from its prefilter (trigger tokens and
-structural scan, in `rules/prefilters/`)."""
+sharing one traversal of each file), and holding its prefilter (`prefilter = ...`: code,
+trigger tokens and structural scan, in `rules/prefilters/`)."""
 
 from __future__ import annotations
 

@@ -48,8 +48,8 @@ _TRIGGER_BYTES: dict[type, tuple[bytes, tuple[bytes, ...]]] = {}
 
 
 class Prefilter:
-    """A rule's prefilter; `rules/prefilters/rlNNN.py` defines one per rule, and
-    the rule class derives from it."""
+    """A rule's prefilter; `rules/prefilters/rlNNN.py` defines one per rule, and the
+    rule holds it (`prefilter = ...`)."""
 
     code: ClassVar[str]
     # A file that contains none of these substrings is never parsed for this rule.
