@@ -35,6 +35,7 @@ class _Store:
     attr: Optional[str]  # `x` of `self.x...`, for the hand-off check
     statement: Optional[cst.CSTNode]
     exc: str  # the exception's name (or its alias) in the stored value
+    slot: Optional[tuple] = None  # what a consumer reads it back through (`_slot`)
 
 
 @dataclass
@@ -85,8 +86,22 @@ Not reported: a traceback dropped first (`e.__traceback__ = None`, `e.with_trace
 `traceback.format_exc()`); `future.set_exception(e)` and queues (the consumer re-raises
 it); locals and closure variables of an enclosing function; an attribute the class hands
 off and clears (`err, self._error = self._error, None; raise err`) or clears in a release
-method; handlers at module level and import probes (a `try` of only imports, or
+method, and a slot another function takes it out of (`self._results.pop(k)`, `del
+self._jobs[k]`); handlers at module level and import probes (a `try` of only imports, or
 `except ImportError as e`): their frames are import machinery.
+
+Nor an exception kept for a reader that re-raises it, as a hand-written future, a
+worker thread's error or a run-once initialiser's terminal failure do: the slot it is
+stored in (`self._error`, `self._results[i]`, a module global) is read and raised
+somewhere in the file (`self._error` by the class, a base or a subclass; `obj._error` by
+any code) - `raise self._error`, `raise RuntimeError(...) from _init_error`,
+or through a local, an entry or a getter (`exc = self._result.get("exception"); raise
+exc`, `for item in self.thread.results(): raise item`). Such a store is still reported,
+as an error, when the handler's function has a heavy parameter or local: the reader
+needs the exception, not the frames that pin them. Nor a value stored only where an
+`isinstance` test has ruled the exception out (`if isinstance(v, Exception): raise v`
+before the store, its `else:` branch, `if not isinstance(v, BaseException):`), when the
+test covers every type the handler catches.
 
 Reported as an error when the frames hold heavy objects (a method of a class holding a
 model, a function with a model or tensor parameter or local), as a warning otherwise.
@@ -110,7 +125,8 @@ class Worker:
 ## Fix (suggestion only)
 Store what is needed - the type, the message, `traceback.format_exc()` - or clear the
 traceback first (`self.error = e.with_traceback(None)`). When the exception must be
-re-raised elsewhere, clear the attribute when it is handed off.
+re-raised elsewhere, clear the attribute when it is handed off, and keep heavy locals
+out of the frames it keeps.
 """
 
     valid = [
@@ -178,6 +194,32 @@ class Pipe:
             self._error = None
             raise err
 """,
+        # kept for a reader that re-raises it; stored only once ruled out as an exception
+        """
+import threading
+
+class Broker:
+    def _serve(self):
+        try:
+            self.sock.accept()
+        except OSError as e:
+            self._error = e
+
+    def raise_if_failed(self):
+        if self._error is not None:
+            raise RuntimeError("broker failed") from self._error
+
+class Trainer:
+    def __init__(self, probe, broadcast):
+        try:
+            mode = probe()
+        except Exception as e:
+            mode = e
+        mode = broadcast([mode])[0]
+        if isinstance(mode, Exception):
+            raise mode
+        self.mode = mode
+""",
     ]
     invalid = [
         Example(
@@ -242,6 +284,24 @@ def forward(model: torch.nn.Module, x):
 """,
             lines=[11],
         ),
+        # re-raised later, but the frames pin a tensor: an error
+        Example(
+            """
+import torch
+
+class Pool:
+    def wrap(self, tensor: torch.Tensor):
+        try:
+            return self.copy(tensor)
+        except RuntimeError as e:
+            self._failure = e
+
+    def check(self):
+        if self._failure is not None:
+            raise RuntimeError("pool failed") from self._failure
+""",
+            lines=[9],
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -249,6 +309,7 @@ def forward(model: torch.nn.Module, x):
         self._scopes = Scopes(ctx)
         self._reported: set[int] = set()
         self._returned: list[tuple[_Handler, _Store]] = []  # judged once callers are known
+        self._consumed: Optional[_Consumers] = None  # built on the first store judged
 
     # -- collection ----------------------------------------------------------------
     def visit_Try(self, node: cst.Try) -> None:
@@ -366,7 +427,49 @@ def forward(model: torch.nn.Module, x):
                 if not h.reraised:
                     self._returned.append((h, s))
                 continue
-            self._report(h, s)
+            consumed = False
+            if s.slot is not None:
+                consumers = self._consumers()
+                cls = h.cls if s.kind == "self" else None
+                if consumers.takes(s.slot, cls, h.function):
+                    continue  # handed off: its reader takes it out
+                if consumers.raises(s.slot, cls):
+                    # a result kept for a reader that re-raises it (a hand-written future,
+                    # a run-once initialiser's terminal failure): by design, unless its
+                    # frames pin heavy locals for as long as it is kept
+                    if not self._heavy_locals(h):
+                        continue
+                    consumed = True
+            self._report(h, s, consumed=consumed)
+
+    def _consumers(self) -> "_Consumers":
+        if self._consumed is None:
+            self._consumed = _Consumers(self, self.ctx.module)
+        return self._consumed
+
+    def related(self, a: cst.ClassDef, b: cst.ClassDef) -> bool:
+        """Are two classes of this file the same, or one a base of the other?"""
+        return a is b or self._derives(a, b) or self._derives(b, a)
+
+    def _derives(self, cls: cst.ClassDef, base: cst.ClassDef, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        for arg in cls.bases:
+            if isinstance(arg.value, cst.Name):
+                parent = self.ctx.classes.get(arg.value.value)
+                if parent is base or (parent is not None and self._derives(parent, base, depth + 1)):
+                    return True
+        return False
+
+    def module_global(self, name: str, fn: cst.FunctionDef) -> bool:
+        """Is `name`, read in `fn`, a module global (declared, or not bound in `fn` and
+        bound at module level)?"""
+        b = self._scopes.bindings(fn)
+        if name in b.globals:
+            return True
+        if name in b.bound or name in b.nonlocals or find_param(fn, name) is not None:
+            return False
+        return _module_binds(self.ctx.module, name)
 
     def leave_Module(self, node: cst.Module) -> None:
         """A returned container only outlives the call when a caller keeps it: report it
@@ -379,7 +482,8 @@ def forward(model: torch.nn.Module, x):
             if h.function.name.value in kept.kept:
                 self._report(h, s, kept.kept[h.function.name.value])
 
-    def _report(self, h: _Handler, s: _Store, caller: Optional[cst.CSTNode] = None) -> None:
+    def _report(self, h: _Handler, s: _Store, caller: Optional[cst.CSTNode] = None,
+                consumed: bool = False) -> None:
         if id(s.node) in self._reported:
             return  # the same store, reached through several handlers' aliases
         self._reported.add(id(s.node))
@@ -388,12 +492,19 @@ def forward(model: torch.nn.Module, x):
         related = [RelatedNode(f"`{h.name}` bound here", h.node.name)]
         if caller is not None:
             related.append(RelatedNode("a caller keeps the result here", caller))
+        if consumed:
+            # re-raised later: the reader needs the exception, not its frames' locals
+            fix = (f", heavy ones among them, for as long as it is kept to be re-raised; "
+                   f"clear `{h.name}.__traceback__` before storing it (keep "
+                   f"`traceback.format_exc()` if the trace is wanted)")
+        else:
+            fix = (f"; store `str({h.name})`/`traceback.format_exc()` instead, or clear "
+                   f"`{h.name}.__traceback__` first")
         self.report(
             s.node,
             f"{s.holder} keeps exception `{h.name}`{via} alive beyond its handler, and with it "
             f"every frame of its traceback (from `{h.function.name.value}()` down) and their "
-            f"locals; store `str({h.name})`/`traceback.format_exc()` instead, or clear "
-            f"`{h.name}.__traceback__` first",
+            f"locals{fix}",
             severity=Severity.ERROR if heavy else Severity.WARNING,
             related=related,
             statement=s.statement,
@@ -414,10 +525,17 @@ def forward(model: torch.nn.Module, x):
         return False
 
     def _heavy_frames(self, h: _Handler) -> bool:
+        """Do the frames hold heavy objects: `self` of a class holding one, or a heavy
+        parameter or local of the handler's function?"""
+        if h.cls is not None and h.self_owner is not None and has_heavy_attribute(self.ctx, h.cls):
+            return True
+        return self._heavy_locals(h)
+
+    def _heavy_locals(self, h: _Handler) -> bool:
+        """A heavy parameter or local of the handler's function (what its frame pins
+        beyond `self`, which a store on `self` keeps anyway)."""
         ctx, fn, cls = self.ctx, h.function, h.cls
         oracle = ctx.heavy
-        if cls is not None and h.self_owner is not None and has_heavy_attribute(ctx, cls):
-            return True
         params = fn.params
         for p in (*params.posonly_params, *params.params, *params.kwonly_params):
             if oracle.is_heavy_annotation(p.annotation):
@@ -487,6 +605,218 @@ class _KeptResults(cst.CSTVisitor):
                 name = self._called(arg.value)
                 if name and self._outlives(func.value):
                     self.kept.setdefault(name, node)
+
+
+# -- consumers --------------------------------------------------------------------------
+# Calls that take an entry out of a container (a hand-off when another function does it).
+_TAKERS = frozenset({"pop", "popleft", "popitem"})
+# Builtins whose result is (an element of) their first argument.
+_PASS_THROUGH = frozenset({"next", "iter", "list", "tuple", "reversed", "sorted"})
+
+
+def _slot(target: cst.BaseExpression) -> tuple:
+    """How code elsewhere reads a store's holder back: ("a", attr) for the attribute
+    nearest the value (`self._results[k]` -> `_results`, `self.state.error` -> `error`),
+    ("g", name) for a bare module global or its items."""
+    node = target
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if isinstance(node, cst.Attribute):
+            return ("a", node.attr.value)
+        node = node.value
+    return ("g", node.value if isinstance(node, cst.Name) else "")
+
+
+class _Consumers:
+    """The slots (`_slot`) this file hands to a consumer: read and raised somewhere
+    (`raise self._error`, `raise RuntimeError(...) from _init_error`, `err =
+    self._result.get("exception"); raise err`, `for item in self.thread.results(): raise
+    item` through a getter), or taken out (`self._results.pop(k)`, `del self._jobs[k]`).
+    Such an exception is a result kept for its reader, as `future.set_exception(e)` is.
+    A read is ("a", attr, class) - the class for `self.attr` read in one of its methods,
+    None for `other.attr` - or ("g", name) for a module global."""
+
+    def __init__(self, rule: "StoredExceptionFrames", module: cst.Module) -> None:
+        self.rule = rule
+        self.raised: set = set()
+        self.taken: list[tuple] = []  # (read, the function taking from it)
+        functions = _AllFunctions()
+        visit(module, functions)
+        bodies = []
+        for fn, cls in functions.found:
+            body = _FunctionBody()
+            visit(fn.body, body)
+            bodies.append((fn, cls, body))
+        # getters first: `def results(self): return self._results`
+        self.getters: dict[str, set] = {}
+        for fn, cls, body in bodies:
+            if not body.returns:
+                continue
+            aliases = self._aliases(fn, cls, body)
+            for ret in body.returns:
+                read = {r for r in self.reads(ret, aliases, fn, cls) if r[0] == "a"}
+                if read:
+                    self.getters.setdefault(fn.name.value, set()).update(read)
+        for fn, cls, body in bodies:
+            if not body.raised and not body.taken:
+                continue
+            aliases = self._aliases(fn, cls, body)
+            for exc in body.raised:
+                self.raised |= self.reads(exc, aliases, fn, cls)
+            for container in body.taken:
+                self.taken.extend((r, fn) for r in self.reads(container, aliases, fn, cls))
+
+    def raises(self, slot: tuple, cls: Optional[cst.ClassDef]) -> bool:
+        """Is the slot of a store (on `self` of `cls`, if any) read and raised?"""
+        return any(self._same(read, slot, cls) for read in self.raised)
+
+    def takes(self, slot: tuple, cls: Optional[cst.ClassDef], storing: cst.FunctionDef) -> bool:
+        """Does a function other than the storing one take entries out of the slot? (The
+        storing one trimming a history, `errors.pop(0)`, still keeps the rest.)"""
+        return any(fn is not storing and self._same(read, slot, cls) for read, fn in self.taken)
+
+    def _same(self, read: tuple, slot: tuple, cls: Optional[cst.ClassDef]) -> bool:
+        if read[:2] != slot:
+            return False
+        if read[0] == "g" or read[2] is None or cls is None:
+            return True
+        # `self.attr` read in the storing class, a base or a subclass of it
+        return self.rule.related(read[2], cls)
+
+    def _aliases(self, fn, cls, body: "_FunctionBody") -> dict[str, set]:
+        """Locals of `fn` assigned from a slot (flow-insensitive: `err = self._error`,
+        `for batch in self.results(): for item in batch`)."""
+        aliases: dict[str, set] = {}
+        for _ in range(3):  # chains of aliases are short
+            changed = False
+            for target, value in body.assigned:
+                read = self.reads(value, aliases, fn, cls)
+                if not read:
+                    continue
+                for name in _target_names(target):
+                    if not read <= aliases.get(name, set()):
+                        aliases.setdefault(name, set()).update(read)
+                        changed = True
+            if not changed:
+                break
+        return aliases
+
+    def reads(self, expr: Optional[cst.BaseExpression], aliases: dict, fn, cls) -> set:
+        """The slots whose content `expr`, evaluated in `fn` (a method of `cls` or a
+        function nested in one), evaluates to (or to an element of)."""
+        if isinstance(expr, cst.Name):
+            if expr.value in aliases:
+                return aliases[expr.value]
+            return {("g", expr.value)} if self.rule.module_global(expr.value, fn) else set()
+        if isinstance(expr, cst.Attribute):
+            owner = expr.value
+            mine = isinstance(owner, cst.Name) and owner.value in ("self", "cls") and cls is not None
+            return {("a", expr.attr.value, cls if mine else None)}
+        if isinstance(expr, cst.Subscript):
+            return self.reads(expr.value, aliases, fn, cls)
+        if isinstance(expr, (cst.Await, cst.NamedExpr)):
+            inner = expr.expression if isinstance(expr, cst.Await) else expr.value
+            return self.reads(inner, aliases, fn, cls)
+        if isinstance(expr, cst.IfExp):
+            return self.reads(expr.body, aliases, fn, cls) | self.reads(expr.orelse, aliases, fn, cls)
+        if isinstance(expr, cst.BooleanOperation):
+            return self.reads(expr.left, aliases, fn, cls) | self.reads(expr.right, aliases, fn, cls)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                # `.get(k)`, `.pop(k)`, `.values()` of the slot's container, or a getter
+                return self.reads(func.value, aliases, fn, cls) | self.getters.get(func.attr.value, set())
+            if isinstance(func, cst.Name) and func.value in _PASS_THROUGH and expr.args:
+                return self.reads(expr.args[0].value, aliases, fn, cls)
+        return set()
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+class _AllFunctions(cst.CSTVisitor):
+    """Every function of a module, nested ones included, with the innermost class it is
+    in (a closure in a method sees the method's `self`)."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[cst.FunctionDef, Optional[cst.ClassDef]]] = []
+        self._classes: list[cst.ClassDef] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.found.append((node, self._classes[-1] if self._classes else None))
+
+
+class _FunctionBody(cst.CSTVisitor):
+    """What one function assigns to locals, raises, returns and takes entries out of,
+    not entering nested scopes."""
+
+    def __init__(self) -> None:
+        self.assigned: list[tuple] = []  # (target, value)
+        self.raised: list[cst.BaseExpression] = []
+        self.returns: list[cst.BaseExpression] = []
+        self.taken: list[cst.BaseExpression] = []  # containers popped or deleted from
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)) \
+                    and len(target.elements) == len(node.value.elements):
+                self.assigned.extend((a.value, b.value) for a, b in zip(target.elements, node.value.elements))
+            else:
+                self.assigned.append((target, node.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.assigned.append((node.target, node.value))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.assigned.append((node.target, node.value))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.assigned.append((node.target, node.iter))
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        if node.exc is not None:
+            self.raised.append(node.exc)
+        if node.cause is not None:
+            self.raised.append(node.cause.item)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.returns.append(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TAKERS:
+            self.taken.append(func.value)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+        for t in targets:
+            t = t.value if isinstance(t, cst.Element) else t
+            if isinstance(t, cst.Subscript):
+                self.taken.append(t.value)
 
 
 def _only_imports(body) -> bool:
@@ -582,6 +912,10 @@ class _StoreFinder(cst.CSTVisitor):
         # the alias pass only looks after the handler (before it, the name held something else)
         self.active = skip is None
         self.line: Optional[cst.CSTNode] = None
+        # names known not to hold an exception in the block being visited, one set per
+        # enclosing block (`if isinstance(v, Exception): raise v` narrows `v` after it)
+        self.narrowed: list[set] = []
+        self._narrow_in: dict[int, str] = {}  # id(block) -> a name narrowed inside it
 
     # scopes and statements
     def visit_FunctionDef(self, node) -> bool:
@@ -604,11 +938,52 @@ class _StoreFinder(cst.CSTVisitor):
     def visit_SimpleStatementLine(self, node) -> None:
         self.line = node
 
+    # `isinstance` guards: a name that is not an exception where a store runs
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        name = self._narrow_in.pop(id(node), None)
+        self.narrowed.append({name} if name else set())
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.narrowed.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        if not self.active:
+            return  # before the handler, the name held something else
+        test = _exception_test(self.ctx, node.test, self.names, self.h.node)
+        if test is None:
+            return
+        name, positive = test
+        if not positive:
+            self._narrow_in[id(node.body)] = name
+        elif isinstance(node.orelse, cst.Else):
+            self._narrow_in[id(node.orelse.body)] = name
+
+    def leave_If(self, node: cst.If) -> None:
+        if not self.active or not self.narrowed:
+            return
+        test = _exception_test(self.ctx, node.test, self.names, self.h.node)
+        if test is None:
+            return
+        name, positive = test
+        branch = node.body if positive else node.orelse
+        if branch is not None and _terminates(branch):
+            self.narrowed[-1].add(name)  # the rest of the enclosing block
+
+    def _is_narrowed(self, name: str) -> bool:
+        return any(name in block for block in self.narrowed)
+
+    def _widen(self, name: str) -> None:
+        """`name` is assigned again: what it holds is no longer known."""
+        for block in self.narrowed:
+            block.discard(name)
+
     # what holds the exception
     def holds(self, value: Optional[cst.BaseExpression]) -> Optional[str]:
         if value is None or not self.active:
             return None
         for n in self.names:
+            if self._is_narrowed(n):
+                continue
             key = cst.Name(n)
             if isinstance(value, cst.Attribute) and value.attr.value == "__traceback__" and (
                 isinstance(value.value, cst.Name) and value.value.value == n
@@ -625,13 +1000,15 @@ class _StoreFinder(cst.CSTVisitor):
         if where is None:
             return
         kind, holder, attr = where
-        self.h.stores.append(_Store(node, value, holder, kind, attr, self.line, exc))
+        self.h.stores.append(_Store(node, value, holder, kind, attr, self.line, exc, _slot(target)))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         exc = self.holds(node.value)
         if exc is None:
             return
         for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self._widen(t.target.value)
             target = t.target
             if isinstance(target, cst.Name):
                 where = self.rule.classify(target, self.h)
@@ -748,3 +1125,76 @@ def _reaches_exc(ctx, value, key: cst.Name, function) -> bool:
     if isinstance(value, cst.Name):
         return value.value == key.value
     return reaches(ctx, value, key, None) is not None
+
+
+def _exception_test(ctx, test: cst.BaseExpression, names: set,
+                    handler: cst.ExceptHandler) -> Optional[tuple[str, bool]]:
+    """`isinstance(n, T)` -> (n, True), `not isinstance(n, T)` -> (n, False), for a name
+    `n` among `names` and types `T` that cover everything `handler` catches."""
+    positive = True
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, positive = test.expression, False
+    if not (
+        isinstance(test, cst.Call) and ctx.qualname(test.func) in ("isinstance", "builtins.isinstance")
+        and len(test.args) == 2 and isinstance(test.args[0].value, cst.Name)
+        and test.args[0].value.value in names
+    ):
+        return None
+    if not _covers(_type_names(test.args[1].value), _type_names(handler.type)):
+        return None
+    return test.args[0].value.value, positive
+
+
+def _type_names(kind: Optional[cst.BaseExpression]) -> Optional[set]:
+    """The last parts of the names in an exception type or tuple of them (None: a bare
+    `except:` or a type not spelled as names)."""
+    if kind is None:
+        return None
+    kinds = [e.value for e in kind.elements] if isinstance(kind, cst.Tuple) else [kind]
+    found = set()
+    for k in kinds:
+        if isinstance(k, cst.Name):
+            found.add(k.value)
+        elif isinstance(k, cst.Attribute):
+            found.add(k.attr.value)
+        else:
+            return None
+    return found
+
+
+def _covers(checked: Optional[set], caught: Optional[set]) -> bool:
+    """Does an `isinstance` check against `checked` match every exception a handler for
+    `caught` binds? `BaseException` covers all; `Exception` all but what a bare `except:`
+    or a handler for `BaseException` (or `KeyboardInterrupt`, ...) binds; otherwise each
+    caught type must be checked."""
+    if not checked:
+        return False
+    if "BaseException" in checked:
+        return True
+    if caught is None or caught & _NOT_EXCEPTIONS:
+        return False
+    return "Exception" in checked or caught <= checked
+
+
+# What a handler may bind that is not an `Exception`.
+_NOT_EXCEPTIONS = frozenset(
+    {"BaseException", "BaseExceptionGroup", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+)
+
+
+def _terminates(block) -> bool:
+    """Does the block end in `raise`, `return`, `continue` or `break`?"""
+    if isinstance(block, cst.Else):
+        block = block.body
+    if isinstance(block, cst.IndentedBlock):
+        if not block.body:
+            return False
+        last = block.body[-1]
+        if not isinstance(last, cst.SimpleStatementLine):
+            return False
+        small = last.body
+    elif isinstance(block, cst.SimpleStatementSuite):
+        small = block.body
+    else:
+        return False
+    return bool(small) and isinstance(small[-1], (cst.Raise, cst.Return, cst.Continue, cst.Break))
