@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -13,10 +15,12 @@ from retainlint.analysis.cstutil import (
     decorator_names,
     is_instance_method,
     is_self,
+    releases_whole_object,
     self_attribute,
 )
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
+from retainlint.project.index import qualified_in
 from retainlint.project.names import HEAVY_TYPES
 from retainlint.analysis.weight import sources, substantial_value, weigher
 from retainlint.rules.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, ACCESSORS
@@ -254,14 +258,21 @@ attributes handed in by the caller (`self.model = model`) or fetched from elsewh
 (`next(...)`, `getattr(...)`, `.get(...)`); aliases of other attributes
 (`self.b = self.a`: RL601's business); tensors of a few literal elements
 (`torch.zeros(3)`, `torch.tensor([0, n])`, a pointer table built from a Python list);
-modules without weights (an op such as `Sampler()`), and project objects holding only
-such things; classes that are themselves `nn.Module`s (their submodules and buffers are
-their state); Ray actors (`@ray.remote`, `ray.remote(Cls)` in the same file: the actor's
-process goes away with it). Nor are these release methods: `__del__` (attributes die
-with the object), methods that take arguments (`free(self, blocks)`), abstract ones, and
-classes whose release path drops attributes by name (`vars(self)`, `self.__dict__`),
-hands `self` to other code or calls a callable attribute (a finalizer). One release
-method dropping an attribute is enough.
+modules without weights (`nn.ReLU()`, `nn.Dropout(p)`, an op such as `Sampler()`), and
+project objects holding only such things; classes that are themselves `nn.Module`s
+(their submodules and buffers are their state); Ray actors (`@ray.remote`,
+`ray.remote(Cls)` in the same file: the actor's process goes away with it). Nor are these
+release methods, which do not release the whole object while it lives on: `__del__`
+(attributes die with the object); methods that free one item per call - taking
+arguments (`free(self, blocks)`), or an optional one that is the item
+(`free(self, index: Tensor | None = None)`, or one without which the method returns at
+once: `if slot is None: return`); process-exit cleanup - a method called only from
+`__del__` or only registered with `atexit` / `weakref.finalize`, never called on a live
+instance by the class, a subclass in its file, or code known to hold an instance
+(`self.comm = Comm(...)` ... `self.comm.close()`, `store = Store()` ... `store.close()`);
+abstract ones; and classes whose release path drops attributes by name (`vars(self)`,
+`self.__dict__`), hands `self` to other code or calls a callable attribute (a
+finalizer). One release method dropping an attribute is enough.
 
 ## Why it leaks
 A release method is where an owner gives back what it holds. What it leaves on `self`
@@ -320,6 +331,22 @@ class Trainer:
 
     def close(self):
         pass
+""",
+        # process-exit cleanup: close() runs only from __del__; and a weightless layer
+        """
+import torch
+import torch.nn as nn
+
+class Communicator:
+    def __init__(self, size):
+        self.buffer = torch.empty(size, dtype=torch.uint8, device="cuda")
+        self.act = nn.ReLU()
+
+    def close(self):
+        self._handle = None
+
+    def __del__(self):
+        self.close()
 """,
         # the attribute's own release method, through a walrus
         """
@@ -451,8 +478,11 @@ class Worker:
             return
         self._class = node
         kept = [h for a, h in heavy.items() if a not in dropped and self._substantial(h)]
-        if kept and not self._is_actor(node):
-            self._report(node, releases[0], kept, methods)
+        if not kept or self._is_actor(node):
+            return
+        live = [r for r in releases if not self._only_at_exit(node, r)]
+        if live:
+            self._report(node, live[0], kept, methods)
 
     def _is_release(self, fn: cst.FunctionDef) -> bool:
         if not is_instance_method(self.ctx, fn):
@@ -463,11 +493,70 @@ class Worker:
         statements = body_statements(fn)
         if statements and all(_is_stub(s) for s in statements) and any(_raises(s) for s in statements):
             return False  # `raise NotImplementedError`: subclasses release
-        if fn.name.value in ("__exit__", "__aexit__"):
+        return releases_whole_object(self.ctx, fn)  # not `free(self, blocks)`: one item
+
+    # -- does anything outlive the release? -----------------------------------------
+    def _only_at_exit(self, cls: cst.ClassDef, fn: cst.FunctionDef) -> bool:
+        """Is the release method process-exit or finalizer cleanup: called from `__del__`,
+        or registered with `atexit` / `weakref.finalize`, and never called (nor handed
+        on) while an instance lives on - by the class, a subclass of this file, or code
+        that can be told holds an instance (`self.comm = Comm(...)` then
+        `self.comm.close()`; `store = Store(path)` then `store.close()`)? Then no owner
+        keeps the object after its release, and what it leaves on `self` goes with it."""
+        name = fn.name.value
+        if name in _DUNDER_RELEASE:
+            return False
+        uses = _ReleaseUses(self.ctx, name)
+        for klass in (cls, *self._local_subclasses(cls)):
+            uses.scan(klass)
+        if uses.live or not (uses.at_exit or self._registered_for_exit(cls, name)):
+            return False
+        qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        return not self.ctx.index.ask(called_on_instance, (qualified, name))
+
+    def _local_subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        return [c for c in self.ctx.classes.values()
+                if c is not cls and any(self.ctx.qualname(b.value) == cls.name.value for b in c.bases)]
+
+    def _registered_for_exit(self, cls: cst.ClassDef, name: str) -> bool:
+        """Does a function of this file register `v.<name>` with `atexit` or
+        `weakref.finalize` (`atexit.register(store.close)`), `v` a local or parameter that
+        may be an instance of `cls` (bound to `cls(...)`, or handed in: not bound to
+        another call such as `handler = logging.FileHandler(...)`)?"""
+        ctx = self.ctx
+
+        def may_be_instance(variable: str, fn: cst.FunctionDef) -> bool:
+            for value, _ in ctx.heavy.local_assignments(fn).get(variable, ()):
+                if value is not None and not (
+                        isinstance(value, cst.Call) and ctx.qualname(value.func) == cls.name.value):
+                    return False
             return True
-        params = fn.params
-        positional = [*params.posonly_params, *params.params][1:]
-        return all(p.default is not None for p in (*positional, *params.kwonly_params))
+
+        class _Registrations(cst.CSTVisitor):
+            found = False
+
+            def __init__(self) -> None:
+                self.functions: list[cst.FunctionDef] = []
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                self.functions.append(node)
+
+            def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+                self.functions.pop()
+
+            def visit_Call(self, node: cst.Call) -> None:
+                if not self.functions or ctx.qualname(node.func) not in _EXIT_REGISTRIES:
+                    return
+                for arg in node.args:
+                    bound = arg.value
+                    if isinstance(bound, cst.Attribute) and bound.attr.value == name \
+                            and isinstance(bound.value, cst.Name) and bound.value.value != "self" \
+                            and may_be_instance(bound.value.value, self.functions[-1]):
+                        self.found = True
+
+        finder = _Registrations()
+        visit(ctx.module, finder)
+        return finder.found
 
     # -- what the class owns -------------------------------------------------------
     def _heavy_attributes(self, cls: cst.ClassDef, methods) -> dict[str, _Heavy]:
@@ -799,6 +888,118 @@ class Worker:
                 if value is None or not isinstance(value, cst.Call):
                     maybe_none = True
         return always, maybe_none
+
+
+# Registries whose callbacks run when the process exits or the object is collected.
+_EXIT_REGISTRIES = frozenset({"atexit.register", "weakref.finalize"})
+
+
+class _ReleaseUses(cst.CSTVisitor):
+    """How a class's methods use its release method `name` through `self` (or
+    `super()`): called from `__del__` or registered for exit (`at_exit`), or called or
+    handed on anywhere else (`live`: it may run while the object lives on)."""
+
+    def __init__(self, ctx, name: str) -> None:
+        self.ctx = ctx
+        self.name = name
+        self.at_exit = False
+        self.live = False
+        self._method = ""
+        self._judged: set[int] = set()
+
+    def scan(self, cls: cst.ClassDef) -> None:
+        for method in body_functions(cls):
+            self._method = method.name.value
+            visit(method.body, self)
+
+    def _names_release(self, expr) -> bool:
+        return isinstance(expr, cst.Attribute) and expr.attr.value == self.name and (
+            is_self(expr.value) or (isinstance(expr.value, cst.Call) and isinstance(expr.value.func, cst.Name)
+                                    and expr.value.func.value == "super"))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualname(node.func) in _EXIT_REGISTRIES:
+            for arg in node.args:
+                if self._names_release(arg.value):
+                    self._judged.add(id(arg.value))
+                    self.at_exit = True
+        elif self._names_release(node.func):
+            self._judged.add(id(node.func))
+            if self._method == "__del__":
+                self.at_exit = True
+            else:
+                self.live = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if id(node) not in self._judged and self._names_release(node):
+            self.live = True  # handed on (`signal.signal(SIGTERM, self.close)`)
+
+
+def called_on_instance(index, key: tuple[str, str]) -> bool:
+    """Does code anywhere in the project call method `name` of the class `qualified` on
+    what it can be told is an instance: `<...>.x.name()` where a class assigns
+    `self.x = Cls(...)` (or a function annotated to return one), `v.name()` where the
+    function binds `v = Cls(...)` or annotates `v: Cls`? Other receivers are unknown and
+    not counted; `self.name()` is the class's own business. A question for
+    `ProjectIndex.ask`."""
+    qualified, name = key
+    suffix = "." + name
+    holders = {attr for summary in index.classes.values() for attr, makers in summary.attributes.items()
+               if any(_builds(index, q, qualified) for q in makers)}
+    for function in index.functions.values():
+        for call in function.calls:
+            if not call.endswith(suffix):
+                continue
+            receiver = call[:-len(suffix)]
+            head, _, last = receiver.rpartition(".")
+            if head and last in holders:
+                return True
+            if not head and receiver not in ("self", "cls") and _binds_instance(index, function, receiver, qualified):
+                return True
+    return False
+
+
+def _builds(index, maker: str, qualified: str) -> bool:
+    """Does calling `maker` give an instance of `qualified` (the class, or a function
+    annotated to return it)?"""
+    resolved = index.resolve(maker) or maker
+    if resolved == qualified:
+        return True
+    function = index.functions.get(resolved) if "." in resolved else None
+    return function is not None and any(index.resolve(r) == qualified for r in function.returns)
+
+
+def _binds_instance(index, function, variable: str, qualified: str) -> bool:
+    """Does `function` bind the local `variable` to an instance of `qualified`
+    (`v = Cls(...)`, `v: Cls`, a parameter annotated `Cls`)? Read with `ast`."""
+    parsed = sources(index).tree(function.path)
+    file = index.files.get(os.path.abspath(function.path))
+    if parsed is None or file is None:
+        return False
+    node = next((n for n in ast.walk(parsed[0]) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.lineno == function.line), None)
+    if node is None:
+        return False
+
+    def names_class(expr) -> bool:
+        return expr is not None and any(
+            isinstance(n, (ast.Name, ast.Attribute)) and index.resolve(qualified_in(file, n)) == qualified
+            for n in ast.walk(expr))
+
+    arguments = node.args
+    for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+        if arg.arg == variable and names_class(arg.annotation):
+            return True
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
+                isinstance(t, ast.Name) and t.id == variable for t in n.targets):
+            maker = qualified_in(file, n.value.func)
+            if maker and _builds(index, maker, qualified):
+                return True
+        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == variable \
+                and names_class(n.annotation):
+            return True
+    return False
 
 
 def _callee_word(call: cst.Call) -> Optional[str]:

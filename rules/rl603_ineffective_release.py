@@ -50,8 +50,11 @@ Reports cleanup code that frees nothing:
    `unload`, `close`, ...; or it calls `gc.collect()` / `torch.cuda.empty_cache()`).
    `del` only unbinds the function's own name. Not reported: a parameter rebound in the
    function first (`x = prepare(x); ...; del x` frees the new object), and the
-   "unused argument" idiom (`del` as the first statement of a method, the names never
-   used).
+   "unused argument" idiom: `del` as the first statement (after the docstring) of any
+   function - a method, a module function, a fake bound later with `MethodType` - the
+   names never used again. A deletion meant to free is not that idiom: one right before
+   `gc.collect()` / `empty_cache()`, `del self` in a method of a class, or a `del` that
+   is all a plain function does (`def free(objs): del objs`).
 2. **a `WeakMethod` as a cleanup callback** - `weakref.finalize(obj, weakref.WeakMethod(obj.close))`
    or `atexit.register(weakref.WeakMethod(self.close))` (a `weakref.ref` the same way).
    Calling a `WeakMethod` only dereferences it: it returns the bound method (or `None`)
@@ -106,12 +109,17 @@ def step(inputs):
     gc.collect()
     return loss
 """,
-        # the unused-argument idiom in a method
+        # the unused-argument idiom, in a method or any other function
         """
 class Hooks:
     def close(self, force):
         del force
         self.stop()
+
+def sample_clean_root(*, seed_tokens, logits):
+    "Sample the clean root."
+    del seed_tokens
+    return logits.argmax(-1)
 """,
         # a deletion inside a function that frees nothing by intent
         """
@@ -238,6 +246,8 @@ class Worker:
             param = find_param(fn, name)
             if param is None or name == "cls":
                 continue
+            if self._unused_argument(fn, node, name):
+                continue
             if name != "self" and not self._deletes_to_free(fn, node, name):
                 continue
             heavy = self.ctx.heavy.is_heavy_annotation(param.annotation) or (
@@ -259,16 +269,35 @@ class Worker:
             return False  # rebound in the function: the `del` frees the new object
         if any(isinstance(n, cst.For) and name in names_in(n.target) for n in iter_nodes(fn.body)):
             return False
-        body = body_statements(fn)
-        first = next((s for s in body if not _is_docstring(s)), None)
-        is_method = self.ctx.scope.method_class is not None
-        if is_method and isinstance(first, cst.SimpleStatementLine) and any(s is node for s in first.body):
-            others = sum(1 for n in iter_nodes(fn.body) if isinstance(n, cst.Name) and n.value == name)
-            if others <= 1:
-                return False  # `del unused` at the top of a method
         if name_words(fn.name.value) & CLEANUP_WORDS or fn.name.value in self.ctx.settings.release_methods:
             return True
-        return any(isinstance(n, cst.Call) and self._reclaims(n) for n in iter_nodes(fn.body))
+        return self._reclaims_in(fn.body)
+
+    def _unused_argument(self, fn: cst.FunctionDef, node: cst.Del, name: str) -> bool:
+        """The "unused argument" idiom: `del` of parameters as the first statement (after
+        the docstring), the name never used again - in any function, a method, a module
+        function or a fake bound later with `MethodType`, and for `self` too. Not the
+        idiom, but a deletion meant to free: one right before `gc.collect()` /
+        `empty_cache()` (the next statement), `del self` in a method of a class (no
+        linter asks a method to use `self`), and a `del` that is all a plain function
+        does (`def free(objs): del objs`; a method whose body only deletes an argument
+        is a stub)."""
+        body = [s for s in body_statements(fn) if not _is_docstring(s)]
+        first = body[0] if body else None
+        if not (isinstance(first, cst.SimpleStatementLine) and any(s is node for s in first.body)):
+            return False
+        if sum(1 for n in iter_nodes(fn.body) if isinstance(n, cst.Name) and n.value == name) > 1:
+            return False  # used again (or deleted twice)
+        in_class = self.ctx.scope.method_class is not None
+        if in_class and name == "self":
+            return False
+        if not in_class and len(body) == 1 and len(first.body) == 1:
+            return False
+        following = _after(node, first, body[1:])
+        return following is None or not self._reclaims_in(following)
+
+    def _reclaims_in(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(n, cst.Call) and self._reclaims(n) for n in iter_nodes(node))
 
     def _reclaims(self, call: cst.Call) -> bool:
         q = self.ctx.qualname(call.func)
@@ -539,6 +568,15 @@ def _bare_names(target: cst.CSTNode) -> list[cst.Name]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for e in target.elements for n in _bare_names(e.value)]
     return []
+
+
+def _after(small: cst.CSTNode, line: cst.SimpleStatementLine, rest: list) -> Optional[cst.CSTNode]:
+    """What runs right after `small`, a statement of `line`: the next one on the line
+    (`del x; gc.collect()`), else the first of the statements `rest` that follow."""
+    position = next(i for i, s in enumerate(line.body) if s is small)
+    if position + 1 < len(line.body):
+        return line.body[position + 1]
+    return rest[0] if rest else None
 
 
 def _is_docstring(stmt) -> bool:

@@ -68,14 +68,53 @@ def releases_whole_object(ctx: FileContext, fn: cst.FunctionDef) -> bool:
     """Can `fn` be where a fix puts cleanup of the whole object? An instance method callable
     with `self` alone (`close(self)`, `shutdown(self, timeout=None)`), or `__exit__` /
     `__aexit__`. A "release" method that needs an argument (`free(self, block_id)`,
-    `release(self, request_id)`) lets go of one item, and runs once per item."""
+    `release(self, request_id)`) lets go of one item, and runs once per item; so does one
+    whose optional argument is the item (`free(self, free_index: Tensor | None = None)`)."""
     if not is_instance_method(ctx, fn):
         return False
     if fn.name.value in ("__exit__", "__aexit__"):
         return True
     params = fn.params
-    positional = (*params.posonly_params, *params.params)[1:]
-    return all(p.default is not None for p in (*positional, *params.kwonly_params))
+    optional = (*(*params.posonly_params, *params.params)[1:], *params.kwonly_params)
+    if any(p.default is None for p in optional):
+        return False
+    return not any(_released_item(ctx, fn, p) for p in optional)
+
+
+def _released_item(ctx: FileContext, fn: cst.FunctionDef, param: cst.Param) -> bool:
+    """Is an optional parameter the item a per-item release lets go of, rather than an
+    option of releasing the whole object (`timeout`, `wait`, `force`)? Memory handed in
+    (annotated as a tensor or model: `free_index: Optional[torch.Tensor] = None`), or a
+    parameter without which the method does nothing (`slot=None`, and first of all
+    `if slot is None: return`)."""
+    if ctx.heavy.is_heavy_annotation(param.annotation):
+        return True
+    if not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+        return False
+    first = next((s for s in body_statements(fn) if not _is_docstring(s)), None)
+    return isinstance(first, cst.If) and first.orelse is None and _returns_only(first.body) \
+        and _tests_missing(first.test, param.name.value)
+
+
+def _returns_only(block: cst.BaseSuite) -> bool:
+    """A block that is a bare `return` (or `return None`), indented or on the `if` line."""
+    if isinstance(block, cst.IndentedBlock):
+        if len(block.body) != 1 or not isinstance(block.body[0], cst.SimpleStatementLine):
+            return False
+        block = block.body[0]
+    small = block.body
+    return len(small) == 1 and isinstance(small[0], cst.Return) and (
+        small[0].value is None or (isinstance(small[0].value, cst.Name) and small[0].value.value == "None"))
+
+
+def _tests_missing(test: cst.BaseExpression, name: str) -> bool:
+    """`name is None`, or that `or`-ed with other conditions."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _tests_missing(test.left, name) or _tests_missing(test.right, name)
+    return (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == name
+            and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Is)
+            and isinstance(test.comparisons[0].comparator, cst.Name)
+            and test.comparisons[0].comparator.value == "None")
 
 
 def _with_body(fn: cst.FunctionDef, body: Sequence[cst.BaseStatement]) -> cst.FunctionDef:

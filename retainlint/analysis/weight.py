@@ -2,7 +2,7 @@
 this judges its weight: a layer with parameters or buffers, a tensor of more than a few
 thousand elements, an object holding either - not an activation, a 1-element scalar or an
 empty `nn.Module`. Read from the project's sources (`ast`), for rules that must not report
-weightless objects."""
+weightless objects (RL303, RL602; RL701 asks `weightless_layer`)."""
 
 from __future__ import annotations
 import ast
@@ -90,6 +90,38 @@ _WEIGHT_MAKERS = frozenset(
 )
 
 
+# -- torch.nn layers ---------------------------------------------------------------------
+# Few kinds of `torch.nn` layer own tensors: those with parameters or buffers (linear,
+# convolution, embedding, normalisation, recurrent, attention and transformer layers,
+# `PReLU`), the containers of other modules, parameters and buffers themselves. Every
+# other `torch.nn` layer - activations, pooling, dropout, padding, losses, reshapes, a
+# plain `nn.Module()`, and the ops a backend adds to `torch.nn` (`nn.SwishGLU`) - holds no
+# tensor of its own. Told by name parts, so that `LazyConv2d` or `GRUCell` need no entry;
+# a loss (`CosineEmbeddingLoss`) or a resampling (`UpsamplingBilinear2d`) only shares a
+# word with a weighted kind. Containers count as weighted: they hold what they are given.
+_WEIGHTED_LAYER_PARTS = (
+    "Linear", "Bilinear", "Conv", "Embedding", "BatchNorm", "InstanceNorm", "LayerNorm",
+    "GroupNorm", "RMSNorm", "RNN", "LSTM", "GRU", "Attention", "Transformer", "PReLU",
+    "Parameter", "Buffer", "Sequential", "ModuleList", "ModuleDict", "Container", "Parallel",
+)
+
+
+def weightless_layer(qualified: Optional[str]) -> bool:
+    """Is `qualified` a `torch.nn` layer with no parameters, buffers or submodules of its
+    own (`torch.nn.ReLU`, `torch.nn.Dropout`, `torch.nn.MaxPool2d`, `torch.nn.Module`)?
+    Anything else (`torch.nn.Linear`, a project class, a name not under `torch.nn`): False."""
+    if not qualified or not qualified.startswith("torch.nn.") or qualified.count(".") != 2:
+        return False
+    name = qualified.rsplit(".", 1)[1]
+    if not name[:1].isupper():
+        return False
+    if name.endswith("Loss"):  # weights only where a layer is fused in (`LinearCrossEntropyLoss`)
+        return "Linear" not in name and not name.startswith("AdaptiveLogSoftmax")
+    if name.startswith("Upsampling"):
+        return True
+    return not any(part in name for part in _WEIGHTED_LAYER_PARTS)
+
+
 def _int(node: ast.AST) -> Optional[int]:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
@@ -173,8 +205,8 @@ class _Weigher:
         result = False
         for base in summary.bases:
             rb = index.resolve(base) or base
-            if rb in _PLAIN_MODULES or base in _PLAIN_MODULES:
-                continue  # a module: judged by what it holds
+            if rb in _PLAIN_MODULES or base in _PLAIN_MODULES or weightless_layer(rb):
+                continue  # a module with no weights of its own: judged by what it holds
             if index.classes.get(rb) is not None:
                 if index.is_heavy_class(rb) and self.class_substantial(rb, depth + 1):
                     result = True
@@ -257,6 +289,8 @@ class _Weigher:
             return not small(resolved if resolved in TENSOR_FACTORIES else q)
         if index.classes.get(resolved) is not None:
             return index.is_heavy_class(resolved) and self.class_substantial(resolved, depth + 1)
+        if weightless_layer(resolved):
+            return False  # nn.ReLU, nn.Dropout
         if index.is_heavy_class(resolved):
             return True  # nn.Linear, nn.Parameter, a configured heavy type
         function = index.functions.get(resolved)
@@ -342,6 +376,8 @@ def substantial_value(ctx, value: cst.BaseExpression, fn: Optional[cst.FunctionD
     w = weigher(ctx)
     index = ctx.index
     resolved = index.resolve(q) or q
+    if weightless_layer(resolved):
+        return False  # nn.ReLU(), nn.Dropout(0.1)
     if q not in TENSOR_FACTORIES and resolved not in TENSOR_FACTORIES \
             and index.classes.get(resolved) is None and index.functions.get(resolved) is None:
         return True  # a library type or function the oracle knows is heavy
