@@ -12,6 +12,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import body_statements, decorator_names, is_self
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.weight import weightless_layer
 from retainlint.project.names import TENSOR_FACTORIES, name_words
 from retainlint.project.hook_names import AUTOGRAD_HOOKS, HANDLE_HOOKS, STATE_DICT_HOOKS
 from retainlint.analysis.hooks import (
@@ -19,6 +20,7 @@ from retainlint.analysis.hooks import (
     class_methods,
     external_bases,
     hook_argument,
+    hook_removed_on_exit,
     is_accumulate_grad,
     is_property,
     iter_nodes,
@@ -27,6 +29,7 @@ from retainlint.analysis.hooks import (
     parse_file,
     short,
     target_names,
+    undone_on_every_exit,
 )
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl701 import (
@@ -96,17 +99,6 @@ def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
 
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter",
                            "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
-# `torch.nn` layers without weights or buffers of their own.
-_STATELESS_LAYERS = frozenset(
-    "ReLU ReLU6 GELU SiLU Mish Tanh Sigmoid Hardtanh Hardswish Hardsigmoid LeakyReLU ELU SELU CELU "
-    "GLU Softplus Softsign Softmax Softmax2d LogSoftmax LogSigmoid Tanhshrink Softshrink Hardshrink "
-    "Threshold Identity Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout "
-    "Flatten Unflatten MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d "
-    "AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d "
-    "Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ZeroPad2d "
-    "ConstantPad1d ConstantPad2d ReflectionPad1d ReflectionPad2d ReplicationPad2d CrossEntropyLoss "
-    "MSELoss L1Loss NLLLoss BCELoss BCEWithLogitsLoss KLDivLoss SmoothL1Loss HuberLoss CosineSimilarity "
-    "PairwiseDistance ChannelShuffle Module".split())
 
 
 def _model_name(name: str) -> bool:
@@ -120,10 +112,21 @@ def _holds_value(index, q: str, depth: int) -> bool:
     if q in TENSOR_FACTORIES or q in _TENSOR_TYPES:
         return True
     if q.startswith("torch.nn.") and q.count(".") == 2:
-        return q.rsplit(".", 1)[1] not in _STATELESS_LAYERS
+        return not weightless_layer(q)  # not an activation, dropout, pooling...
     if index.resolve(q) in index.classes:
         return _external_holds(index, q, depth + 1)
     return False
+
+
+# Hooks kept in a tensor's own hook dict, which the cycle collector traverses (torch 2.13:
+# a module whose parameter's `register_hook` closes over it is freed by `gc.collect()`).
+_TENSOR_TRAVERSED_HOOKS = frozenset({"register_hook"})
+
+
+def _on_graph(expr: cst.CSTNode) -> bool:
+    """`x.grad_fn...`, a gradient accumulator: an autograd graph node, not a tensor."""
+    return is_accumulate_grad(expr) or any(
+        isinstance(n, cst.Attribute) and n.attr.value in ("grad_fn", "next_functions") for n in iter_nodes(expr))
 
 
 def _root_name(expr: cst.CSTNode) -> Optional[str]:
@@ -314,14 +317,19 @@ Not reported: plain classes; `weakref.WeakMethod` / `weakref.ref` callbacks;
 staticmethods, classmethods and properties; stores undone by a release method
 (`self.fn = None`, `del self.fn`, the hook handle removed); temporary patches the method
 takes out again (`del self.fn` in a `finally:`, a patched function that restores the
-original); registries whose entries are popped or removed somewhere in the class; hooks
-on per-step tensors.
+original, the original set back on every way out: in `finally`, or in both `except` and
+`else`); hooks for one call, whose handle the registering function removes on every way
+out of it (in `finally`, after a `@contextmanager`'s `yield`, before each `return`,
+`with handle:`, the handles of a list removed in a loop) or that remove their own handle
+when they run (a one-shot hook); registries whose entries are popped or removed
+somewhere in the class; hooks on per-step tensors.
 
-Severity: an error when the cycle passes through C++ - autograd hooks on a tensor,
-parameter or graph node the instance owns (`register_hook`,
-`register_post_accumulate_grad_hook`, a `grad_fn` hook), or a `load_state_dict` /
+Severity: an error when the cycle passes where the collector cannot see it - a
+`register_post_accumulate_grad_hook` on a tensor or parameter the instance owns, a hook on
+an autograd graph node (a `grad_fn`, a gradient accumulator), or a `load_state_dict` /
 `state_dict` hook holding the module (the pattern behind PyTorch issue 76434 and
-gpytorch's CUDA leak) - a warning for a plain Python cycle.
+gpytorch's CUDA leak) - a warning for a plain Python cycle, `register_hook` on a
+parameter included (the tensor's hook dict is traversed by the collector).
 
 ## Why it leaks
 The object becomes part of a reference cycle, so reference counting can never free it:
@@ -561,7 +569,7 @@ class Attention(nn.Module):
         if q in TENSOR_FACTORIES or q in _TENSOR_TYPES:
             return True
         if q.startswith("torch.nn.") and q.count(".") == 2:
-            return q.rsplit(".", 1)[1] not in _STATELESS_LAYERS
+            return not weightless_layer(q)  # not an activation, dropout, pooling...
         local = self.ctx.classes.get(q)
         if local is not None:
             return self._holds_heavy(local)
@@ -598,8 +606,14 @@ class Attention(nn.Module):
         """Is the callback taken out again by the code itself: the same attribute deleted
         or set back in the same method (a temporary patch, undone in `finally` or by the
         patched function), or the container it went into pruned somewhere in the class
-        (a registry whose entries are popped when done)?"""
+        (a registry whose entries are popped when done)? Or is it undone on every way out
+        of the function that makes it (a hook's handle removed, the attribute set back)?"""
+        if how == "hook":
+            return hook_removed_on_exit(self.ctx, method, site, hook_argument(site))
         if how == "stored":
+            if undone_on_every_exit(self.ctx, method, site,
+                                    lambda statement: self._restores(statement, where, sites)):
+                return True  # set back on every way out (`finally`, both `except` and `else`)
             # set back inside a nested function (the patched function unpatches itself)
             # or in a `finally:` block
             guarded: set[int] = set()
@@ -627,6 +641,21 @@ class Attention(nn.Module):
         return any(f"{container}.{verb}(" in text for verb in ("pop", "popitem", "remove", "discard", "clear")) \
             or f"del {container}[" in text
 
+    def _restores(self, statement: cst.CSTNode, where: str, sites: "_Sites") -> bool:
+        """Does `statement` set `where` back to something that is no callback over
+        `self` (the original), or delete it?"""
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and not sites.refers(small.value) and any(
+                    self.ctx.code(t.target) == where for t in small.targets):
+                return True
+            if isinstance(small, cst.Del) and any(
+                    self.ctx.code(t) == where for t in iter_nodes(small.target)
+                    if isinstance(t, (cst.Attribute, cst.Subscript))):
+                return True
+        return False
+
     def _undone(self, handles: ClassHandles, site, how: str, where: str) -> bool:
         """Does a release method (or what it calls) break the cycle again?"""
         releases = handles.release_methods()
@@ -643,14 +672,28 @@ class Attention(nn.Module):
                         return True
         return False
 
+    def _graph_node(self, cls: cst.ClassDef, expr: cst.CSTNode) -> bool:
+        """Is `expr` an autograd graph node (`t.grad_fn`, a gradient accumulator), or a
+        local or attribute the class assigns one to, rather than a tensor?"""
+        if _on_graph(expr):
+            return True
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        text = self.ctx.code(expr)
+        return any(isinstance(n, cst.Assign) and _on_graph(n.value) and
+                   any(self.ctx.code(t.target) == text for t in n.targets) for n in iter_nodes(cls))
+
     def _report(self, cls: cst.ClassDef, method: cst.FunctionDef, site, value, how: str,
                 where: str) -> None:
         name = cls.name.value
         code = short(self.ctx.code(value))
         through_cpp = False
         if how == "hook":
-            through_cpp = where in AUTOGRAD_HOOKS or where in STATE_DICT_HOOKS or \
-                is_accumulate_grad(site.func.value)
+            # a tensor's own `register_hook` dict is visible to the collector (a plain
+            # cycle); its post-accumulate-grad hooks and a graph node's hooks are not
+            graph_node = is_accumulate_grad(site.func.value) or self._graph_node(cls, site.func.value)
+            through_cpp = where in STATE_DICT_HOOKS or graph_node or (
+                where in AUTOGRAD_HOOKS and where not in _TENSOR_TRAVERSED_HOOKS)
             target = short(self.ctx.code(site.func.value))
             message = f"`{code}`, registered with `{target}.{where}`, references the `{name}` instance"
         elif how == "added":

@@ -345,28 +345,35 @@ def registration_in(expr: cst.CSTNode, handle_locals: dict[str, cst.Call],
         return None
     if isinstance(node, cst.Name):
         return handle_locals.get(node.value)
-    parts: list[cst.CSTNode] = []
-    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-        parts = [e.value for e in node.elements]
-    elif isinstance(node, cst.Dict):
-        parts = [e.value for e in node.elements]
-    elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-        parts = [node.elt]
-    elif isinstance(node, cst.DictComp):
-        parts = [node.value]
-    elif isinstance(node, cst.IfExp):
-        parts = [node.body, node.orelse]
-    elif isinstance(node, cst.BooleanOperation):
-        parts = [node.left, node.right]
-    elif isinstance(node, (cst.NamedExpr, cst.Await)):
-        parts = [node.value] if isinstance(node, cst.NamedExpr) else [node.expression]
-    elif isinstance(node, (cst.Element, cst.StarredElement)):
-        parts = [node.value]
-    for part in parts:
+    for part in _value_parts(node):
         found = registration_in(part, handle_locals, handle_methods)
         if found is not None:
             return found
     return None
+
+
+def _value_parts(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The expressions whose values `node` evaluates to or holds: the elements of a
+    display, a comprehension's element, both arms of a conditional or `or`, ..."""
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return [e.value for e in node.elements]
+    if isinstance(node, cst.Dict):
+        return [e.value for e in node.elements]
+    if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return [node.elt]
+    if isinstance(node, cst.DictComp):
+        return [node.value]
+    if isinstance(node, cst.IfExp):
+        return [node.body, node.orelse]
+    if isinstance(node, cst.BooleanOperation):
+        return [node.left, node.right]
+    if isinstance(node, cst.NamedExpr):
+        return [node.value]
+    if isinstance(node, cst.Await):
+        return [node.expression]
+    if isinstance(node, (cst.Element, cst.StarredElement)):
+        return [node.value]
+    return []
 
 
 class _SecondPass(cst.CSTVisitor):
@@ -685,3 +692,376 @@ def external_removes(index, qualified: str, attr: str) -> bool:
     found = _external_removals(index, qualified)
     return attr in found or "*" in found
 
+
+
+# -- taken out again on every way out of the function that makes it ----------------------
+#
+# A hook registered (or a method patched) for the length of one call is no lasting cycle
+# when the function removes it again on every way out: in `finally`, after a
+# `@contextmanager`'s `yield`, in both `except` and `else`, before each `return`. The
+# walk below follows the statements after the registration through `if`/`try`/loops up to
+# the end of the function. Exceptions any call might raise are not followed (a removal
+# at the end of a straight block counts); explicit `return`, `raise` and the `except`
+# clauses of an enclosing `try` are.
+
+@dataclass
+class _Exits:
+    """Ways a run of statements can end without the undo having run."""
+
+    falls: bool = False  # reaches its end (control goes on after it)
+    returns: bool = False  # leaves the function (`return`; a `yield` never resumed)
+    raises: bool = False  # raises (an enclosing `except` may still catch it)
+
+    def merge(self, other: "_Exits") -> None:
+        self.falls |= other.falls
+        self.returns |= other.returns
+        self.raises |= other.raises
+
+
+def _block(suite: Optional[cst.CSTNode]) -> list[cst.CSTNode]:
+    """The statements of a suite (a one-line suite counts as one simple statement)."""
+    if isinstance(suite, cst.IndentedBlock):
+        return list(suite.body)
+    return [suite] if isinstance(suite, cst.SimpleStatementSuite) else []
+
+
+def _yields(statement: cst.CSTNode) -> bool:
+    return any(isinstance(n, cst.Yield) for n in iter_nodes(statement))
+
+
+def _test_key(ctx: FileContext, test: cst.CSTNode) -> str:
+    return " ".join(ctx.code(test).split())
+
+
+class _ExitPaths:
+    """Runs of statements judged by `undoes(statement)`: does the undo run before the
+    run ends, returns or raises? `truth(test)` says which way an `if` must go (True,
+    False, or None for either); `resumes`: a `yield` always resumes (a context manager)."""
+
+    def __init__(self, ctx: FileContext, undoes, truth, resumes: bool) -> None:
+        self.ctx = ctx
+        self.undoes = undoes
+        self.truth = truth
+        self.resumes = resumes
+        self.known: dict[str, bool] = {}  # `if` tests whose outcome the path fixes
+
+    def test(self, test: cst.BaseExpression) -> Optional[bool]:
+        known = self.known.get(_test_key(self.ctx, test))
+        if known is not None:
+            return known
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.test(test.expression)
+            return None if inner is None else not inner
+        return self.truth(test)
+
+    def run(self, statements: list[cst.CSTNode]) -> _Exits:
+        out = _Exits()
+        for statement in statements:
+            if self.undoes(statement):
+                return out
+            step = self.statement(statement)
+            out.returns |= step.returns
+            out.raises |= step.raises
+            if not step.falls:
+                return out
+        out.falls = True
+        return out
+
+    def statement(self, node: cst.CSTNode) -> _Exits:
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in node.body:
+                if isinstance(small, cst.Return):
+                    return _Exits(returns=True)
+                if isinstance(small, cst.Raise):
+                    return _Exits(raises=True)
+                if isinstance(small, (cst.Break, cst.Continue)):
+                    return _Exits(falls=True)  # on after the loop, or round it again
+            return _Exits(falls=True, returns=not self.resumes and _yields(node))
+        if isinstance(node, cst.If):
+            return self._if(node)
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            return self._try(node)
+        if isinstance(node, (cst.For, cst.While)):
+            out = self.run(_block(node.body))  # may run no time at all
+            if node.orelse is not None:
+                out.merge(self.run(_block(node.orelse.body)))
+            out.falls = True
+            return out
+        if isinstance(node, cst.With):
+            return self.run(_block(node.body))
+        if isinstance(node, cst.Match):
+            out = _Exits(falls=True)  # no case may match
+            for case in node.cases:
+                out.merge(self.run(_block(case.body)))
+            return out
+        return _Exits(falls=True)  # a `def`, a `class`
+
+    def _if(self, node: cst.If) -> _Exits:
+        truth = self.test(node.test)
+        out = _Exits()
+        if truth is not False:
+            out.merge(self.run(_block(node.body)))
+        if truth is not True:
+            if node.orelse is None:
+                out.falls = True
+            elif isinstance(node.orelse, cst.If):
+                out.merge(self._if(node.orelse))
+            else:
+                out.merge(self.run(_block(node.orelse.body)))
+        return out
+
+    def _finally(self, node) -> Optional[_Exits]:
+        return self.run(_block(node.finalbody.body)) if node.finalbody is not None else None
+
+    def _try(self, node) -> _Exits:
+        final = self._finally(node)
+        if final is not None and not final.falls:
+            return final  # the `finally` undoes on every way out of the `try`
+        body = self.run(_block(node.body))
+        out = _Exits(returns=body.returns, raises=body.raises and not node.handlers)
+        if body.falls:
+            if node.orelse is not None:
+                out.merge(self.run(_block(node.orelse.body)))
+            else:
+                out.falls = True
+        for handler in node.handlers:
+            out.merge(self.run(_block(handler.body)))
+        if final is not None:
+            out.returns |= final.returns
+            out.raises |= final.raises
+        return out
+
+    def undone_after(self, path: list[cst.CSTNode]) -> bool:
+        """`path`: the nodes from the function down to the statement of interest. Does
+        every way on from that statement to the end of the function run the undo?"""
+        for i, node in enumerate(path[:-1]):  # the `if`s on the way went one way
+            if isinstance(node, cst.If) and path[i + 1] is node.body:
+                self.known[_test_key(self.ctx, node.test)] = True
+            elif isinstance(node, cst.If) and isinstance(path[i + 1], cst.Else):
+                self.known[_test_key(self.ctx, node.test)] = False
+        for i, node in enumerate(path[:-1]):
+            # a `try` around it whose `finally` undoes: every way out passes through it
+            if isinstance(node, (cst.Try, cst.TryStar)) and not isinstance(path[i + 1], cst.Finally):
+                final = self._finally(node)
+                if final is not None and not final.falls:
+                    return not final.returns and not final.raises
+        raising = False  # a `raise` on the way, not yet caught by an `except`
+        for i in range(len(path) - 1, 0, -1):
+            suite, owner = path[i], path[i - 1]
+            if not isinstance(suite, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                continue
+            statements = _block(suite)
+            index = statements.index(path[i + 1]) if isinstance(suite, cst.IndentedBlock) else 0
+            rest = self.run(statements[index + 1:])
+            if rest.returns:
+                return False
+            raising |= rest.raises
+            falls = rest.falls
+            if isinstance(owner, cst.FunctionDef):
+                return not falls and not raising  # falling off the end: a `return None`
+            statement = path[i - 2] if isinstance(owner, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
+                                                          cst.Finally)) else owner
+            if isinstance(statement, (cst.Try, cst.TryStar)) and not isinstance(owner, cst.Finally):
+                final = self._finally(statement)  # (one that undoes returned above)
+                if owner is statement:  # left the `try` body: `else`, or an `except`
+                    if statement.handlers:
+                        raising = False  # caught (the `except` clauses follow)
+                    if falls and statement.orelse is not None:
+                        after = self.run(_block(statement.orelse.body))
+                        if after.returns:
+                            return False
+                        raising |= after.raises
+                        falls = after.falls
+                    for handler in statement.handlers:
+                        after = self.run(_block(handler.body))
+                        if after.returns:
+                            return False
+                        raising |= after.raises
+                        falls |= after.falls
+                if final is not None and (final.returns or final.raises):
+                    return False
+            if not falls and not raising:
+                return True
+        return False
+
+
+def _path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
+    """The nodes from `root` down to `target`, both included (None if not below it)."""
+    parents: dict[int, Optional[cst.CSTNode]] = {id(root): None}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node is target:
+            path = [node]
+            while parents[id(path[-1])] is not None:
+                path.append(parents[id(path[-1])])
+            return path[::-1]
+        for child in children(node):
+            parents[id(child)] = node
+            stack.append(child)
+    return None
+
+
+def _scope_path(root: cst.CSTNode, node: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
+    """The nodes from the innermost function around `node` (within `root`) down to it;
+    None when `node` is in a lambda (no statements to follow)."""
+    path = _path_to(root, node)
+    if path is None:
+        return None
+    start = max((i for i, n in enumerate(path[:-1]) if isinstance(n, (cst.FunctionDef, cst.Lambda))),
+                default=None)
+    if start is None or isinstance(path[start], cst.Lambda):
+        return None
+    return path[start:]
+
+
+def undone_on_every_exit(ctx: FileContext, root: cst.CSTNode, node: cst.CSTNode, undoes,
+                         truth=lambda test: None) -> bool:
+    """Is what `node` (a statement's part, inside a function in `root`) sets up taken out
+    again - a statement for which `undoes(statement)` holds - on every way out of the
+    innermost function around it? `truth(test)`: how an `if` on that test must go
+    (True/False), or None."""
+    path = _scope_path(root, node)
+    if path is None:
+        return False
+    paths = _ExitPaths(ctx, undoes, truth, resumes=is_context_manager(ctx, path[0]))
+    return paths.undone_after(path)
+
+
+class _Handle:
+    """What holds the handle(s) of one registration in a function: local names, and
+    attributes or containers written as code (`self._handle`, `self._hooks`)."""
+
+    _METHODS = frozenset({"pop", "popitem", "values", "items", "copy"})  # hand its handles out
+
+    def __init__(self, ctx: FileContext, scope: cst.FunctionDef, call: cst.Call) -> None:
+        self.ctx = ctx
+        self.call = call
+        self.names: set[str] = set()
+        self.attrs: set[str] = set()
+        bindings = list(_bindings(scope))
+        for _ in range(4):  # a few rounds: chains of locals
+            before = len(self.names) + len(self.attrs)
+            for targets, value in bindings:
+                if self.held(value):
+                    for target in targets:
+                        self._add(target)
+            if len(self.names) + len(self.attrs) == before:
+                break
+
+    def _add(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Subscript):  # `handles[key] = ...`: the container holds it
+            target = target.value
+        if isinstance(target, cst.Attribute):
+            self.attrs.add(_test_key(self.ctx, target))
+        else:
+            self.names |= target_names(target)
+
+    def held(self, expr: cst.CSTNode) -> bool:
+        """Does `expr` evaluate to (or hold) the handle?"""
+        if expr is self.call:
+            return True
+        if isinstance(expr, cst.Name):
+            return expr.value in self.names
+        if isinstance(expr, cst.Attribute):
+            return bool(self.attrs) and _test_key(self.ctx, expr) in self.attrs
+        if isinstance(expr, cst.Subscript):
+            return self.held(expr.value)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            return isinstance(func, cst.Attribute) and func.attr.value in self._METHODS and self.held(func.value)
+        return any(self.held(part) for part in _value_parts(expr))
+
+    def removed_in(self, node: cst.CSTNode) -> bool:
+        """Does `node` call `.remove()` on the handle, or hand it to a function that
+        removes it (`remove_hooks(handles)`)? Lambdas, which may never run, do not count."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Lambda):
+                continue
+            if isinstance(current, cst.Call) and self._removes(current):
+                return True
+            stack.extend(children(current))
+        return False
+
+    def _removes(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "remove" and not call.args:
+            return self.held(func.value)
+        callee = func.attr.value if isinstance(func, cst.Attribute) else (
+            func.value if isinstance(func, cst.Name) else "")
+        return any(w in callee.lower() for w in _REMOVING_WORDS) and any(
+            self.held(arg.value) for arg in call.args)
+
+    def undoes(self, statement: cst.CSTNode) -> bool:
+        """Does running `statement` remove the handle (a loop over the handles removing
+        each, `with handle:`, a statement that removes it)?"""
+        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return self.removed_in(statement)
+        if isinstance(statement, cst.For):
+            return self.held(statement.iter) and self.removed_in(statement.body)
+        if isinstance(statement, cst.With):
+            return any(self.held(item.item) for item in statement.items)
+        return False
+
+    def truth(self, test: cst.BaseExpression) -> Optional[bool]:
+        """`if handle:` / `if handle is not None:` hold wherever the handle was made."""
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            target = test.comparisons[0]
+            if isinstance(target.comparator, cst.Name) and target.comparator.value == "None" \
+                    and self.held(test.left):
+                if isinstance(target.operator, cst.IsNot):
+                    return True
+                if isinstance(target.operator, cst.Is):
+                    return False
+            return None
+        return True if self.held(test) else None
+
+
+def _bindings(scope: cst.CSTNode) -> Iterator[tuple[list[cst.CSTNode], cst.CSTNode]]:
+    """(targets, value) for what the function (its nested functions included) binds or
+    stores: assignments, loop targets, `with ... as`, and `x.append(v)`-style adds."""
+    for node in iter_nodes(scope):
+        if isinstance(node, cst.Assign):
+            yield [t.target for t in node.targets], node.value
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)) and node.value is not None:
+            yield [node.target], node.value
+        elif isinstance(node, cst.NamedExpr):
+            yield [node.target], node.value
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            yield [node.target], node.iter
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            yield [node.asname.name], node.item
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value in _CONTAINER_ADD | _MAPPING_ADD:
+            for arg in node.args:
+                yield [node.func.value], arg.value
+
+
+def _nested_function(scope: cst.CSTNode, name: str) -> Optional[cst.FunctionDef]:
+    for node in iter_nodes(scope):
+        if isinstance(node, cst.FunctionDef) and node is not scope and node.name.value == name:
+            return node
+    return None
+
+
+def hook_removed_on_exit(ctx: FileContext, root: cst.CSTNode, call: cst.Call,
+                         hook: Optional[cst.CSTNode]) -> bool:
+    """Is the handle of the registration `call` (inside a function in `root`) removed on
+    every way out of that function (see `undone_on_every_exit`), or by the hook itself,
+    a nested function of it that removes its own handle when it runs (a one-shot hook)?"""
+    path = _scope_path(root, call)
+    if path is None:
+        return False
+    scope = path[0]
+    handle = _Handle(ctx, scope, call)
+    if isinstance(hook, cst.Name):
+        fn = _nested_function(scope, hook.value)
+        if fn is not None and handle.removed_in(fn.body):
+            return True
+    # a registration used as a context manager (`with m.register_forward_hook(fn):`)
+    if any(isinstance(n, cst.With) and any(handle.held(item.item) for item in n.items) for n in path):
+        return True
+    paths = _ExitPaths(ctx, handle.undoes, handle.truth, resumes=is_context_manager(ctx, scope))
+    return paths.undone_after(path)
