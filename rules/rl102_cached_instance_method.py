@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import os
 from typing import Optional
 
 import libcst as cst
 
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.analysis.cstutil import call_args
+from retainlint.analysis.weight import weigher
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.index import CACHE_DECORATORS, instantiated_in_functions
 from retainlint.rules.prefilters.rl102 import (
@@ -47,12 +50,17 @@ directly to an instance method, i.e. a method whose first parameter is `self`. T
 method kind comes from the whole decorator list, in any order: `@staticmethod` and
 `@classmethod` methods are not reported (whether written above or below the cache),
 nor `@property`-wrapped caches, methods of `enum.Enum` subclasses (`IntEnum`, `StrEnum`,
-`Flag`, ...), or classes whose only instance is a module-level singleton created once
-in the same module. Same as flake8-bugbear's B019 and pylint's W1518, without their
-known false positives.
+`Flag`, ...), or classes whose only instance is a process-wide singleton: created once at
+module level in the same module, or published in a module global by a function of any
+module of the project (`global _platform; _platform = Platform()`, also through a class
+chosen at run time when the global is typed with the class), when no other function of
+the project makes one (test modules aside). Same as flake8-bugbear's B019 and pylint's
+W1518, without their known false positives.
 
 Bounded caches are reported too. The finding is an error when the class is heavy (a
-`torch.nn.Module` subclass, or a configured heavy type), a warning otherwise.
+`torch.nn.Module` subclass, or a configured heavy type), a warning otherwise. The message
+says what stays alive: the instances and the values the method returned for them, and
+the class's weights only when it holds some (a rotary-embedding module has none).
 
 ## Why it leaks
 The cache lives on the function object, i.e. on the class, for the whole process, and
@@ -120,6 +128,24 @@ class _Platform:
     def device_name(self, idx):
         return str(idx)
 current_platform = _Platform()
+""",
+        # a process-wide singleton a resolver publishes in a module global
+        """
+from functools import lru_cache
+from typing import Optional
+
+class Platform:
+    @lru_cache(maxsize=1)
+    def is_cuda(self):
+        return True
+
+_current: Optional[Platform] = None
+
+def current_platform() -> Platform:
+    global _current
+    if _current is None:
+        _current = Platform()
+    return _current
 """,
         # a property-wrapped cache
         """
@@ -205,6 +231,7 @@ class Engine:
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._instantiations: Optional[dict[str, int]] = None
+        self._tree: Optional[ast.Module] = None
 
     def applies(self) -> bool:
         return True
@@ -232,24 +259,33 @@ class Engine:
                 break
         if cache is None:
             return
-        if self._is_enum(cls) or self._is_module_singleton(cls):
+        if self._is_enum(cls) or self._is_module_singleton(cls) or self._is_process_singleton(cls):
             return
         decorator, qualified = cache
         heavy = self.ctx.heavy.is_heavy_class(cls)
+        weights = heavy and self._holds_weights(cls)
         method = f"{cls.name.value}.{node.name.value}"
         size = self._size(decorator.decorator, qualified)
         spelled = "@" + self.ctx.code(
             decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         )
-        holder = " (a heavy object: its weights stay allocated)" if heavy else ""
+        # what stays: the instance and what the method returned for it, always; weights
+        # only when the class holds some (a rotary embedding module has none)
+        held = f"; `{cls.name.value}` holds weights, and they stay allocated with it" if weights else ""
         self.report(
             decorator,
             f"`{spelled}` on instance method `{method}` ({size}): `self` is part of every "
             f"cache key, so the class-level cache keeps every `{cls.name.value}` instance it saw "
-            f"alive{holder} for as long as the process runs. {self._suggestion(node, heavy)}",
+            f"alive, with the values it returned, for as long as the process runs{held}. "
+            f"{self._suggestion(node, heavy)}",
             severity=Severity.ERROR if heavy else Severity.WARNING,
             related=[RelatedNode(f"class `{cls.name.value}`", cls.name)],
         )
+
+    def _holds_weights(self, cls: cst.ClassDef) -> bool:
+        """Does a heavy class pin real memory of its own (parameters, buffers, tensors), or
+        is it a module with no weights? Unknown: it does."""
+        return weigher(self.ctx).class_substantial(f"{self.ctx.module_name}.{cls.name.value}")
 
     def _suggestion(self, fn: cst.FunctionDef, heavy: bool) -> str:
         p = fn.params
@@ -364,3 +400,146 @@ class Engine:
             return False
         # nor instantiated by any other project module's functions
         return not self.ctx.index.ask(instantiated_in_functions, f"{self.ctx.module_name}.{name}")
+
+    def _is_process_singleton(self, cls: cst.ClassDef) -> bool:
+        """Is the only instance one a function publishes in a module global (`global
+        _platform; _platform = Platform()`), in any module of the project?"""
+        if self.ctx.classes.get(cls.name.value) is not cls:
+            return False  # a nested class: the index does not know it
+        index = self.ctx.index
+        qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        family = index.ask(class_family, qualified)
+        # this file as it is linted (other files are read from disk by the question)
+        here = index.files.get(os.path.abspath(self.ctx.path))
+        if here is None:
+            return False
+        if self._tree is None:
+            try:
+                self._tree = ast.parse(self.ctx.source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._tree = ast.Module(body=[], type_ignores=[])
+        own = frozenset(_fillers_in(index, here, self._tree, family))
+        return index.ask(process_singleton, (qualified, here.path, own))
+
+
+# -- process-wide singletons, across the project (`ProjectIndex.ask` questions) ------------
+
+
+def process_singleton(index, key: tuple[str, str, frozenset[str]]) -> bool:
+    """Are the instances of project class `qualified` (and of its project subclasses) only
+    ever made by functions that publish them in a module-global singleton slot (`global
+    _x; _x = X()`, or a slot typed with the class filled through a class chosen at run
+    time), anywhere in the project? Made by no other function, test modules aside: a
+    test's throwaway instances say nothing about how many the program makes. `key`: the
+    class, the file being linted and its slot fillers (read from the file as linted)."""
+    qualified, here, own = key
+    family = class_family(index, qualified)
+    fillers = set(own) | _slot_fillers(index, family, here)
+    if not fillers:
+        return False
+    names = {q.rpartition(".")[2] for q in family}
+    for function in index.functions.values():
+        if function.qualname in fillers or _test_module(index.module_of(function.path)):
+            continue
+        for call in function.calls:
+            if call.rpartition(".")[2] in names and _member(index, call, family):
+                return False
+    return True
+
+
+def class_family(index, qualified: str) -> frozenset[str]:
+    """`qualified` and the project classes deriving from it."""
+    family = {qualified}
+    grown = True
+    while grown:
+        grown = False
+        names = {q.rpartition(".")[2] for q in family}
+        for name, summary in index.classes.items():
+            if name not in family and any(
+                    b.rpartition(".")[2] in names and _member(index, b, family) for b in summary.bases):
+                family.add(name)
+                grown = True
+    return frozenset(family)
+
+
+def _member(index, name: str, family: frozenset[str]) -> bool:
+    """Does `name` (as a file spells it, qualified) denote a class of `family`? Through
+    re-exports; and by its trailing components when it is spelled from above a namespace
+    package the index does not name modules from (`pkg.runtime.mod.X` for `mod.X`)."""
+    resolved = index.resolve(name) or name
+    return resolved in family or any(resolved.endswith("." + q) for q in family)
+
+
+def _slot_fillers(index, family: frozenset[str], here: str) -> set[str]:
+    """The slot fillers (`_fillers_in`) of the project's files other than `here`; only the
+    files that define or import a class of `family` are read."""
+    fillers: set[str] = set()
+    for summary in index.files.values():
+        if summary.path != here and _local_names(index, summary, family):
+            source = index.source(summary.path)
+            if source is not None:
+                fillers |= _fillers_in(index, summary, source[0], family)
+    return fillers
+
+
+def _local_names(index, summary, family: frozenset[str]) -> set[str]:
+    """The names a file knows the classes of `family` by (defined or imported)."""
+    names = {q.rpartition(".")[2] for q in family}
+    local = {n for n, c in summary.classes.items() if c.qualname in family}
+    return local | {n for n, target in summary.imports.items()
+                    if target.rpartition(".")[2] in names and _member(index, target, family)}
+
+
+def _fillers_in(index, summary, tree: ast.Module, family: frozenset[str]) -> set[str]:
+    """Qualified names of the file's module-level functions that publish an instance of
+    a class of `family` in a module global (`global _x` then `_x = ...`): a global typed
+    with one of the classes, or assigned a call of one."""
+    local = _local_names(index, summary, family)
+    if not local:
+        return set()
+    typed = {s.target.id for s in tree.body if isinstance(s, ast.AnnAssign)
+             and isinstance(s.target, ast.Name) and _names(s.annotation) & local}
+    return {f"{summary.module}.{fn.name}" for fn in tree.body
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _fills_slot(fn, typed, local)}
+
+
+def _fills_slot(fn: ast.AST, typed: set[str], local: set[str]) -> bool:
+    """Does `fn` assign, under `global`, a global typed with one of the classes (a reset to
+    `None` included: it makes nothing) or a call of one of them?"""
+    declared = {n for node in ast.walk(fn) if isinstance(node, ast.Global) for n in node.names}
+    if not declared:
+        return False
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id in declared and (
+                    target.id in typed or _makes(node.value, local)):
+                return True
+    return False
+
+
+def _makes(value: ast.AST, local: set[str]) -> bool:
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in local
+
+
+def _names(annotation: ast.AST) -> set[str]:
+    """Names an annotation mentions (`Platform | None`, `Optional["Platform"]`)."""
+    found = set()
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                found |= _names(ast.parse(node.value, mode="eval"))
+            except (SyntaxError, ValueError):
+                pass
+    return found
+
+
+def _test_module(module: str) -> bool:
+    """`pkg.tests.test_x`, `test_x`, `x_test`, `conftest`: a test module."""
+    parts = module.split(".")
+    last = parts[-1]
+    return (any(p in ("test", "tests") for p in parts) or last.startswith("test_")
+            or last.endswith("_test") or last == "conftest")

@@ -14,8 +14,10 @@ from retainlint.analysis.cstutil import (
     call_args,
     decorator_names,
     is_instance_method,
+    is_self,
     releases_whole_object,
 )
+from retainlint.analysis.hooks import iter_nodes
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.project.index import instantiated_in_functions
@@ -44,6 +46,9 @@ _READERS = frozenset({
     "next", "zip", "map", "filter",
 })
 _NON_RELEASING = frozenset({"__del__"})  # never runs while a registry holds the instance
+# module-level dicts a function may keep instances in, one per key
+_DICT_CTORS = frozenset({"dict", "builtins.dict", "collections.defaultdict", "collections.OrderedDict"})
+_THREADS = frozenset({"threading.Thread"})
 
 
 @dataclass
@@ -109,7 +114,13 @@ nothing in the project takes entries out of the list (`.remove`, `.discard`, `.p
 Objects that live as long as the process anyway are left alone: registrations at
 module level or in plain functions, classes instantiated at module level (and nowhere
 else), singletons (`_instance` class attributes, `__new__`, a singleton decorator or
-metaclass, a `@functools.cache` getter, `global x; x = Cls()`), and logger classes. A
+metaclass, a `@functools.cache` getter, `global x; x = Cls()`), one instance per key kept
+in a module dict that nothing takes them out of (`_REPORTERS[device] = Reporter(device)`),
+instances made once (not in a loop) by a process entry point (a function the
+`if __name__ == "__main__":` block runs, or a `multiprocessing.Process` target, that no
+other function calls), server components (a class that starts a daemon thread on a method
+of its own that nothing joins, and has no release method: its exit callback is its only
+teardown), and logger classes. A
 callable stored on the instance that is not a bound method (`self._finalizer =
 weakref.finalize(...)`) pins only itself. Findings are errors when what is pinned is heavy
 (an `nn.Module` subclass, a class holding tensors), warnings otherwise.
@@ -189,6 +200,41 @@ class _Stats:
         pass
 
 stats = _Stats()
+""",
+        # one reporter per device, kept in a module dict for the whole process
+        """
+import atexit
+
+_REPORTERS = {}
+
+class Reporter:
+    def __init__(self, device):
+        atexit.register(self.close)
+
+    def close(self):
+        pass
+
+def get_reporter(device):
+    if device not in _REPORTERS:
+        _REPORTERS[device] = Reporter(device)
+    return _REPORTERS[device]
+""",
+        # made once by the process's entry point
+        """
+import signal
+
+class Daemon:
+    def serve(self):
+        signal.signal(signal.SIGTERM, lambda signum, frame: self.stop())
+
+    def stop(self):
+        pass
+
+def main():
+    Daemon().serve()
+
+if __name__ == "__main__":
+    main()
 """,
         # a weak set; a list pruned on shutdown
         """
@@ -308,7 +354,13 @@ def running():
         self._handlers_reinstalled: list[cst.BaseExpression] = []  # any signal.signal handler
         self._containers: dict[str, cst.CSTNode] = {}  # module-level list/set/deque -> name node
         self._emptied: set[str] = set()  # names removed from / rebound / handed away
-        self._instantiated: dict[str, set[str]] = {}  # class -> {"module", "singleton", "other"}
+        # class -> how it is instantiated: "module", "singleton", "other", "entry:<function>"
+        # (in a function that may be a process entry point), "registry:<dict>" (kept in a
+        # module dict by the function that makes it)
+        self._instantiated: dict[str, set[str]] = {}
+        self._registries: set[str] = set()  # module-level dicts
+        self._entry_points: set[str] = set()  # functions `__main__` runs, `Process` targets
+        self._called_by_functions: set[str] = set()  # names called by bare name in a function
         self._global_names: dict[int, set[str]] = {}
         # module containers: every mention, and the mentions that do not read them (the
         # definition, `global` declarations, receivers of append/add): the difference says
@@ -331,6 +383,19 @@ def running():
                 if isinstance(target, cst.Name) and self._strong_container(value):
                     self._containers[target.value] = target
                     self._not_reads[target.value] = self._not_reads.get(target.value, 0) + 1
+                elif isinstance(target, cst.Name) and self._dict(value):
+                    self._registries.add(target.value)
+        for stmt in node.body:
+            if isinstance(stmt, cst.If) and _is_main_guard(stmt.test):
+                self._entry_points |= _called_names(stmt.body)
+
+    def _dict(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Dict):
+            return True
+        if isinstance(value, cst.Call):
+            func = value.func.value if isinstance(value.func, cst.Subscript) else value.func
+            return self.ctx.qualname(func) in _DICT_CTORS
+        return False
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self._containers:
@@ -352,7 +417,8 @@ def running():
             names = {n.name.value for n in node.names}
             self._global_names.setdefault(id(fn), set()).update(names)
             assigned = self.ctx.heavy.local_assignments(fn)
-            self._emptied.update(n for n in names if n in self._containers and n in assigned)  # rebound
+            self._emptied.update(n for n in names if (n in self._containers or n in self._registries)
+                                 and n in assigned)  # rebound
 
     def visit_Del(self, node: cst.Del) -> None:
         targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
@@ -367,9 +433,9 @@ def running():
             target = t.target
             if (
                 isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name)
-                and self._container_here(target.value.value)
+                and target.value.value in self._containers and self._container_here(target.value.value)
             ):
-                self._emptied.add(target.value.value)  # `_l[:] = [...]`
+                self._emptied.add(target.value.value)  # `_l[:] = [...]` (`_d[k] = v` stores)
         self._escape(node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -389,8 +455,9 @@ def running():
             self._emptied.add(value.value)
 
     def _container_here(self, name: str) -> bool:
-        """Does `name` denote one of the module-level containers where the traversal is?"""
-        if name not in self._containers:
+        """Does `name` denote one of the module-level containers (or dicts) where the
+        traversal is?"""
+        if name not in self._containers and name not in self._registries:
             return False
         for fn in reversed(self.ctx.scope.functions):
             if name in self._global_names.get(id(fn), ()):
@@ -411,7 +478,12 @@ def running():
         scope = self.ctx.scope
         cls = scope.classes[-1] if scope.classes else None
         if isinstance(node.func, cst.Name) and node.func.value in self.ctx.classes:
-            self._instantiation(node.func.value)
+            self._instantiation(node.func.value, node)
+        target = _process_target(node)
+        if target is not None:
+            self._entry_points.add(target)
+        if isinstance(node.func, cst.Name) and scope.function is not None:
+            self._called_by_functions.add(node.func.value)
         if qualified not in _READERS:
             for arg in node.args:  # handed to code that may prune it
                 self._escape(arg.value)
@@ -449,7 +521,7 @@ def running():
                 self._consider("append", node, positional[position].value, cls, fn,
                                container=container)
 
-    def _instantiation(self, name: str) -> None:
+    def _instantiation(self, name: str, call: cst.Call) -> None:
         scope = self.ctx.scope
         fn = scope.function
         if fn is None:
@@ -457,8 +529,68 @@ def running():
         elif self._cached(fn) or self._assigns_global(fn):
             kind = "singleton"
         else:
-            kind = "other"
+            registry = self._kept_in_registry(fn, call)
+            if registry is not None:
+                kind = f"registry:{registry}"
+            elif len(scope.functions) == 1 and not scope.classes and not self._in_loop(call):
+                kind = f"entry:{fn.name.value}"  # once per call of a module-level function
+            else:
+                kind = "other"
         self._instantiated.setdefault(name, set()).add(kind)
+
+    def _in_loop(self, call: cst.Call) -> bool:
+        """Is `call` in a loop (or a comprehension) of the innermost function?"""
+        statements = self.ctx.scope.statements
+        fn = self.ctx.scope.function
+        inner = statements[statements.index(fn) + 1:] if fn in statements else statements
+        if any(isinstance(s, (cst.For, cst.While)) for s in inner):
+            return True
+        statement = self.ctx.scope.statement
+        return statement is not None and any(
+            isinstance(n, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp))
+            and any(m is call for m in iter_nodes(n))
+            for n in iter_nodes(statement))
+
+    def _kept_in_registry(self, fn: cst.FunctionDef, call: cst.Call) -> Optional[str]:
+        """The module dict the new instance is stored in by the function that makes it:
+        `_R[key] = Cls(...)`, `x = Cls(...)` then `_R[key] = x`, `_R.setdefault(key, x)`."""
+        statement = self.ctx.scope.statement
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        names: set[str] = set()
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and small.value is call:
+                for t in small.targets:
+                    registry = self._registry_item(fn, t.target)
+                    if registry is not None:
+                        return registry
+                    if isinstance(t.target, cst.Name):
+                        names.add(t.target.value)
+        for node in iter_nodes(fn.body):
+            if isinstance(node, cst.Assign) and _is_value(node.value, call, names):
+                for t in node.targets:
+                    registry = self._registry_item(fn, t.target)
+                    if registry is not None:
+                        return registry
+            elif (
+                isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "setdefault" and len(node.args) == 2
+                and _is_value(node.args[1].value, call, names)
+            ):
+                registry = node.func.value
+                if isinstance(registry, cst.Name) and self._module_registry(registry.value, fn):
+                    return registry.value
+        return None
+
+    def _registry_item(self, fn: cst.FunctionDef, target: cst.BaseExpression) -> Optional[str]:
+        """`_R[key]` for a module dict `_R`: its name."""
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+                and self._module_registry(target.value.value, fn):
+            return target.value.value
+        return None
+
+    def _module_registry(self, name: str, fn: cst.FunctionDef) -> bool:
+        return name in self._registries and not self._local(name, fn)
 
     def _cached(self, fn: cst.FunctionDef) -> bool:
         return any(self.ctx.index.is_cache_decorator(d) for d in decorator_names(self.ctx, fn))
@@ -705,13 +837,71 @@ def running():
         methods = self.ctx.methods(cls)
         if "__new__" in methods or self._class_level(cls, "_instance") or self._class_level(cls, "_instances"):
             return True
+        if self._server_component(cls):
+            return True
         kinds = self._instantiated.get(cls.name.value, set())
-        if not kinds or "other" in kinds:
+        if not kinds or not all(self._process_lifetime_kind(k) for k in kinds):
             return False
         # created only at import time or by a singleton getter in this file: and by no
         # function of another file
         return not self.ctx.index.ask(_instantiated_elsewhere, (
             f"{self.ctx.module_name}.{cls.name.value}", os.path.abspath(self.ctx.path)))
+
+    def _process_lifetime_kind(self, kind: str) -> bool:
+        """Does this way of making an instance make one that lives until exit?"""
+        how, _, name = kind.partition(":")
+        if how in ("module", "singleton"):
+            return True
+        if how == "entry":  # made once by the process's entry point, which nothing else calls
+            return name in self._entry_points and name not in self._called_by_functions and not (
+                self.ctx.index.ask(instantiated_in_functions, f"{self.ctx.module_name}.{name}"))
+        if how == "registry":  # one per key, in a module dict nothing takes them out of
+            return name not in self._emptied and not removed_in_project(
+                self.ctx.index, f"{self.ctx.module_name}.{name}")
+        return False
+
+    def _server_component(self, cls: cst.ClassDef) -> bool:
+        """A component that runs until the process exits by design: it starts a daemon
+        thread on a method of its own that nothing joins (the thread alone keeps it alive
+        for good), and has no release method an owner could call before dropping it - its
+        registered exit callback is its only teardown."""
+        methods = self._class_chain_methods(cls)
+        names = {m.name.value for m in methods}
+        if any(n in names for n in self.ctx.settings.release_methods if n not in _NON_RELEASING):
+            return False
+        threads = [t for m in methods for t in self._daemon_threads(m, cls)]
+        if not threads:
+            return False
+        joined = {n.func.value.attr.value for m in methods for n in iter_nodes(m.body)
+                  if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                  and n.func.attr.value == "join" and isinstance(n.func.value, cst.Attribute)
+                  and is_self(n.func.value.value)}
+        return any(t is None or t not in joined for t in threads)
+
+    def _daemon_threads(self, method: cst.FunctionDef, cls: cst.ClassDef) -> list[Optional[str]]:
+        """`threading.Thread(target=self.<method>, daemon=True)` calls in `method`: the
+        attribute of `self` each is stored in (None: not stored on `self`)."""
+        found: list[Optional[str]] = []
+        for node in iter_nodes(method.body):
+            if not isinstance(node, (cst.Assign, cst.Expr)):
+                continue
+            call = node.value
+            if not (isinstance(call, cst.Call) and self.ctx.qualname(call.func) in _THREADS):
+                continue
+            _, keywords = call_args(call)
+            target, daemon = keywords.get("target"), keywords.get("daemon")
+            if not (
+                target is not None and isinstance(target.value, cst.Attribute) and is_self(target.value.value)
+                and self._method(cls, target.value.attr.value) is not None
+                and daemon is not None and isinstance(daemon.value, cst.Name) and daemon.value.value == "True"
+            ):
+                continue
+            stored = None
+            if isinstance(node, cst.Assign):
+                t = node.targets[0].target
+                stored = t.attr.value if isinstance(t, cst.Attribute) and is_self(t.value) else None
+            found.append(stored)
+        return found
 
     def _decorators(self, cls: cst.ClassDef) -> list[str]:
         names = []
@@ -811,6 +1001,38 @@ def running():
             if method is not None and name not in _NON_RELEASING and releases_whole_object(self.ctx, method):
                 return method
         return None
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return any(isinstance(x, cst.Name) and x.value == "__name__" for x in sides) and any(
+        isinstance(x, cst.SimpleString) and x.evaluated_value == "__main__" for x in sides)
+
+
+def _called_names(node: cst.CSTNode) -> set[str]:
+    """Functions called by bare name anywhere under `node`."""
+    return {n.func.value for n in iter_nodes(node) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)}
+
+
+def _process_target(call: cst.Call) -> Optional[str]:
+    """`Process(target=run)`, `ctx.Process(target=run, ...)`: the function a new process runs."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if name != "Process":
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "target" and isinstance(arg.value, cst.Name):
+            return arg.value.value
+    return None
+
+
+def _is_value(value: cst.BaseExpression, call: cst.Call, names: set[str]) -> bool:
+    """Is `value` the instance `call` makes: the call itself or a name it was bound to?"""
+    return value is call or (isinstance(value, cst.Name) and value.value in names)
 
 
 def _same_signal(a: cst.BaseExpression, b: cst.BaseExpression, code) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional
 
@@ -10,6 +11,7 @@ import libcst as cst
 from retainlint.analysis.context import FileContext
 from retainlint.analysis.cstutil import append_to_function, body_functions, is_instance_method
 from retainlint.core.finding import Applicability, Severity
+from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl401 import FREEZE, GcFreezeWithoutUnfreezePrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
@@ -130,9 +132,12 @@ functions are understood.
 Not reported: `gc.freeze()` at module level, in plain functions (process entry points
 such as `main()`, worker loops, code under `if __name__ == "__main__":`), in
 staticmethods and classmethods, in a function that also calls `gc.unfreeze()` (a
-freeze/unfreeze pair, e.g. around CUDA graph capture), and in classes that run as a Ray
-actor (`@ray.remote`, `ray.remote(Cls)` in the same file): like an entry point, the actor
-owns its process.
+freeze/unfreeze pair, e.g. around CUDA graph capture), and in classes whose instances live
+in a Ray actor process: like an entry point, the actor owns its process. Those are classes
+run as an actor anywhere in the project (`@ray.remote`, `ray.remote(Cls)`,
+`ray.remote(**options)(Cls)`, or a subclass made at run time,
+`ray.remote(type(name, (Cls,), dict(Cls.__dict__)))`), and classes that only such code makes
+(a method of an actor class, or a factory function only actor code calls).
 
 ## Why it leaks
 Frozen objects move to a permanent generation that the cyclic collector ignores. Any
@@ -355,7 +360,7 @@ class Worker:
         fn = self.ctx.scope.function
         if cls is None or fn is None or not is_instance_method(self.ctx, fn):
             return
-        if cls.name.value in self.actors or self._unfreezes(cls):
+        if cls.name.value in self.actors or self._unfreezes(cls) or self._in_actor_process(cls):
             return
         where = f"{cls.name.value}.{fn.name.value}"
         if name == FREEZE:
@@ -393,11 +398,21 @@ class Worker:
                     func = func.func
                 if resolve(func) in ACTOR_DECORATORS and node.args:
                     arg = node.args[0]
-                    if arg.keyword is None and not arg.star and isinstance(arg.value, cst.Name):
-                        actors.add(arg.value.value)
+                    if arg.keyword is None and not arg.star:
+                        actors.update(n.value for n in _actor_class_expressions(arg.value)
+                                      if isinstance(n, cst.Name))
 
         visit(module, _Actors())
         return actors
+
+    def _in_actor_process(self, cls: cst.ClassDef) -> bool:
+        """Does every instance live in a Ray actor process, by what the whole project
+        does (an actor class made in another module, or a class only actors make)?"""
+        if self.ctx.classes.get(cls.name.value) is not cls:
+            return False  # a nested class: the index does not know it
+        # this file's actors as it is linted; other files' are read from disk
+        here = frozenset(f"{self.ctx.module_name}.{name}" for name in self.actors)
+        return self.ctx.index.ask(in_actor_process, (f"{self.ctx.module_name}.{cls.name.value}", here))
 
     def _unfreezes(self, cls: cst.ClassDef) -> bool:
         """Does any method of `cls` or of its same-file base classes unfreeze?"""
@@ -446,6 +461,97 @@ class Worker:
             {release: append_to_function(release, [stmt])},
             imports=imports,
         )
+
+
+def _actor_class_expressions(arg: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The classes `ray.remote(arg)` runs as an actor: `arg` itself, or the bases of a class
+    made at run time, `type(name, (Cls,), dict(Cls.__dict__))`."""
+    if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name) and arg.func.value == "type" \
+            and len(arg.args) == 3 and isinstance(arg.args[1].value, cst.Tuple):
+        return [e.value for e in arg.args[1].value.elements]
+    return [arg]
+
+
+# -- Ray actors across the project (`ProjectIndex.ask` questions, read with `ast`) ----------
+
+_MAX_MAKERS_DEPTH = 4
+
+
+def in_actor_process(index, key: tuple[str, frozenset[str]]) -> bool:
+    """Is project class `qualified` (key[0]) run as a Ray actor somewhere in the project, or
+    made (it or a project subclass) only by code that runs in an actor process: methods
+    of such classes, and functions that only such code calls? Then its heap is the actor
+    process's, killed on shutdown. key[1]: the actors of the file being linted."""
+    qualified, here = key
+    return _runs_in_actor(index, qualified, project_actors(index) | here, frozenset())
+
+
+def _runs_in_actor(index, qualified: str, actors: frozenset[str], path: frozenset[str]) -> bool:
+    if qualified in actors:
+        return True
+    if len(path) > _MAX_MAKERS_DEPTH or qualified in path:
+        return False
+    path = path | {qualified}
+    targets = {qualified}
+    if qualified in index.classes:
+        targets |= {q for q, c in index.classes.items()
+                    if any(a.qualname == qualified for a in index.ancestors(c.bases))}
+    makers = _callers(index, targets)
+    if not makers:
+        return False  # made nowhere in the project: by whom, nobody knows
+    return all(_runs_in_actor(index, f.qualname.rpartition(".")[0] if f.is_method else f.qualname,
+                              actors, path) for f in makers)
+
+
+def _callers(index, targets: set[str]) -> list:
+    """The project functions and methods that call one of `targets`."""
+    names = {t.rpartition(".")[2] for t in targets}
+    return [f for f in index.functions.values()
+            if any(c.rpartition(".")[2] in names and (index.resolve(c) or c) in targets for c in f.calls)]
+
+
+def project_actors(index) -> frozenset[str]:
+    """Qualified names of the project classes some file runs as a Ray actor (`@ray.remote`,
+    `ray.remote(Cls)`, `ray.remote(**opts)(Cls)`, `ray.remote(type(name, (Cls,), ns))`).
+    Kept per index: the answer only depends on it."""
+    def make() -> frozenset[str]:
+        actors: set[str] = set()
+        for summary in index.files.values():
+            if any(t == "ray" or t.startswith("ray.") for t in summary.imports.values()):
+                actors |= _actors_in(index, summary)
+        return frozenset(actors)
+
+    return index.memo("rl401 project actors", make)
+
+
+def _actors_in(index, summary) -> set[str]:
+    source = index.source(summary.path)
+    if source is None or b"remote" not in source[1]:
+        return set()
+    tree = source[0]
+
+    def qualified(node: ast.AST) -> Optional[str]:
+        q = qualified_in(summary, node)
+        return index.resolve(q) or q if q else None
+
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            if any(qualified(d.func if isinstance(d, ast.Call) else d) in ACTOR_DECORATORS
+                   for d in node.decorator_list):
+                found.add(f"{summary.module}.{node.name}")
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func.func if isinstance(node.func, ast.Call) else node.func
+            if qualified(func) not in ACTOR_DECORATORS:
+                continue
+            arg = node.args[0]
+            if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id == "type" \
+                    and len(arg.args) == 3 and isinstance(arg.args[1], ast.Tuple):
+                classes = arg.args[1].elts
+            else:
+                classes = [arg]
+            found.update(q for q in map(qualified, classes) if q)
+    return found
 
 
 def _unfreeze_spelling(ctx: FileContext) -> tuple[str, tuple[str, ...]]:
