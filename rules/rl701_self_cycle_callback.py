@@ -49,7 +49,6 @@ _METHOD_TYPE = frozenset({"types.MethodType"})
 
 
 _STATE_REGISTRATION = frozenset({"register_buffer", "register_parameter"})
-_EXTERNAL_HOLDS: dict[tuple[int, str], bool] = {}
 
 
 def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
@@ -60,14 +59,15 @@ def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
     summary = index.classes.get(resolved) if resolved else None
     if summary is None or depth > 5:
         return False
-    key = (id(index), resolved)
-    if key in _EXTERNAL_HOLDS:
-        return _EXTERNAL_HOLDS[key]
-    _EXTERNAL_HOLDS[key] = False  # recursion guard
+    known: dict[str, bool] = index.memo("rl701 external holds", dict)
+    key = resolved
+    if key in known:
+        return known[key]
+    known[key] = False  # recursion guard
     file = index.files.get(os.path.abspath(summary.path))
 
     found = False
-    tree = parse_file(summary.path)
+    tree = parse_file(index, summary.path)
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.ClassDef) and node.lineno == summary.line:
             for sub in ast.walk(node):
@@ -91,9 +91,7 @@ def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
             break
     if not found:
         found = any(_external_holds(index, b, depth + 1) for b in summary.bases)
-    _EXTERNAL_HOLDS[key] = found
-    if len(_EXTERNAL_HOLDS) > 4096:
-        _EXTERNAL_HOLDS.clear()
+    known[key] = found
     return found
 
 

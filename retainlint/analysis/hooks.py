@@ -611,24 +611,15 @@ class ClassHandles:
 
 # -- removal in project classes of other files (read with `ast`, only when needed) -------
 
-_AST_CACHE: dict[str, Optional[ast.Module]] = {}
+def parse_file(index, path: str) -> Optional[ast.Module]:
+    """The `ast` of a project file in another file, read once per index (`ProjectIndex.source`)."""
+    found = index.source(path)
+    return found[0] if found is not None else None
 
 
-def parse_file(path: str) -> Optional[ast.Module]:
-    if path not in _AST_CACHE:
-        try:
-            with open(path, "rb") as f:
-                _AST_CACHE[path] = ast.parse(f.read())
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-            _AST_CACHE[path] = None
-        if len(_AST_CACHE) > 128:
-            _AST_CACHE.pop(next(iter(_AST_CACHE)))
-    return _AST_CACHE[path]
-
-
-def _class_node(summary) -> Optional[ast.ClassDef]:
+def _class_node(index, summary) -> Optional[ast.ClassDef]:
     """The `ast` of a project class in another file."""
-    tree = parse_file(summary.path)
+    tree = parse_file(index, summary.path)
     if tree is not None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and node.lineno == summary.line:
@@ -644,7 +635,7 @@ def external_attributes(index, qualified: str, depth: int = 0) -> set[str]:
     if summary is None or depth > 5:
         return set()
     found: set[str] = set()
-    node = _class_node(summary)
+    node = _class_node(index, summary)
     if node is not None:
         for n in ast.walk(node):
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
@@ -667,7 +658,7 @@ def _external_removals(index, qualified: Optional[str], depth: int = 0) -> set[s
     if summary is None or depth > 5:
         return set()
     found: set[str] = set()
-    node = _class_node(summary)
+    node = _class_node(index, summary)
     if node is not None:
         for item in node.body:
             if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -23,20 +23,16 @@ _MAX_DEPTH = 8
 # new run sees the files as they are then. What the rule learns this way depends on
 # the files the index lookups named, which a recording index notes.
 class _Sources:
-    def __init__(self) -> None:
+    def __init__(self, index) -> None:
+        self.index = index
         self.parsed: dict[str, Optional[tuple[ast.Module, list[str]]]] = {}
         self.functions: dict[tuple[str, int], Optional[cst.FunctionDef]] = {}
 
     def tree(self, path: str) -> Optional[tuple[ast.Module, list[str]]]:
         if path not in self.parsed:
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-                self.parsed[path] = (ast.parse(data), data.decode("utf-8", "replace").splitlines(True))
-            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-                self.parsed[path] = None
-            if len(self.parsed) > 64:
-                self.parsed.pop(next(iter(self.parsed)))
+            found = self.index.source(path)  # read once per index, as the run reads files
+            self.parsed[path] = None if found is None else (
+                found[0], found[1].decode("utf-8", "replace").splitlines(True))
         return self.parsed[path]
 
     def function(self, path: str, line: int) -> Optional[cst.FunctionDef]:
@@ -64,14 +60,8 @@ class _Sources:
         return None
 
 
-_SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def sources(index) -> _Sources:
-    found = _SOURCES.get(index)
-    if found is None:
-        found = _SOURCES[index] = _Sources()
-    return found
+    return index.memo("weight sources", lambda: _Sources(index))
 
 
 # -- is a heavy object worth reporting? -------------------------------------------------
