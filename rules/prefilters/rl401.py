@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import re
-import weakref
 
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.project.nodes import FileNodes
@@ -27,20 +26,13 @@ def _instance_method(imports: dict[str, str], fn: ast.AST) -> bool:
     return bool(params) and params[0].arg == "self"
 
 
-_ALIASES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def freezer_aliases(index, key=None) -> frozenset[str]:
     """Names a project module imports a function that freezes under, other than its own.
-    A question for `ProjectIndex.ask`; the answer only depends on the index, so it is
-    kept per index."""
-    answer = _ALIASES.get(index)
-    if answer is None:
-        answer = _ALIASES[index] = frozenset(
-            local for summary in index.modules.values()
-            for local, target in summary.imports.items()
-            if local != target.rpartition(".")[2] and index.resolve(target) in index.freezers)
-    return answer
+    A question for `ProjectIndex.ask`, which works each answer out once per index."""
+    return frozenset(
+        local for summary in index.modules.values()
+        for local, target in summary.imports.items()
+        if local != target.rpartition(".")[2] and index.resolve(target) in index.freezers)
 
 
 class GcFreezeWithoutUnfreezePrefilter(Prefilter):
