@@ -8,7 +8,18 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import proven_module_ref
 from retainlint.core.finding import Applicability, Severity
-from retainlint.analysis.module_caches import Candidate, ContainerTracker, Event, annotation_text
+from retainlint.analysis.heavy import find_param
+from retainlint.analysis.module_caches import (
+    Candidate,
+    ContainerTracker,
+    Event,
+    annotation_text,
+    builds_own,
+    per_object_key,
+    reads_container,
+)
+from retainlint.analysis.weight import substantial_value
+from retainlint.project.names import TENSOR_FACTORIES
 from retainlint.rules.prefilters.rl302 import StrongModuleValuedCachePrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 
@@ -58,6 +69,22 @@ A table filled at import time only (`ACT_FNS = {"relu": nn.ReLU()}`, or entries 
 at module level) is not reported: its values are created once and live as long as the
 process anyway; what leaks is what functions add at run time.
 
+A per-device or per-shape memo is not reported either: when every value functions store
+is one the writing function allocates itself from plain inputs - a tensor
+(`_ones[device] = torch.ones(1, device=device)`, `torch.tensor(LEVELS).to(device)`), a
+table it computes, a workspace object whose class holds no layer (`_Workspace(device)`) -
+and the key is a device, dtype, stream or shape rather than an object's identity. Such a
+dict keeps a few constants or a fixed scratch meant to live as long as the process, and
+grows only with the devices and static shapes the process uses. Under an identity key
+(`id(model)`, `t.data_ptr()`) it grows with every object, so it is still reported unless
+its values are tables of a few literal elements (a pointer table built from a list).
+A value handed in (a parameter, an attribute), a layer, or an object built around a heavy
+argument is never such a value.
+
+A registry whose own entries are classes or functions (`dict(basic=BasicBlock)`) holds
+classes: an `nn.Module` annotation on the dict, or on the parameter a function stores
+into it (`def register(name, block_fn: nn.Module)`), is taken as loose.
+
 A dict is not reported when the file removes entries from it (`del d[k]`, `.pop`,
 `.popitem`, `.clear`, `-=`), rebinds it from a function (`global d; d = {}`), or hands it
 to other code that might (`x = d`, `return d`, `prune(d)`), nor when a function or
@@ -67,8 +94,8 @@ plain values (strings, numbers, classes, functions) are never reported; neither 
 local variables. A dict keyed by heavy objects is RL301's.
 
 Dicts of models, layers and objects holding them are errors; dicts whose values are only
-known to be tensors are warnings (most are bounded per-device workspaces or constant
-tables - still GPU memory that outlives an engine, but rarely a whole model).
+known to be tensors are warnings (a caller's tensor kept by name, buffers kept per
+object: GPU memory that outlives an engine, but rarely a whole model).
 
 ## Why it leaks
 A module global is a GC root: its values live until the interpreter exits. A cache of
@@ -146,6 +173,23 @@ def get_buffer(name: str, n: int) -> torch.Tensor:
 def reset():
     _buffers.clear()
 """,
+        # a per-device memo of what the function allocates; a registry of classes
+        """
+import torch
+from torch import nn
+
+_ones: dict[torch.device, torch.Tensor] = {}
+_blocks = dict(linear=nn.Linear, conv=nn.Conv2d)
+
+def ones(device: torch.device) -> torch.Tensor:
+    t = _ones.get(device)
+    if t is None:
+        t = _ones[device] = torch.ones(1, device=device)
+    return t
+
+def register_block(name: str, block_fn: nn.Module):
+    _blocks[name] = block_fn
+""",
         # already weak; a local dict
         """
 import weakref
@@ -203,20 +247,21 @@ def get_rope(head_size: int, base: float) -> RotaryEmbedding:
     return rotary_emb
 """,
         ),
-        # inferred from writes (tensor factory, annotated parameter); aliased weakref; no
-        # fix where a fresh object is stored (the dict alone would hold it)
+        # inferred from writes (a tensor factory under an identity key, an annotated
+        # parameter); aliased weakref; no fix where a fresh object is stored (the dict
+        # alone would hold it)
         Example(
             """
 import weakref as wr
 
 import torch
 
-_workspaces = {}
+_buffers = {}
 _models = dict()
 
-def workspace(device, n: int):
-    _workspaces[device] = torch.zeros(n, device=device)
-    return _workspaces[device]
+def buffer_for(owner, n: int):
+    _buffers[id(owner)] = torch.zeros(n)
+    return _buffers[id(owner)]
 
 def remember(name: str, model: torch.nn.Module):
     _models.setdefault(name, model)
@@ -227,12 +272,12 @@ import weakref as wr
 
 import torch
 
-_workspaces = {}
+_buffers = {}
 _models = wr.WeakValueDictionary()
 
-def workspace(device, n: int):
-    _workspaces[device] = torch.zeros(n, device=device)
-    return _workspaces[device]
+def buffer_for(owner, n: int):
+    _buffers[id(owner)] = torch.zeros(n)
+    return _buffers[id(owner)]
 
 def remember(name: str, model: torch.nn.Module):
     _models.setdefault(name, model)
@@ -263,21 +308,28 @@ def load(name: str, model: nn.Module):
             return
         if self._removed_elsewhere(c):
             return
-        value_ann = self._value_annotation(c)
-        kinds: set[str] = set()
-        described = None
-        if value_ann is not None:
-            kinds = self._ann_kinds(value_ann)
-            if kinds:
-                described = annotation_text(value_ann)
         writes = [e for e in events if e.kind == "write" and e.value is not None]
         runtime = [e for e in writes if e.function is not None]
         if not runtime and (_starts_filled(c) or writes):
             # a table filled at import time (`ACT_FNS = {"relu": nn.ReLU()}`): its values
             # are created once and live as long as the process anyway
             return
+        # A registry whose own entries are classes (`dict(basic=BasicBlock)`) holds
+        # classes: a loose `nn.Module` annotation, on the dict or on the parameter a
+        # function stores (`register(name, block_fn: nn.Module)`), does not make its
+        # values instances.
+        of_classes = self._of_classes(c, writes)
+        value_ann = None if of_classes else self._value_annotation(c)
+        kinds: set[str] = set()
+        described = None
+        if value_ann is not None:
+            kinds = self._ann_kinds(value_ann)
+            if kinds:
+                described = annotation_text(value_ann)
         heavy_writes: list[Event] = []
         for e in runtime:
+            if of_classes and _stores_parameter(e):
+                continue
             write_kinds = self._write_kinds(e)
             if write_kinds:
                 kinds |= write_kinds
@@ -287,6 +339,8 @@ def load(name: str, model: nn.Module):
                 if isinstance(element, cst.DictElement):
                     kinds |= self._value_kinds(element.value, None, None, 0)
         if not kinds:
+            return
+        if "module" not in kinds and self._process_memo(c, runtime):
             return
         if described is None:
             described = (
@@ -306,6 +360,80 @@ def load(name: str, model: nn.Module):
         severity = Severity.WARNING if kinds == {"tensor"} else Severity.ERROR
         self.report(c.target, message, fix=fix, related=related, statement=c.statement,
                     severity=severity)
+
+    def _process_memo(self, c: Candidate, runtime: list[Event]) -> bool:
+        """Does every value functions store come from the cache itself - a tensor or a
+        workspace object the writing function allocates from plain inputs (see
+        `builds_own`) - under a key bounded by devices, dtypes or shapes, or, when the key
+        is an object's identity (`t.data_ptr()`), a table of a few literal elements? Then
+        the dict is a per-device / per-shape memo of constants or scratch meant to live as
+        long as the process: it keeps no model, and grows with nothing but the devices
+        and static shapes the process uses."""
+        for e in runtime:
+            if not builds_own(self.ctx, e.value, e.function, e.cls, container=c.name):
+                return False
+            if per_object_key(self.ctx, e.key, e.function, e.cls) and self._weighty(c, e):
+                return False
+        return True
+
+    def _weighty(self, c: Candidate, e: Event) -> bool:
+        """May the stored value pin more than a tensor of a few literal elements (followed
+        through locals: `t = torch.tensor(ptrs); d[k] = t`)? Objects other than such
+        tensors are taken to (a workspace may hold memory no tensor factory shows)."""
+        origins, pending, seen = [], [e.value], set()
+        while pending:
+            value = pending.pop()
+            if isinstance(value, cst.Name) and e.function is not None:
+                if value.value in seen:
+                    continue
+                seen.add(value.value)
+                pending.extend(
+                    v for v, _ in self.ctx.heavy.local_assignments(e.function).get(value.value, ())
+                    if v is not None and not reads_container(v, c.name)
+                    and not (isinstance(v, cst.Name) and v.value == "None"))
+            else:
+                origins.append(value)
+        return not origins or any(
+            not self._tensor_factory(v) or substantial_value(self.ctx, v, e.function)
+            for v in origins)
+
+    def _tensor_factory(self, value: cst.BaseExpression) -> bool:
+        """`torch.tensor(...)`, also through methods (`torch.tensor(ptrs).cuda()`)."""
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and isinstance(value.func.value, cst.Call):
+            value = value.func.value
+        return isinstance(value, cst.Call) and self.ctx.qualname(value.func) in TENSOR_FACTORIES
+
+    def _of_classes(self, c: Candidate, writes: list[Event]) -> bool:
+        """Are the dict's own entries (its literal, `dict(...)` arguments, writes at
+        module level) classes or functions, and is there at least one?"""
+        values: list[cst.BaseExpression] = []
+        if isinstance(c.value, cst.Dict):
+            values += [e.value for e in c.value.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(c.value, cst.Call) and c.container == "dict":
+            for arg in c.value.args:
+                if arg.keyword is not None:
+                    values.append(arg.value)
+                elif isinstance(arg.value, cst.Dict):
+                    values += [e.value for e in arg.value.elements if isinstance(e, cst.DictElement)]
+                else:
+                    return False  # `dict(other)`: entries not seen
+        values += [e.value for e in writes if e.function is None]
+        return bool(values) and all(self._names_class_or_function(v) for v in values)
+
+    def _names_class_or_function(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Lambda):
+            return True
+        qualified = self.ctx.qualname(value)
+        if qualified is None:
+            return False
+        if qualified in self.ctx.classes or qualified in self.ctx.functions:
+            return True
+        if self.ctx.heavy.is_heavy_qualname(qualified):
+            return True  # a heavy type named, not called (`nn.Linear`)
+        index = self.ctx.index
+        resolved = index.resolve(self.ctx.absolute(qualified)) or qualified
+        return resolved in index.classes or resolved in index.functions
 
     def _value_annotation(self, c: Candidate) -> Optional[cst.BaseExpression]:
         if c.ctor_type is not None:
@@ -403,6 +531,12 @@ def load(name: str, model: nn.Module):
             {c.small: replacement},
             imports=imports,
         ), None
+
+
+def _stores_parameter(e: Event) -> bool:
+    """`d[k] = block_fn` where `block_fn` is a parameter of the writing function."""
+    return (isinstance(e.value, cst.Name) and e.function is not None
+            and find_param(e.function, e.value.value) is not None)
 
 
 def _starts_filled(c: Candidate) -> bool:

@@ -13,6 +13,7 @@ from retainlint.rules.prefilters.rl303 import (
     imported_as_module,
     used_anywhere,
 )
+from retainlint.analysis.module_caches import builds_own
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.weight import substantial_value
 from retainlint.analysis.walk import visit
@@ -32,11 +33,76 @@ def _const(expr) -> Optional[str]:
     return None
 
 
+class _Guard(cst.CSTVisitor):
+    """Walks a function in source order up to one assignment: does the function read
+    one of its `global` names before it, and is the assignment conditional (inside an
+    `if`, or after a `return`/`raise`)? Nested functions and classes are not entered."""
+
+    def __init__(self, target: cst.CSTNode, names: set[str]) -> None:
+        self.target = target
+        self.names = names
+        self.stores: set[int] = set()  # the Name nodes assignments bind
+        self.ifs = 0
+        self.read = self.exited = False
+        self.reached = self.conditional = False
+
+    def _arrive(self, node: cst.CSTNode) -> bool:
+        """Go on into `node`? Not past the assignment, nor into its own targets."""
+        if node is self.target:
+            self.reached = True
+            self.conditional = self.ifs > 0 or self.exited
+        return not self.reached
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        self.stores.update(id(t.target) for t in node.targets)
+        return self._arrive(node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        self.stores.add(id(node.target))
+        return self._arrive(node)
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Global(self, node) -> bool:
+        return False
+
+    def visit_If(self, node: cst.If) -> bool:
+        self.ifs += 1
+        return not self.reached
+
+    def leave_If(self, node: cst.If) -> None:
+        self.ifs -= 1
+
+    def visit_Return(self, node) -> None:
+        self.exited = self.exited or not self.reached
+
+    def visit_Raise(self, node) -> None:
+        self.exited = self.exited or not self.reached
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if not self.reached and node.value in self.names and id(node) not in self.stores:
+            self.read = True
+
+
+def _on_demand(assignment: "_Assignment", declared: set[str]) -> bool:
+    """Created on demand: the function looks at its globals (`if _X is None`,
+    `cur = _X; if cur is None or cur.numel() < n`, `if _X is not None: return`) and
+    assigns only in some of its calls."""
+    guard = _Guard(assignment.node, declared)
+    visit(assignment.function.body, guard)
+    return guard.reached and guard.conditional and guard.read
+
+
 @dataclass
 class _Assignment:
     node: cst.CSTNode
     statement: Optional[cst.CSTNode]
     function: cst.FunctionDef
+    cls: Optional[cst.ClassDef] = None  # the class `function` is a method of
 
 
 @dataclass
@@ -66,7 +132,12 @@ code, and the global is reported with it as related location. Dropping the old o
 before assigning a new one, in the same function, is no reset.
 
 Not reported: globals only assigned at module level (import-time constants), globals
-that a function resets, values that pin no real memory (a tensor of a few literal
+that a function resets, process-wide scratch created on demand (a buffer the function
+allocates itself from plain inputs - a tensor, a workspace object whose class holds no
+layer - assigned only while the function's globals say it is missing or too small:
+`if _X is None: _X = torch.empty(n)`, `cur = _X; if cur is None or cur.numel() < n:`;
+every caller in the process shares it, so its owner is the process, not an engine it
+would outlive), values that pin no real memory (a tensor of a few literal
 elements such as `torch.zeros(4)`, a module without weights such as an op, a project
 object holding only such things), public globals (no leading underscore) of a module
 that another project file imports as a module (it may reset `mod.X = None` itself), and
@@ -115,6 +186,18 @@ def reset():
 
 def shutdown():
     reset()
+""",
+        # a grow-only scratch every caller shares, created on demand
+        """
+import torch
+
+_scratch = None
+
+def get_scratch(rows: int, device):
+    global _scratch
+    if _scratch is None or _scratch.shape[0] < rows:
+        _scratch = torch.empty((rows, 128), dtype=torch.uint8, device=device)
+    return _scratch[:rows]
 """,
         # not heavy; and a local that only shares the name
         """
@@ -195,7 +278,8 @@ def reset_buffers():
                 return
             entry = self._entry(target.value)
             if value is not None and self.ctx.heavy.is_heavy_value(value, fn, self.ctx.scope.method_class):
-                entry.heavy.append(_Assignment(node, self.ctx.scope.statement, fn))
+                entry.heavy.append(_Assignment(node, self.ctx.scope.statement, fn,
+                                               self.ctx.scope.method_class))
             else:
                 entry.resets.append(fn)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -256,8 +340,9 @@ def reset_buffers():
     def leave_Module(self, node: cst.Module) -> None:
         if self._dynamic:
             return
-        for entry in self._globals.values():
-            entry.heavy = [a for a in entry.heavy if self._substantial(a)]
+        for name, entry in self._globals.items():
+            entry.heavy = [a for a in entry.heavy
+                           if self._substantial(a) and not self._process_scratch(name, a)]
         candidates = {name: g for name, g in self._globals.items() if g.heavy}
         if not candidates:
             return
@@ -303,6 +388,19 @@ def reset_buffers():
         object that holds only such things."""
         value = self._origin(assignment)
         return not isinstance(value, cst.Call) or substantial_value(self.ctx, value, assignment.function)
+
+    def _process_scratch(self, name: str, assignment: _Assignment) -> bool:
+        """A buffer the function allocates itself, from plain inputs (a tensor, a
+        workspace object holding no layer: see `builds_own`), created on demand: only
+        while the function's globals say it is missing or too small. Every caller in the
+        process then shares the one object - a grow-only scratch, a fixed workspace -
+        whose owner is the process itself, not an engine it would outlive."""
+        value = assignment.node.value if isinstance(assignment.node, (cst.Assign, cst.AnnAssign)) else None
+        return (
+            value is not None
+            and builds_own(self.ctx, value, assignment.function, assignment.cls, container=name)
+            and _on_demand(assignment, self._declared.get(id(assignment.function), set()))
+        )
 
     def _module_level_names(self, module: cst.Module) -> dict[str, cst.FunctionDef]:
         return dict(self.ctx.functions)
