@@ -6,7 +6,7 @@ so this generates the code, counting characters, and notes offsets only where on
 those nodes starts and ends; given the file's text, it stops as soon as the last of them
 is done (on average halfway through the file). The ranges are the same as
 `PositionProvider`'s (syntactic: the whitespace a node owns is left out);
-`tests/test_positions.py` checks that node by node."""
+`tests/engine/test_positions.py` checks that node by node."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ One line per finding, sorted by position::
 In a multi-file case each finding line starts with `PATH:` (relative to the folder).
 
 The CLI runs as a subprocess, as a user runs it (`--output-format json`), never through
-retainlint's internals. The settings mirror tests/test_fixtures.py: the defaults, or the
+retainlint's internals. The settings mirror tests/rules/test_fixtures.py: the defaults, or the
 case's `<case>.toml` (read as a retainlint.toml and passed with `--config`; folders always
 get the defaults). Each case runs in a temporary copy with its own config file, so a
 pyproject.toml further up cannot leak in, and the paths in the snapshot are relative.
@@ -27,7 +27,7 @@ One CLI run per case, side by side in threads (the first test waits for all of t
 Single-file cases are not batched into one run per rule: a run is one project, and names
 resolve across its files, so cases checked together can report differently than alone
 (RL601/model_runner_shutdown does next to RL601/model_runner_v033), while
-tests/test_fixtures.py lints each file on its own.
+tests/rules/test_fixtures.py lints each file on its own.
 
 To accept new output (after reviewing it!):
 
@@ -120,7 +120,7 @@ def run_case(case: Case) -> str:
     One run per case, never several single-file cases in one run: a run is one project,
     whose index resolves names across its files (run together, two fixtures that both
     define `GPUModelRunner.load_model` change RL601's finding in one of them), while
-    tests/test_fixtures.py lints each file on its own."""
+    tests/rules/test_fixtures.py lints each file on its own."""
     with tempfile.TemporaryDirectory(prefix="retainlint-snapshot-") as tmp:
         tmp = Path(tmp)
         # Its own config file, passed explicitly: no settings from a config further up.

@@ -11,7 +11,7 @@ import pytest
 from conftest import BUGGY, run_cli
 from retainlint.engine.registry import all_rules
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from conftest import BUGGY, CLEAN
 from retainlint.integrations.action import ANNOTATIONS_PER_LEVEL, annotations, summary_markdown
 from retainlint.core.finding import Finding, Position, Severity
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false",
        "-c", "init.defaultBranch=main"]

@@ -10,7 +10,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from retainlint.engine.positions import ranges_of
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted([*ROOT.glob("fixtures/RL*/**/*.py"), *ROOT.glob("retainlint/*.py")])
 
 ODD = {

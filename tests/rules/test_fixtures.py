@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 RULES = {r.code: r for r in all_rules()}
 CASES = sorted(
     p for p in FIXTURES.glob("RL*/*.py") if not p.name.endswith(".fixed.py")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import BUGGY
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_wheel_installs_rules_and_runs_from_a_fresh_venv(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import BUGGY, CLEAN
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false",
        "-c", "init.defaultBranch=main"]
 

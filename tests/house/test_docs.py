@@ -6,7 +6,7 @@ from pathlib import Path
 from retainlint.docs import readme_with_table, rules_markdown
 from retainlint.engine.registry import all_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_readme_rule_table_matches_registry():

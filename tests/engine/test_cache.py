@@ -19,7 +19,7 @@ from retainlint.engine.lint import lint_bytes
 from retainlint.core.config import Settings
 from retainlint.engine.registry import all_prefilters, all_rules
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CODES = [r.code for r in all_rules()]
 
 
