@@ -10,7 +10,6 @@ whether another file of the project removes entries from a module global."""
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -194,9 +193,6 @@ def first_slice(sub: cst.Subscript) -> Optional[cst.BaseExpression]:
 
 
 # -- removals in other files -----------------------------------------------------------
-_REMOVED_BY_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def removed_in_project(index, qualified: str) -> bool:
     """Does a function or method anywhere in the project call a removing method on the
     module global `qualified` (`from pkg.mod import _CACHE` then `_CACHE.clear()`,
@@ -206,16 +202,18 @@ def removed_in_project(index, qualified: str) -> bool:
 
 
 def _removed_anywhere(index, qualified: str) -> bool:
-    removed = _REMOVED_BY_INDEX.get(index)
-    if removed is None:
-        removed = set()
-        for function in index.functions.values():
-            for call in function.calls:
-                owner, _, method = call.rpartition(".")
-                if method in _REMOVERS and "." in owner:
-                    removed.add(index.resolve(owner) or owner)
-        _REMOVED_BY_INDEX[index] = removed
+    removed = index.memo("module globals removed from", lambda: _globals_removed_from(index))
     return (index.resolve(qualified) or qualified) in removed
+
+
+def _globals_removed_from(index) -> set[str]:
+    removed = set()
+    for function in index.functions.values():
+        for call in function.calls:
+            owner, _, method = call.rpartition(".")
+            if method in _REMOVERS and "." in owner:
+                removed.add(index.resolve(owner) or owner)
+    return removed
 
 
 class ContainerTracker:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-import weakref
 
 from retainlint.project.container_scan import (
     Evidence,
@@ -15,22 +14,20 @@ from retainlint.project.container_scan import (
 from retainlint.project.prefilter import Prefilter
 
 
-# Simple names of everything any project function calls or any file imports, per index:
-# a reset function whose name is in none of them (nor used in its own file) is dead code.
-_USED_NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def used_anywhere(index, name: str) -> bool:
-    """Does any project function call, or any file import, something named `name`?"""
-    names = _USED_NAMES.get(index)
-    if names is None:
-        found: set[str] = set()
-        for f in index.functions.values():
-            found.update(c.rsplit(".", 1)[-1] for c in f.calls)
-        for summary in index.files.values():
-            found.update(v.rsplit(".", 1)[-1] for v in summary.imports.values())
-        names = _USED_NAMES[index] = frozenset(found)
-    return name in names
+    """Does any project function call, or any file import, something named `name`? (A
+    reset function whose name is in none of them, nor used in its own file, is dead code.)"""
+    return name in index.memo("names used anywhere", lambda: _used_names(index))
+
+
+def _used_names(index) -> frozenset[str]:
+    """Simple names of everything any project function calls or any file imports."""
+    found: set[str] = set()
+    for f in index.functions.values():
+        found.update(c.rsplit(".", 1)[-1] for c in f.calls)
+    for summary in index.files.values():
+        found.update(v.rsplit(".", 1)[-1] for v in summary.imports.values())
+    return frozenset(found)
 
 
 def imported_as_module(index, key: tuple[str, str]) -> bool:
