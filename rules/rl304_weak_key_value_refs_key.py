@@ -8,6 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
+from retainlint.analysis.cstutil import OwnScopeVisitor
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.holding import Scopes, ctx_code, first_slice, holds_heavy, reaches
 from retainlint.rules.prefilters.rl304 import WeakKeyValueRefsKeyPrefilter
@@ -411,21 +412,12 @@ class _WeakCtorFinder(cst.CSTVisitor):
             self.found = True
 
 
-class _Returns(cst.CSTVisitor):
+class _Returns(OwnScopeVisitor):
     """`return <value>` statements of one function (not of nested ones)."""
 
     def __init__(self) -> None:
         self.found: list[tuple[cst.Return, cst.CSTNode]] = []
         self._line: Optional[cst.CSTNode] = None
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
 
     def visit_SimpleStatementLine(self, node) -> None:
         self._line = node

@@ -9,7 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_functions, is_self, self_attribute
+from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions, is_self, self_attribute
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl601 import (
@@ -341,7 +341,7 @@ def _del_targets(target: cst.BaseExpression):
         yield target
 
 
-class _Collector(cst.CSTVisitor):
+class _Collector(OwnScopeVisitor):
     """Facts about one method body, nested functions and lambdas left out."""
 
     def __init__(self) -> None:
@@ -353,15 +353,6 @@ class _Collector(cst.CSTVisitor):
     def _tick(self) -> int:
         self.order += 1
         return self.order
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
 
     def visit_For(self, node) -> None:
         self.loops.append(self.order)

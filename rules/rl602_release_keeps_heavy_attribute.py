@@ -9,9 +9,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_functions, body_statements
 from retainlint.analysis.cstutil import (
+    OwnScopeVisitor,
     append_to_function,
+    body_functions,
+    body_statements,
     decorator_names,
     is_instance_method,
     is_self,
@@ -71,21 +73,12 @@ class _Facts:
     base_calls: list = field(default_factory=list)  # (Base expression, m) for Base.m(self)
 
 
-class _Collector(cst.CSTVisitor):
+class _Collector(OwnScopeVisitor):
     """What a release path does to `self`'s attributes (nested functions left out)."""
 
     def __init__(self) -> None:
         self.facts = _Facts()
         self.aliases: dict[str, set[str]] = {}  # local name -> attributes it holds
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
 
     # -- which attribute does an expression name? ---------------------------------
     @staticmethod

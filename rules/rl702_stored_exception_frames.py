@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_functions
+from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter, ADDERS
@@ -758,7 +758,7 @@ class _AllFunctions(cst.CSTVisitor):
         self.found.append((node, self._classes[-1] if self._classes else None))
 
 
-class _FunctionBody(cst.CSTVisitor):
+class _FunctionBody(OwnScopeVisitor):
     """What one function assigns to locals, raises, returns and takes entries out of,
     not entering nested scopes."""
 
@@ -767,15 +767,6 @@ class _FunctionBody(cst.CSTVisitor):
         self.raised: list[cst.BaseExpression] = []
         self.returns: list[cst.BaseExpression] = []
         self.taken: list[cst.BaseExpression] = []  # containers popped or deleted from
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -898,7 +889,7 @@ class _Clearing(cst.CSTVisitor):
                     self.read_before = True
 
 
-class _StoreFinder(cst.CSTVisitor):
+class _StoreFinder(OwnScopeVisitor):
     """Stores of the exception names in one handler body (or, for aliases, in the rest of
     the function), not entering nested scopes."""
 
@@ -918,15 +909,6 @@ class _StoreFinder(cst.CSTVisitor):
         self._narrow_in: dict[int, str] = {}  # id(block) -> a name narrowed inside it
 
     # scopes and statements
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
-
     def visit_ExceptHandler(self, node) -> bool:
         if node is self.skip:
             self.active = True

@@ -107,7 +107,3 @@ class FileContext:
     def is_release_method(self, fn: cst.FunctionDef) -> bool:
         return fn.name.value in self.settings.release_methods
 
-    def local_module_alias(self, module_name: str) -> Optional[str]:
-        """How this file spells an imported module at module level (`wr` after
-        `import weakref as wr`); an import inside some function is not visible elsewhere."""
-        return self.module_imports.local_name_for(module_name)

@@ -14,6 +14,20 @@ if TYPE_CHECKING:
 
 
 
+class OwnScopeVisitor(cst.CSTVisitor):
+    """Visits the statements of one scope: nested functions, classes and lambdas are
+    scopes of their own and are not entered."""
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+
 def body_statements(block) -> list:
     body = getattr(block, "body", block)
     return list(body.body) if isinstance(body, cst.IndentedBlock) else []
@@ -184,14 +198,6 @@ def in_body_of(stmt: Optional[cst.CSTNode], fn: cst.FunctionDef) -> bool:
     return stmt is not None and any(s is stmt for s in body_statements(fn))
 
 
-def module_ref(ctx: FileContext, module: str) -> tuple[str, tuple[str, ...]]:
-    """How to spell `module` in a fix, and the imports the fix must add for it."""
-    local = ctx.local_module_alias(module)
-    if local is not None:
-        return local, ()
-    return module, (module,)
-
-
 class _Bindings(cst.CSTVisitor):
     """Where a module binds one name, in any scope: the modules its imports bind it to
     (`import weakref`, `import weakref as name`), and how many other bindings there are
@@ -289,8 +295,10 @@ def _top_level_imports(module: cst.Module, name: str) -> list[str]:
 
 
 def proven_module_ref(ctx: FileContext, module: str) -> Optional[tuple[str, tuple[str, ...]]]:
-    """`module_ref`, or None when a fix cannot be sure the name it writes will be the
-    module when the code runs: the module is imported only under a condition
+    """How to spell `module` in a fix, and the imports the fix must add for it (its
+    top-level alias, or its own name plus `import module`); None when a fix cannot be
+    sure the name it writes will be the module when the code runs: the module is
+    imported only under a condition
     (`if TYPE_CHECKING:`, `if __name__ == "__main__":`, inside a function...), which the
     fixer takes for imported and would not import again; or the name it would use also
     stands for something else somewhere in the file (`weakref = ...`, a parameter,

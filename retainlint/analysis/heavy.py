@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_functions, body_statements
+from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions, body_statements
 from retainlint.analysis.walk import visit
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
 
@@ -195,20 +195,11 @@ def target_key(target: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-class _AssignmentCollector(cst.CSTVisitor):
+class _AssignmentCollector(OwnScopeVisitor):
     """Assignments in one function body, not descending into nested scopes."""
 
     def __init__(self) -> None:
         self.found: dict[str, list] = {}
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:

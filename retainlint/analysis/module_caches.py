@@ -15,6 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
+from retainlint.analysis.cstutil import OwnScopeVisitor
 from retainlint.analysis.heavy import find_param
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
 from retainlint.analysis.walk import visit
@@ -1080,16 +1081,7 @@ class _Ownership:
                 elif isinstance(target, cst.StarredElement):
                     bind(target.value, source)
 
-            class _Bindings(cst.CSTVisitor):
-                def visit_FunctionDef(self, node) -> bool:
-                    return False
-
-                def visit_ClassDef(self, node) -> bool:
-                    return False
-
-                def visit_Lambda(self, node) -> bool:
-                    return False
-
+            class _Bindings(OwnScopeVisitor):
                 def visit_Assign(self, node: cst.Assign) -> None:
                     for t in node.targets:
                         if isinstance(t.target, (cst.Tuple, cst.List)):

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol, S
 from retainlint.core.config import Settings
 from retainlint.core.gcpause import gc_paused
 from retainlint.core.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
-from retainlint.engine.cache import Entry, FindingsCache, Store, SummaryCache, config_key, digest, pack, unpack
-from retainlint.project.index import Consulted, FileSummary, ProjectIndex, module_name, summarize
+from retainlint.engine.cache import Entry, FindingsCache, Store, SummaryCache, config_key, pack, unpack
+from retainlint.project.index import Consulted, FileSummary, ProjectIndex, summarize
 from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_prefilters, all_rules, catalog
 
@@ -409,7 +409,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     # A file's identity is its content and its module name (an `__init__.py` deleted
     # elsewhere renames it, and every lookup of its names).
     absolute = {p: os.path.abspath(p) for p in readable}  # once: each call asks for the cwd
-    digests = {a: f"{digest(readable[p])} {module_name(a)}" for p, a in absolute.items()}
+    digests = {a: SummaryCache.key(a, readable[p]) for p, a in absolute.items()}
     config = config_key(settings, codes, mode.edits)
     found = _since_last_run(store, readable, absolute, digests, config, codes, settings, mode)
     if found is None:
