@@ -29,6 +29,9 @@ DEVELOPMENT = {
     "timm==1.0.31": [""],
     "trl==1.16.0": [""],
     "ray==2.60.0": ["ray/train", "ray/serve", "ray/util"],
+    "accelerate==1.15.0": [""],
+    "deepspeed==0.19.8": ["deepspeed-0.19.8/deepspeed"],
+    "pytorch-lightning==2.6.6": [""],
 }
 
 

@@ -22,7 +22,9 @@ import corpus  # noqa: E402 - the script's own folder
 ROOT = Path(__file__).resolve().parent.parent
 VERDICT = re.compile(r"`([^`\s]+):(\d+)`\s+(RL\d{3})\s+\**(true|minor|false)\**")
 TRIAGED = {"sglang": "sglang-0.5.23", "diffusers": "diffusers-0.42.1", "peft": "peft-0.21.2",
-           "timm": "timm-1.0.31", "trl": "trl-1.16.0", "ray": "ray-2.60.0"}
+           "timm": "timm-1.0.31", "trl": "trl-1.16.0", "ray": "ray-2.60.0",
+           "accelerate": "accelerate-1.15.0", "deepspeed": "deepspeed-0.19.8",
+           "pytorch-lightning": "pytorch-lightning-2.6.6"}
 
 
 def verdicts(tree: str) -> dict[tuple[str, int, str], str]:
@@ -34,7 +36,9 @@ def findings(requirement: str, folders: list[str]) -> list[dict]:
     top = corpus.fetch(requirement)
     done = subprocess.run(["retainlint", "check", *(f or "." for f in folders), "--no-cache",
                            "--output-format", "json", "--exit-zero"],
-                          cwd=top, capture_output=True, text=True, check=True)
+                          cwd=top, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"retainlint failed on {top} (exit {done.returncode}): {done.stderr.strip()}")
     return json.loads(done.stdout)
 
 
