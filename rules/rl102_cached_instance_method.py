@@ -16,7 +16,6 @@ from retainlint.project.index import CACHE_DECORATORS, instantiated_in_functions
 from retainlint.rules.prefilters.rl102 import (
     CachedInstanceMethodPrefilter,
     ENUM_BASES,
-    PROPERTY,
 )
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
@@ -49,12 +48,14 @@ Reports `@functools.lru_cache` / `@functools.cache` (however imported or aliased
 directly to an instance method, i.e. a method whose first parameter is `self`. The
 method kind comes from the whole decorator list, in any order: `@staticmethod` and
 `@classmethod` methods are not reported (whether written above or below the cache),
-nor `@property`-wrapped caches, methods of `enum.Enum` subclasses (`IntEnum`, `StrEnum`,
+nor methods of `enum.Enum` subclasses (`IntEnum`, `StrEnum`,
 `Flag`, ...), or classes whose only instance is a process-wide singleton: created once at
 module level in the same module, or published in a module global by a function of any
 module of the project (`global _platform; _platform = Platform()`, also through a class
 chosen at run time when the global is typed with the class), when no other function of
-the project makes one (test modules aside). Same as flake8-bugbear's B019 and pylint's
+the project makes one (test modules aside). A `@property` stacked on the cache is
+reported like any other method: the cache is still on the function and keyed by `self`
+(`functools.cached_property` is the cure). Same as flake8-bugbear's B019 and pylint's
 W1518, without their known false positives.
 
 Bounded caches are reported too. The finding is an error when the class is heavy (a
@@ -147,15 +148,6 @@ def current_platform() -> Platform:
         _current = Platform()
     return _current
 """,
-        # a property-wrapped cache
-        """
-from functools import lru_cache
-class Config:
-    @property
-    @lru_cache()
-    def derived(self):
-        return 1
-""",
         # a nested function, not a method
         """
 from functools import cache
@@ -211,6 +203,22 @@ b = Lookup()
 """,
             lines=[5],
         ),
+        # `@property` over the cache: still one class-level cache keyed by `self`
+        Example(
+            """
+from functools import lru_cache
+
+class DataParser:
+    def __init__(self, df):
+        self.df = df
+
+    @property
+    @lru_cache()
+    def field_metas(self):
+        return [str(c) for c in self.df.columns]
+""",
+            lines=[9],
+        ),
         # a project decorator that wraps lru_cache
         Example(
             """
@@ -244,9 +252,9 @@ class Engine:
         if cls is None or self.ctx.scope.function is not node:
             return
         names = self._decorator_names(node)
-        if names & NOT_INSTANCE_DECORATORS or names & PROPERTY or any(
-            n.endswith((".setter", ".getter", ".deleter")) for n in names
-        ):
+        # a `@property` (or `cached_property`) over the cache does not help: the cache is
+        # still on the function, keyed by `self` (pygwalker's data parsers)
+        if names & NOT_INSTANCE_DECORATORS:
             return
         params = node.params.posonly_params or node.params.params
         if not params or params[0].name.value != "self":

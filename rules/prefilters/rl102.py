@@ -13,15 +13,6 @@ from retainlint.project.prefilter import Prefilter
 from retainlint.project.ast_facts import absolute, decorator_name, file_imports, qualify
 
 
-
-# `@property` over a cache: the (deprecated) cached-property spelling; left alone.
-PROPERTY = frozenset(
-    {
-        "property", "builtins.property", "functools.cached_property", "abc.abstractproperty",
-        "types.DynamicClassAttribute", "enum.property",
-    }
-)
-
 ENUM_BASES = frozenset(
     {
         "enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag",
@@ -47,7 +38,7 @@ class CachedInstanceMethodPrefilter(Prefilter):
     @classmethod
     def scan(cls, nodes: FileNodes) -> frozenset[str]:
         """The qualified decorators of instance methods (first parameter `self`) that no
-        decorator makes static, class or property methods, in classes that are not enums
+        decorator makes static or class methods, in classes that are not enums
         by their own bases: one of them must be a cache decorator."""
         found: set[str] = set()
         imports = None
@@ -66,8 +57,7 @@ class CachedInstanceMethodPrefilter(Prefilter):
                 if not params or params[0].arg != "self":
                     continue
                 names = [decorator_name(imports, d) for d in fn.decorator_list]
-                if any(n in NOT_INSTANCE_DECORATORS or n in PROPERTY
-                       or n.endswith((".setter", ".getter", ".deleter")) for n in names if n):
+                if any(n in NOT_INSTANCE_DECORATORS for n in names if n):
                     continue
                 found.update(n for n in names if n)
         return frozenset(found)
