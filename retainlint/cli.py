@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -149,14 +150,21 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: CPU count).")
+@click.option("--no-installed-types", is_flag=True,
+              help="Do not read installed packages (with astroid) to tell which of their types are heavy.")
+@click.option("-v", "--verbose", is_flag=True, help="Say what the run did besides checking (on stderr).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
           output_format, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
-          force_exclude, config_path, color, jobs) -> None:
+          force_exclude, config_path, color, jobs, no_installed_types, verbose) -> None:
     """Check PATHS (default: the current directory)."""
+    if verbose:
+        logging.basicConfig(level=logging.INFO, format="retainlint: %(message)s")
     paths = paths or (".",)
     try:
         start = Path(paths[0])
         settings = load_settings(start if start.is_dir() else start.parent, config_path)
+        if no_installed_types:
+            settings = settings.with_overrides(installed_types=False)
         validate_selectors(settings)
         chosen = select_rules(
             _split(select) or settings.select,

@@ -41,6 +41,8 @@ class Settings:
     unsafe_fixes: bool = False
     # RL501: also report discarded handles of per-object hooks (lower severity).
     per_object_hooks: bool = False
+    # Read heavy types of installed packages (the imports of the checked code) with astroid.
+    installed_types: bool = True
     root: Path = field(default_factory=Path.cwd)  # directory of the config file
     source: Optional[Path] = None  # the config file read, if any
 
@@ -142,7 +144,7 @@ def settings_from_table(table: dict[str, Any], path: Path) -> Settings:
             ):
                 raise ConfigError(f"{where}: expected a list of strings, got {_shown(value)}")
             values[_LIST_KEYS[key]] = tuple(value)
-        elif key in ("unsafe-fixes", "per-object-hooks"):
+        elif key in ("unsafe-fixes", "per-object-hooks", "installed-types"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: expected true or false, got {_shown(value)}")
             values[key.replace("-", "_")] = value

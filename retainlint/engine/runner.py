@@ -20,6 +20,7 @@ from retainlint.core.config import Settings
 from retainlint.core.gcpause import gc_paused
 from retainlint.core.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
 from retainlint.engine.cache import Entry, FindingsCache, Store, SummaryCache, config_key, pack, unpack
+from retainlint.engine.installed_facts import installed_types
 from retainlint.project.index import Consulted, FileSummary, ProjectIndex, summarize
 from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_prefilters, all_rules, catalog
@@ -310,7 +311,7 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
             summaries.append(summary)
         if cache is not None and contents is not None and path in contents:
             cache.put(path, contents[path], summary or False)  # False: does not parse
-    return ProjectIndex(summaries, settings.heavy_types)
+    return ProjectIndex(summaries, settings.heavy_types, installed_types(settings))
 
 
 def _check_all(paths: list[str], codes: Sequence[str], settings: Settings, mode: Mode,

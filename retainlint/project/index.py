@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Optional, Sequence, TypeVar
 
 from retainlint.core.gcpause import gc_paused
+from retainlint.project.installed_types import Verdicts, known_verdicts
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
@@ -559,12 +560,15 @@ class _Recorded(dict):
 
 _TABLES = ("files", "modules", "classes", "functions")
 # Derived facts a snapshot carries, so that a restored index need not recompute them.
-_FACTS = ("heavy_types", "bound_callers", "instance_callers", "heavy_classes", "cache_decorators", "freezers",
+_FACTS = ("heavy_types", "heavy_factories", "bound_callers", "instance_callers", "heavy_classes", "cache_decorators", "freezers",
           "unfreezers", "heavy_names", "cached_names")
 
 
 class ProjectIndex:
-    def __init__(self, summaries: Iterable[FileSummary], heavy_types: Iterable[str] = ()) -> None:
+    def __init__(self, summaries: Iterable[FileSummary], heavy_types: Iterable[str] = (),
+                 installed: Optional[Callable[[set[str], set[str]], Verdicts]] = None) -> None:
+        """`installed`: what installed packages say of the names the project imports from
+        outside itself (see installed_types); the shipped table answers without it."""
         self._tables()
         self._fingerprint: Optional[str] = None
         self.answers: dict[tuple[str, Hashable], Hashable] = {}  # see `ask`
@@ -577,7 +581,14 @@ class ProjectIndex:
                     self.functions.setdefault(m.qualname, m)
             for f in s.functions.values():
                 self.functions.setdefault(f.qualname, f)
-        self.heavy_types = frozenset(heavy_types)
+        names, decorators = self._outside_names()
+        outside = known_verdicts(names)
+        if installed is not None:
+            read = installed(names, decorators)
+            outside = Verdicts(outside.heavy_types | read.heavy_types,
+                               outside.heavy_factories | read.heavy_factories, read.cache_decorators)
+        self.heavy_types = frozenset(heavy_types) | outside.heavy_types
+        self.heavy_factories = outside.heavy_factories  # functions outside returning a heavy type
         # cached function -> [(path, line)] of calls that may pass a bound method
         self.bound_callers: dict[str, list[tuple[str, int]]] = {}
         # ... of those, calls that pass the instance itself
@@ -589,10 +600,11 @@ class ProjectIndex:
                     callers.setdefault(self.resolve(callee) or callee, []).extend(
                         (summary.path, line) for line in lines)
         self.heavy_classes = self._heavy_classes()
-        self.cache_decorators = self._cache_decorators()
+        self.cache_decorators = self._cache_decorators() | outside.cache_decorators
         self.freezers, self.unfreezers = self._gc_effects()
         # Simple names, as bytes, for prefilters (computed now: a lint may be recorded later).
-        self.heavy_names = frozenset(q.rsplit(".", 1)[1].encode() for q in self.heavy_classes)
+        self.heavy_names = frozenset(q.rsplit(".", 1)[1].encode() for q in (
+            *self.heavy_classes, *outside.heavy_types, *outside.heavy_factories))
         self.cached_names = frozenset(  # cached module-level functions
             f.qualname.rsplit(".", 1)[1].encode() for f in self.functions.values()
             if not f.is_method and any(self.is_cache_decorator(d) for d in f.decorators))
@@ -754,7 +766,8 @@ class ProjectIndex:
         callers = sorted((q, sorted(self.bound_callers.get(q, ())),
                           sorted(self.instance_callers.get(q, ()))) for q, _ in cached)
         facts = (sorted(self.heavy_classes), sorted(self.cache_decorators), cached, callers,
-                 sorted(self.freezers), sorted(self.unfreezers), sorted(self.heavy_types))
+                 sorted(self.freezers), sorted(self.unfreezers), sorted(self.heavy_types),
+                 sorted(self.heavy_factories))
         return hashlib.sha1(repr(facts).encode()).hexdigest()
 
     # -- names ---------------------------------------------------------------------
@@ -779,6 +792,27 @@ class ProjectIndex:
         return summary.module if summary is not None else module_name(path)
 
     # -- derived facts -------------------------------------------------------------
+    def _outside_names(self) -> tuple[set[str], set[str]]:
+        """Names from outside the checked tree the project imports, derives from, calls
+        or annotates with; and those it decorates functions with."""
+        tops = {m.partition(".")[0] for m in dict.keys(self.modules)}
+        names: set[str] = set()
+        decorators: set[str] = set()
+        for summary in dict.values(self.files):
+            names.update(summary.imports.values())
+            for cls in summary.classes.values():
+                names.update(cls.bases)
+                for makers in cls.attributes.values():
+                    names.update(makers)
+            for f in (*summary.functions.values(),
+                      *(m for c in summary.classes.values() for m in c.methods.values())):
+                names.update(f.calls)
+                names.update(f.returns)
+                decorators.update(f.decorators)
+        names = {r for r in map(self.resolve, names) if r and r.partition(".")[0] not in tops}
+        decorators = {r for r in map(self.resolve, decorators) if r and r.partition(".")[0] not in tops}
+        return names, decorators
+
     def _heavy_classes(self) -> frozenset[str]:
         """Project classes deriving from a heavy type, or holding a heavy attribute (one
         assigned a tensor factory's result, a heavy class instance, or the result of a
@@ -799,7 +833,8 @@ class ProjectIndex:
                 for callee in {c for makers in cls.attributes.values() for c in makers}:
                     resolved = self.resolve(callee)
                     if (callee in TENSOR_FACTORIES or resolved in TENSOR_FACTORIES
-                            or self._heavy_builtin(callee) or self._heavy_builtin(resolved)):
+                            or self._heavy_builtin(callee) or self._heavy_builtin(resolved)
+                            or resolved in self.heavy_factories):
                         heavy.add(name)
                         break
                     depends.add(resolved)
@@ -848,7 +883,10 @@ class ProjectIndex:
 
     def returns_heavy(self, qualified: Optional[str]) -> bool:
         """Is `qualified` a project function annotated to return a heavy type?"""
-        f = self.functions.get(self.resolve(qualified) or "")
+        resolved = self.resolve(qualified) or ""
+        if resolved in self.heavy_factories:  # from an installed package, or the table
+            return True
+        f = self.functions.get(resolved)
         return f is not None and any(self.is_heavy_class(r) for r in f.returns)
 
     def _cache_decorators(self) -> frozenset[str]:

@@ -1,0 +1,476 @@
+"""Heavy types, heavy factories and cache decorators of the packages a project imports.
+
+A user project is built on other libraries (`class Denoiser(diffusers.ModelMixin)`,
+`timm.create_model(...)`): whether such a name is a model is read from the installed
+package's source with astroid - parsed, never imported or run - and kept as a fact of
+the distribution's version, so that astroid runs once per (distribution, version) and
+name, never on a warm run. A package that is not installed is judged by a small shipped
+table of the major libraries' heavy bases (`KNOWN_HEAVY_TYPES`, listed in the README).
+
+Files are found by walking `sys.path` (a package directory or module file, and the
+`*.dist-info` beside it), never with `importlib`, which runs a package's `__init__` to
+find its submodules. astroid is imported only when a name is not yet known.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol
+
+from retainlint.project.names import HEAVY_TYPES
+
+if TYPE_CHECKING:
+    from astroid import nodes
+
+log = logging.getLogger("retainlint.installed_types")
+
+# Well-known heavy bases and factories of major libraries: the answer when the package
+# is not installed where retainlint runs (pre-commit's own environment, a CI job).
+KNOWN_HEAVY_TYPES = frozenset({
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.jit.ScriptModule",
+    "torch.fx.GraphModule",
+    "diffusers.ModelMixin",
+    "diffusers.models.modeling_utils.ModelMixin",
+    "diffusers.DiffusionPipeline",
+    "diffusers.pipelines.pipeline_utils.DiffusionPipeline",
+    "timm.models.vision_transformer.VisionTransformer",
+    "peft.PeftModel",
+    "peft.peft_model.PeftModel",
+    "peft.tuners.tuners_utils.BaseTuner",
+    "lightning.LightningModule",
+    "lightning.pytorch.LightningModule",
+    "lightning.pytorch.core.module.LightningModule",
+    "pytorch_lightning.LightningModule",
+    "pytorch_lightning.core.module.LightningModule",
+    "sentence_transformers.SentenceTransformer",
+    "sentence_transformers.SentenceTransformer.SentenceTransformer",
+    "transformers.PreTrainedModel",
+    "transformers.Pipeline",
+    "transformers.pipelines.base.Pipeline",
+})
+KNOWN_HEAVY_FACTORIES = frozenset({
+    "timm.create_model",
+    "timm.models.create_model",
+    "timm.models._factory.create_model",
+    "peft.get_peft_model",
+    "peft.mapping_func.get_peft_model",
+    "transformers.pipeline",
+    "accelerate.utils.extract_model_from_parallel",
+})
+
+_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+
+# What a name is, as cached: a class deriving from a heavy type, a function returning
+# one, a decorator applying a cache, or none of those ("").
+HEAVY, FACTORY, CACHE, NOTHING = "heavy", "factory", "cache", ""
+
+# Packages never read: torch's heavy types are known by name (names.py, the table), and
+# its two thousand modules would take the whole budget.
+_NOT_READ = frozenset({"torch", "builtins", "__future__", "typing", "typing_extensions"})
+_MAX_FILE_BYTES = 4 << 20
+_MAX_DEPTH = 12
+DEFAULT_BUDGET_S = 5.0
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """What the installed packages (and the table) say about the names a project uses."""
+    heavy_types: frozenset[str] = frozenset()
+    heavy_factories: frozenset[str] = frozenset()
+    cache_decorators: frozenset[str] = frozenset()
+
+
+class FactStore(Protocol):
+    """Where the facts of one (distribution, version) are kept between runs."""
+
+    def load(self, dist: str, version: str) -> dict[str, str]: ...
+
+    def save(self, dist: str, version: str, facts: dict[str, str]) -> None: ...
+
+
+def known_verdicts(names: Iterable[str]) -> Verdicts:
+    """The shipped table's answer, installed or not."""
+    names = set(names)
+    return Verdicts(frozenset(names & KNOWN_HEAVY_TYPES), frozenset(names & KNOWN_HEAVY_FACTORIES))
+
+
+def installed_verdicts(names: Iterable[str], decorators: Iterable[str], store: FactStore,
+                       budget_s: float = DEFAULT_BUDGET_S) -> Verdicts:
+    """Verdicts on `names` (bases, annotations, constructors, callees) and `decorators`
+    that belong to installed distributions. Known facts come from `store`; the rest are
+    read with astroid until `budget_s` is spent (those left are asked again next run)."""
+    decorators = set(decorators)
+    by_dist: dict[Distribution, list[str]] = {}
+    for name in sorted(set(names) | decorators):
+        top = name.partition(".")[0]
+        if top in _NOT_READ or top in sys.stdlib_module_names:
+            continue
+        dist = distribution_of(top)
+        if dist is not None:
+            by_dist.setdefault(dist, []).append(name)
+    found: dict[str, str] = {}
+    reader: Optional[Reader] = None
+    deadline = time.monotonic() + budget_s
+    left = 0
+    for dist, asked in sorted(by_dist.items(), key=lambda item: item[0].name):
+        facts = store.load(dist.name, dist.version)
+        unknown = [n for n in asked if n not in facts
+                   and (n in decorators or dist.may_define_models)]
+        new = 0
+        for name in unknown:
+            if time.monotonic() > deadline:
+                left += 1
+                continue
+            if reader is None:
+                reader = Reader()
+            facts[name] = reader.verdict(name, dist)
+            new += 1
+        if new:
+            store.save(dist.name, dist.version, facts)
+        found.update((n, facts[n]) for n in asked if n in facts)
+    if reader is not None:
+        log.info("installed types: %d names read with astroid in %.2fs",
+                 reader.asked, reader.seconds)
+    if left:
+        log.info("installed types: time budget spent, %d names left for the next run", left)
+    return Verdicts(
+        frozenset(n for n, v in found.items() if v == HEAVY),
+        frozenset(n for n, v in found.items() if v == FACTORY),
+        frozenset(n for n, v in found.items() if v == CACHE and n in decorators))
+
+
+# -- where installed packages are ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str  # as its .dist-info folder spells it (normalized by the installer)
+    version: str
+    root: str  # the sys.path entry holding it
+    info: str = field(compare=False, default="")  # its .dist-info folder
+
+    @property
+    def may_define_models(self) -> bool:
+        """Does it depend on torch (or is it torch-free)? A package that requires neither
+        torch nor a package built on it cannot define a model, and is not read."""
+        return _requires_torch(self.info)
+
+
+def _dist_info_dirs(entry: str) -> list[str]:
+    try:
+        return [n for n in os.listdir(entry) if n.endswith(".dist-info")]
+    except OSError:
+        return []
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _tops_of(info: str) -> set[str]:
+    """Top-level modules a distribution installs (top_level.txt, else its RECORD)."""
+    try:
+        with open(os.path.join(info, "top_level.txt"), encoding="utf-8") as f:
+            return {line.strip() for line in f if line.strip()}
+    except OSError:
+        pass
+    tops = set()
+    try:
+        with open(os.path.join(info, "RECORD"), encoding="utf-8") as f:
+            for line in f:
+                path = line.split(",", 1)[0]
+                head, sep, _ = path.partition("/")
+                if sep and not head.endswith((".dist-info", ".data")) and head != "..":
+                    tops.add(head)
+                elif not sep and path.endswith(".py"):
+                    tops.add(path[:-3])
+    except OSError:
+        pass
+    return tops
+
+
+@lru_cache(maxsize=None)
+def distribution_of(top: str) -> Optional[Distribution]:
+    """The installed distribution providing top-level module `top`, found on `sys.path`
+    beside the package itself; None when it is not installed (or not from a wheel)."""
+    here = os.getcwd()
+    for entry in sys.path:
+        if not entry or os.path.abspath(entry) == here:
+            continue  # the checked tree (`python -m`) is not an installed package
+        if not (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py"))):
+            continue
+        infos = _dist_info_dirs(entry)
+        ordered = sorted(infos, key=lambda n: _normalized(n.split("-", 1)[0]) != _normalized(top))
+        for name in ordered:
+            info = os.path.join(entry, name)
+            if top in _tops_of(info):
+                dist, _, rest = name[:-len(".dist-info")].partition("-")
+                return Distribution(dist, rest or "0", entry, info)
+        return None  # the first match on the path is what Python would import
+    return None
+
+
+@lru_cache(maxsize=None)
+def _requires_torch(info: str) -> bool:
+    try:
+        with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as f:
+            head = f.read(200_000).partition("\n\n")[0]
+    except OSError:
+        return True
+    name = re.search(r"^Name:\s*(\S+)", head, re.M)
+    if name and _normalized(name.group(1)) == "torch":
+        return True
+    return any(_normalized(req) in _BUILT_ON_TORCH
+               for req in re.findall(r"^Requires-Dist:\s*([A-Za-z0-9_.-]+)", head, re.M))
+
+
+_BUILT_ON_TORCH = frozenset({"torch", "transformers", "diffusers", "timm", "peft", "accelerate",
+                             "lightning", "pytorch_lightning", "sentence_transformers"})
+
+
+def module_file(root: str, module: str) -> Optional[str]:
+    """The source file of `module` under sys.path entry `root` (a package's
+    `__init__.py`), or None; a namespace package's directory has none."""
+    base = os.path.join(root, *module.split("."))
+    for candidate in (os.path.join(base, "__init__.py"), base + ".py",
+                      os.path.join(base, "__init__.pyi"), base + ".pyi"):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+# -- reading them with astroid ------------------------------------------------------------
+
+def _heavy_by_name(qualified: str) -> bool:
+    if qualified in HEAVY_TYPES or qualified in KNOWN_HEAVY_TYPES:
+        return True
+    return (qualified.startswith("torch.nn.") and qualified.count(".") == 2
+            and qualified.rsplit(".", 1)[1][:1].isupper())
+
+
+class Reader:
+    """Resolves names through installed source with astroid: a module is parsed at most
+    once, without astroid's transforms (they infer, which builds torch: seconds per class),
+    and a class's ancestors are followed by their qualified names, stopping at heavy types
+    known by name rather than reading torch."""
+
+    def __init__(self) -> None:
+        from astroid.builder import AstroidBuilder
+        from astroid.manager import AstroidManager
+
+        class Builder(AstroidBuilder):
+            # Nothing is inferred while parsing: instance attributes and star imports
+            # (followed on demand, below) would otherwise build every module they touch.
+            def delayed_assattr(self, node: Any) -> None:
+                return None
+
+            def add_from_names_to_locals(self, node: Any, global_name: Any) -> None:
+                if node.names[0][0] != "*":
+                    super().add_from_names_to_locals(node, global_name)
+
+        self._builder = Builder(AstroidManager(), apply_transforms=False)
+        self._modules: dict[str, Optional[nodes.Module]] = {}
+        self._verdicts: dict[str, str] = {}
+        self._root = ""
+        self.asked = 0
+        self.seconds = 0.0
+
+    def verdict(self, qualified: str, dist: Distribution) -> str:
+        started = time.monotonic()
+        self.asked += 1
+        self._root = dist.root
+        try:
+            return self._verdict(qualified, 0)
+        except (RecursionError, ValueError, AttributeError) as e:  # odd source: no verdict
+            log.info("installed types: %s not read: %s", qualified, e)
+            return NOTHING
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def _verdict(self, qualified: str, depth: int) -> str:
+        if qualified in _CACHES:
+            return CACHE
+        if _heavy_by_name(qualified):
+            return HEAVY
+        if qualified in KNOWN_HEAVY_FACTORIES:
+            return FACTORY
+        if qualified.partition(".")[0] in _NOT_READ or depth > _MAX_DEPTH:
+            return NOTHING
+        if qualified not in self._verdicts:
+            self._verdicts[qualified] = NOTHING  # guards cycles
+            self._verdicts[qualified] = self._judge(qualified, depth)
+        return self._verdicts[qualified]
+
+    def _judge(self, qualified: str, depth: int) -> str:
+        from astroid import nodes
+
+        found = self._definition(qualified, depth)
+        if found is None:
+            return NOTHING
+        canonical, node = found
+        if canonical != qualified:
+            return self._verdict(canonical, depth + 1)
+        if isinstance(node, nodes.ClassDef):
+            return HEAVY if any(self._verdict(b, depth + 1) == HEAVY
+                                for b in self._bases(node)) else NOTHING
+        if isinstance(node, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+            if self._applies_cache(node):
+                return CACHE
+            if self._returns_heavy(node, depth):
+                return FACTORY
+        if isinstance(node, nodes.AssignName) and isinstance(node.parent, nodes.Assign):
+            value = node.parent.value
+            if isinstance(value, nodes.Call) and self._qualify(value.func) in _CACHES:
+                return CACHE  # `cache = functools.lru_cache(maxsize=None)`
+        return NOTHING
+
+    # -- modules and names --------------------------------------------------------------
+    def _module(self, name: str) -> Optional[nodes.Module]:
+        if name not in self._modules:
+            self._modules[name] = None
+            path = module_file(self._root, name)
+            if path is not None and os.path.getsize(path) <= _MAX_FILE_BYTES:
+                try:
+                    self._modules[name] = self._builder.file_build(path, name)
+                except Exception as e:  # noqa: BLE001 - unparsable or undecodable source: unknown
+                    log.info("installed types: cannot read %s: %s", path, e)
+        return self._modules[name]
+
+    def _definition(self, qualified: str, depth: int) -> Optional[tuple[str, Any]]:
+        """(qualified name where it is defined, its node) for a class, function or
+        assigned name; following imports, re-exports, aliases and star imports."""
+        from astroid import nodes
+
+        module_name, _, name = qualified.rpartition(".")
+        module = self._module(module_name) if module_name else None
+        if module is None or depth > _MAX_DEPTH:
+            return None
+        for node in reversed(module.locals.get(name, [])):
+            if isinstance(node, (nodes.ClassDef, nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                return qualified, node
+            if isinstance(node, nodes.ImportFrom):
+                target = self._import_target(module, node, name)
+                if target and target != qualified:
+                    return target, None
+            if isinstance(node, nodes.AssignName) and isinstance(node.parent, nodes.Assign):
+                value = node.parent.value
+                if isinstance(value, (nodes.Name, nodes.Attribute)):
+                    target = self._qualify(value)
+                    if target and target != qualified:
+                        return target, None
+                return qualified, node
+        for node in module.body:  # `from .models import *`
+            if isinstance(node, nodes.ImportFrom) and node.names[0][0] == "*":
+                base = module.relative_to_absolute_name(node.modname, node.level)
+                found = self._definition(f"{base}.{name}", depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    @staticmethod
+    def _import_target(module: nodes.Module, node: Any, name: str) -> Optional[str]:
+        base = module.relative_to_absolute_name(node.modname, node.level)
+        for original, alias in node.names:
+            if (alias or original) == name:
+                return f"{base}.{original}"
+        return None
+
+    def _qualify(self, expr: Any) -> Optional[str]:
+        """A dotted name as written in a module, qualified through that module's imports
+        (`nn.Module` -> `torch.nn.Module`)."""
+        from astroid import nodes
+
+        parts = []
+        while isinstance(expr, nodes.Attribute):
+            parts.append(expr.attrname)
+            expr = expr.expr
+        if not isinstance(expr, nodes.Name):
+            return None
+        module = expr.root()
+        head = expr.name
+        for node in module.locals.get(head, []):
+            if isinstance(node, nodes.ImportFrom):
+                target = self._import_target(module, node, head)
+                if target:
+                    return ".".join([target, *reversed(parts)])
+            if isinstance(node, nodes.Import):
+                for original, alias in node.names:
+                    if alias == head:
+                        return ".".join([original, *reversed(parts)])
+                    if alias is None and original.partition(".")[0] == head:
+                        return ".".join([head, *reversed(parts)])
+            if isinstance(node, (nodes.ClassDef, nodes.FunctionDef, nodes.AssignName)):
+                return ".".join([module.name, head, *reversed(parts)])
+        return None
+
+    def _bases(self, cls: nodes.ClassDef) -> list[str]:
+        return [q for q in map(self._qualify, cls.bases) if q]
+
+    # -- what a function does -------------------------------------------------------------
+    def _annotation_names(self, ann: Any) -> list[str]:
+        """`X`, `X | None`, `Optional[X]`, `Union[X, Y]` -> qualified X (and Y)."""
+        from astroid import nodes
+
+        if ann is None:
+            return []
+        if isinstance(ann, nodes.Const) and isinstance(ann.value, str):
+            return []  # a string annotation: its names are not bound at runtime here
+        if isinstance(ann, nodes.BinOp) and ann.op == "|":
+            return self._annotation_names(ann.left) + self._annotation_names(ann.right)
+        if isinstance(ann, nodes.Subscript):
+            if self._qualify(ann.value) in ("typing.Optional", "typing.Union"):
+                items = ann.slice.elts if isinstance(ann.slice, nodes.Tuple) else [ann.slice]
+                return [q for item in items for q in self._annotation_names(item)]
+            return []
+        q = self._qualify(ann)
+        return [q] if q else []
+
+    def _returns_heavy(self, fn: Any, depth: int) -> bool:
+        from astroid import nodes
+
+        if any(self._verdict(q, depth + 1) == HEAVY for q in self._annotation_names(fn.returns)):
+            return True
+        if fn.returns is not None:
+            return False  # annotated with something else: believed
+        made: dict[str, bool] = {}
+        for node in fn.nodes_of_class((nodes.Assign, nodes.Return)):
+            if node.scope() is not fn or node.value is None:
+                continue
+            value = node.value
+            heavy = isinstance(value, nodes.Call) and self._call_heavy(value, depth)
+            if isinstance(node, nodes.Assign):
+                for target in node.targets:
+                    if isinstance(target, nodes.AssignName):
+                        made[target.name] = made.get(target.name, False) or heavy
+            elif heavy or (isinstance(value, nodes.Name) and made.get(value.name)):
+                return True
+        return False
+
+    def _call_heavy(self, call: Any, depth: int) -> bool:
+        q = self._qualify(call.func)
+        return q is not None and self._verdict(q, depth + 1) in (HEAVY, FACTORY)
+
+    def _applies_cache(self, fn: Any) -> bool:
+        """A decorator whose body applies `functools.lru_cache`/`cache`: called on the
+        function it wraps, or decorating a nested function it returns."""
+        from astroid import nodes
+
+        for statement in fn.body:  # not its own decorators: those make it cached
+            for node in statement.nodes_of_class((nodes.Call, nodes.FunctionDef)):
+                if isinstance(node, nodes.Call):
+                    func = node.func.func if isinstance(node.func, nodes.Call) else node.func
+                    if self._qualify(func) in _CACHES:
+                        return True
+                elif node.decorators is not None:
+                    for d in node.decorators.nodes:
+                        if self._qualify(d.func if isinstance(d, nodes.Call) else d) in _CACHES:
+                            return True
+        return False

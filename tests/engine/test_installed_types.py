@@ -1,0 +1,248 @@
+"""Heavy types of installed packages: a real package, built and pip-installed here, is
+read with astroid (never imported), and its answers are kept as signed facts of its
+version, so a warm run imports neither astroid nor libcst."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+PACKAGE = {
+    # importing the package would leave a mark: it must never happen
+    "netpkg/__init__.py": """\
+        import pathlib, os
+        pathlib.Path(os.environ["NETPKG_MARK"]).write_text("imported")
+
+        from .models import *
+        from .cache import memo as memo
+        """,
+    "netpkg/models.py": """\
+        import torch
+        from torch import nn
+
+        __all__ = ["Net", "make_net", "Plain", "make_plain"]
+
+
+        class _Base(torch.nn.Module):
+            pass
+
+
+        class Net(_Base):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+
+        class Plain:
+            pass
+
+
+        def make_net() -> nn.Module:
+            return Net()
+
+
+        def make_plain():
+            return Plain()
+        """,
+    "netpkg/cache.py": """\
+        import functools
+
+
+        def memo(fn):
+            return functools.lru_cache(maxsize=None)(fn)
+        """,
+    "pyproject.toml": """\
+        [build-system]
+        requires = ["setuptools"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "netpkg"
+        version = "1.0"
+        dependencies = ["torch"]
+        """,
+}
+
+USER = """\
+import weakref
+
+from netpkg import Net, Plain, make_net, make_plain, memo
+
+_by_net: dict[Net, int] = {}
+_by_plain: dict[Plain, int] = {}
+
+
+def remember(net, plain, n: int) -> None:
+    _by_net[net] = n
+    _by_plain[plain] = n
+
+
+def cleanup(*objects):
+    pass
+
+
+class Holder:
+    def __init__(self):
+        self.net = make_net()
+        self.plain = make_plain()
+        weakref.finalize(self, cleanup, self.net)
+        weakref.finalize(self, cleanup, self.plain)
+
+
+class Service:
+    @memo
+    def predict(self, x):
+        return x
+"""
+
+FOUND = ["user.py:5:1: RL301", "user.py:22:41: RL201", "user.py:27:5: RL102"]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """netpkg 1.0, built from source and installed by pip into a folder of its own."""
+    base = tmp_path_factory.mktemp("netpkg")
+    _write(base / "src", PACKAGE)
+    target = base / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                           "--no-index", "--no-build-isolation", "--target", str(target),
+                           str(base / "src")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (target / "netpkg-1.0.dist-info").is_dir()
+    return target
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    root = tmp_path / "project"
+    _write(root, {"user.py": USER})
+    return root
+
+
+def _env(tmp_path: Path, site: Path | None) -> dict[str, str]:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "user-cache"), "NETPKG_MARK": str(tmp_path / "mark"),
+           "RETAINLINT_CACHE_DIR": str(tmp_path / "results")}
+    if site is not None:
+        env["PYTHONPATH"] = str(site)
+    return env
+
+
+def _codes(stdout: str) -> list[str]:
+    return [line.rsplit(" RL", 1)[0] + " RL" + line.split(" RL", 1)[1][:3]
+            for line in stdout.splitlines() if " RL" in line and line.startswith("user.py:")]
+
+
+def test_a_class_and_a_factory_of_an_installed_package_are_heavy(site, project, tmp_path):
+    done = run_cli("check", "--output-format", "concise", ".", cwd=project, env=_env(tmp_path, site))
+    assert done.returncode == 1, done.stdout + done.stderr
+    # Net derives from torch.nn.Module through a private base, re-exported by a star
+    # import; make_net is annotated `-> nn.Module`; memo applies functools.lru_cache.
+    # Plain and make_plain are not heavy: nothing about them is reported.
+    assert _codes(done.stdout) == FOUND
+    assert done.stderr == ""  # nothing said without -v
+    assert not (tmp_path / "mark").exists()  # read, never imported
+
+
+def test_without_the_package_installed_nothing_is_reported(project, tmp_path):
+    done = run_cli("check", "--output-format", "concise", ".", cwd=project, env=_env(tmp_path, None))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "All checks passed" in done.stdout
+
+
+def test_the_flag_and_the_setting_turn_it_off(site, project, tmp_path):
+    off = run_cli("check", "--no-installed-types", "--output-format", "concise", ".", cwd=project,
+                  env=_env(tmp_path, site))
+    assert off.returncode == 0 and _codes(off.stdout) == [], off.stdout
+    (project / "pyproject.toml").write_text("[tool.retainlint]\ninstalled-types = false\n")
+    off = run_cli("check", "--output-format", "concise", ".", cwd=project, env=_env(tmp_path, site))
+    assert off.returncode == 0 and _codes(off.stdout) == [], off.stdout
+    (project / "pyproject.toml").write_text("[tool.retainlint]\ninstalled-types = 1\n")
+    bad = run_cli("check", ".", cwd=project, env=_env(tmp_path, site))
+    assert bad.returncode == 2
+    assert bad.stderr.strip().endswith("[tool.retainlint] installed-types: expected true or false, got 1")
+
+
+def test_a_warm_run_imports_neither_astroid_nor_libcst(site, project, tmp_path):
+    env = {**os.environ, "NO_COLOR": "1", **_env(tmp_path, site)}
+    probe = ("import sys\nfrom retainlint.cli import main\n"
+             "try:\n    main(['check', '--output-format', 'concise', *sys.argv[1:], '.'])\n"
+             "except SystemExit as e:\n    code = e.code\n"
+             "print(code, 'astroid' in sys.modules, 'libcst' in sys.modules)\n")
+
+    def probed(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", probe, *args], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=120)
+        return done.stdout.splitlines()
+
+    cold = probed()
+    assert _codes("\n".join(cold)) == FOUND and cold[-1] == "1 True True"
+    warm = probed()
+    assert _codes("\n".join(warm)) == FOUND and warm[-1] == "1 False False"
+    # Without the result cache every file is linted again (libcst), but what netpkg's
+    # names are is a fact of netpkg 1.0 already known: astroid is not imported.
+    relinted = probed("--no-cache")
+    assert _codes("\n".join(relinted)) == FOUND and relinted[-1] == "1 False True"
+
+
+def test_verbose_says_what_was_read_and_a_forged_fact_is_not_believed(site, project, tmp_path):
+    env = _env(tmp_path, site)
+    first = run_cli("check", "-v", "--no-cache", ".", cwd=project, env=env)
+    assert "retainlint: installed types: " in first.stderr
+    assert "names read with astroid" in first.stderr
+    facts = list((tmp_path / "user-cache" / "retainlint" / "installed-types").glob("netpkg-1.0-*.bin"))
+    assert len(facts) == 1
+    # A facts file not signed with this machine's key (copied from elsewhere, or edited)
+    # is a miss: the package is read again, and its forged verdicts are not used.
+    data = bytearray(facts[0].read_bytes())
+    data[-1] ^= 1
+    facts[0].write_bytes(bytes(data))
+    again = run_cli("check", "-v", "--no-cache", "--output-format", "concise", ".", cwd=project, env=env)
+    assert _codes(again.stdout) == FOUND
+    assert "names read with astroid" in again.stderr
+
+
+def test_the_shipped_table_knows_major_libraries_that_are_not_installed(tmp_path):
+    root = tmp_path / "project"
+    _write(root, {"user.py": """\
+        import timm
+        from diffusers import ModelMixin
+
+        _by_model: dict[ModelMixin, int] = {}
+
+
+        def remember(model, n):
+            _by_model[model] = n
+
+
+        class Denoiser(ModelMixin):
+            pass
+
+
+        _denoisers: dict[Denoiser, str] = {}
+
+
+        def name(d):
+            _denoisers[d] = "x"
+
+
+        _features = {}
+
+
+        def features(name):
+            _features[name] = timm.create_model(name)
+        """})
+    done = run_cli("check", "--output-format", "concise", "--select", "RL301,RL303", ".", cwd=root,
+                   env=_env(tmp_path, None))
+    assert [c for c in _codes(done.stdout)][:2] == ["user.py:4:1: RL301", "user.py:15:1: RL301"], done.stdout
