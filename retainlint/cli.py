@@ -24,7 +24,7 @@ from retainlint.integrations.changed import ChangedError, changed_since, repo_ro
 from retainlint.engine.cache import default_cache_dir
 from retainlint.core.config import load_settings
 from retainlint.core.errors import ConfigError
-from retainlint.engine.discover import discover
+from retainlint.engine.discover import discover, project_context, project_root
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Severity
 from retainlint.engine.registry import all_rules, lookup, select_rules, validate_selectors
 from retainlint.engine.runner import Mode, run
@@ -171,7 +171,11 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
             (*settings.extend_select, *_split(extend_select)),
             (*settings.ignore, *_split(ignore)),
         )
-        files = discover(paths, settings.root, (*settings.exclude, *_split(exclude)), force_exclude)
+        excludes = (*settings.exclude, *_split(exclude))
+        files = discover(paths, settings.root, excludes, force_exclude)
+        # Named files are checked as part of their project: its other files feed the index.
+        context = project_context(paths, files, project_root(paths, settings.source, settings.root),
+                                  excludes) if files else []
     except ConfigError as e:
         _fail(str(e))
         return
@@ -189,7 +193,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
                 edits=shown.line_edits)
     cache_dir = None if no_cache else cache_dir or default_cache_dir(settings.root)
     with _progress_bar(sys.stderr.isatty() and not machine and len(files) >= PROGRESS_MIN_FILES) as bar:
-        result = run(files, list(chosen), settings, mode, jobs, cache_dir, bar)
+        result = run(files, list(chosen), settings, mode, jobs, cache_dir, bar, context)
 
     colored = _color(color) and not machine
     out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)

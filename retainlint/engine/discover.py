@@ -71,13 +71,27 @@ def _git_visible(directory: Path) -> Optional[set[Path]]:
         return None
     if out.returncode != 0:
         return None
-    return {_real(directory / p.decode("utf-8", "surrogateescape"))
-            for p in out.stdout.split(b"\0") if p}
+    # git lists no file through a linked directory: joined to the real directory, a path
+    # is real unless it is itself a link (one lstat, not a realpath per file).
+    real_directory = _real(directory)
+    visible = set()
+    for p in out.stdout.split(b"\0"):
+        if p:
+            path = real_directory / p.decode("utf-8", "surrogateescape")
+            visible.add(_real(path) if path.is_symlink() else path)
+    return visible
 
 
 def discover(
     paths: Iterable[str], root: Path, exclude: Iterable[str], force_exclude: bool
 ) -> list[str]:
+    return list(_discover(paths, root, exclude, force_exclude).values())
+
+
+def _discover(
+    paths: Iterable[str], root: Path, exclude: Iterable[str], force_exclude: bool
+) -> dict[str, str]:
+    """real path -> the name it is checked under."""
     excludes = _Excludes(root, (*DEFAULT_EXCLUDES, *exclude))
     found: dict[str, str] = {}  # real path -> the name it is checked under
 
@@ -102,7 +116,51 @@ def discover(
         for file, real in _walk(path, excludes):
             if visible is None or real in visible:
                 add(os.path.normpath(str(file)), str(real))
-    return list(found.values())
+    return found
+
+
+def git_toplevel(directory: Path) -> Optional[Path]:
+    """The work tree `directory` is in, or None outside git."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=directory,
+                             capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0 or not out.stdout.strip():
+        return None
+    return _real(Path(os.fsdecode(out.stdout.strip())))
+
+
+def project_root(paths: Iterable[str], settings_source: Optional[Path],
+                 settings_root: Path) -> Optional[Path]:
+    """The project the named paths belong to: the configuration file's directory, else
+    the git work tree around the first of them; None when there is neither (then the
+    named paths are all there is)."""
+    if settings_source is not None:
+        return _real(settings_root)
+    for raw in paths:
+        path = Path(raw)
+        return git_toplevel(path if path.is_dir() else path.parent)
+    return None
+
+
+def project_context(paths: Iterable[str], files: list[str], root: Optional[Path],
+                    exclude: Iterable[str]) -> list[str]:
+    """The files of the project at `root` that are not among `files`: the project index
+    covers them (cross-file rules see the whole project when only a few files are named,
+    as pre-commit does), but nothing in them is reported. Excludes and .gitignore apply
+    as in a walk of the root; a named directory that is the root makes this empty."""
+    paths = list(paths)
+    if root is None or any(Path(p).is_dir() and _real(Path(p)) == root for p in paths):
+        return []
+    top = os.path.relpath(root) if _inside(os.getcwd(), root) else str(root)
+    named = {os.path.realpath(f) for f in files}
+    return [name for real, name in _discover([top], root, exclude, False).items()
+            if real not in named]
+
+
+def _inside(path: str, root: Path) -> bool:
+    return _real(Path(path)) == root or str(_real(Path(path))).startswith(str(root) + os.sep)
 
 
 def _walk(top: Path, excludes: _Excludes) -> Iterable[tuple[Path, Path]]:

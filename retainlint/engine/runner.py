@@ -390,9 +390,10 @@ def _check_alone(path: str, codes: Sequence[str], settings: Settings, mode: Mode
 
 def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
         jobs: int | None = None, cache_dir: Path | None = None,
-        progress: Progress | None = None) -> RunResult:
+        progress: Progress | None = None, context: Sequence[str] = ()) -> RunResult:
     """`cache_dir`: where the caches live (None: no cache). Findings are cached only for
-    runs that write nothing (no --fix, no --diff)."""
+    runs that write nothing (no --fix, no --diff); summaries always. `context`: the other
+    files of the project, in the project index but neither checked nor reported."""
     codes = [code for code, _ in catalog() if code in set(codes)]
     outcomes: list[FileOutcome] = []
     readable: dict[str, bytes] = {}
@@ -402,48 +403,67 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
             readable[path] = read_source(path)
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
+    project = dict(readable)  # every file the index covers
+    for path in context:
+        try:
+            project.setdefault(path, read_source(path))
+        except OSError:
+            continue  # not reported: an unreadable neighbour only leaves the index
     jobs = jobs or os.cpu_count() or 1
-    store = None if cache_dir is None or mode.fix or mode.diff or not codes else Store.open(cache_dir)
-    if store is None:
-        return _result(paths, outcomes + _run_uncached(readable, codes, settings, mode, jobs,
-                                                       progress))
+    store = None if cache_dir is None or not codes else Store.open(cache_dir)
+    if store is None or mode.fix or mode.diff:
+        summaries = SummaryCache(store) if store is not None else None
+        uncached = _run_uncached(readable, project, codes, settings, mode, jobs, progress,
+                                 summaries)
+        if store is not None:
+            store.save()  # the summaries only: fixed files make no findings to keep
+        return _result(paths, outcomes + uncached)
     # A file's identity is its content and its module name (an `__init__.py` deleted
     # elsewhere renames it, and every lookup of its names).
-    absolute = {p: os.path.abspath(p) for p in readable}  # once: each call asks for the cwd
-    digests = {a: SummaryCache.key(a, readable[p]) for p, a in absolute.items()}
+    absolute = {p: os.path.abspath(p) for p in project}  # once: each call asks for the cwd
+    digests = {a: SummaryCache.key(a, project[p]) for p, a in absolute.items()}
     config = config_key(settings, codes, mode.edits)
-    found = _since_last_run(store, readable, absolute, digests, config, codes, settings, mode)
-    if found is None:
-        found, snapshot = _run_cached(store, readable, digests, config, codes, settings, mode,
-                                      jobs, progress)
-        index = pack(snapshot)
-    else:
+    patched = _since_last_run(store, readable, project, absolute, digests, config, codes,
+                              settings, mode)
+    if patched is not None:
+        found = patched
         index = store.run["index"]
+    else:
+        found, snapshot = _run_cached(store, readable, project, digests, config, codes,
+                                      settings, mode, jobs, progress)
+        index = pack(snapshot)
     crashed = any(f.code == INTERNAL_ERROR[0] for o in found for f in o.findings)
     last = dict(  # a crash is not a result to keep: the next run starts afresh
-        paths=sorted(readable), config=None if crashed else config, digests=digests,
+        paths=sorted(project), checked=sorted(o.path for o in found),
+        config=None if crashed else config, digests=digests,
         findings={o.path: pack(o.findings) for o in found if o.findings},
         depends={absolute[o.path]: sorted(o.consulted.files)
                  for o in found if o.consulted is not None and o.consulted.files},
         index=index)
     store.set_run(last)
     store.save()
-    return _result(paths, outcomes + found)
+    return _result(paths, outcomes + [o for o in found if o.path in readable])
 
 
 # Past this many files to re-lint, the last run is not worth patching.
 FEW_CHANGED = 64
 
 
-def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str, str],
-                    digests: dict[str, str], config: str, codes: Sequence[str],
-                    settings: Settings, mode: Mode) -> Optional[list[FileOutcome]]:
+def _since_last_run(store: Store, readable: dict[str, bytes], project: dict[str, bytes],
+                    absolute: dict[str, str], digests: dict[str, str], config: str,
+                    codes: Sequence[str], settings: Settings,
+                    mode: Mode) -> Optional[list[FileOutcome]]:
     """The last run's outcomes brought up to date without validating every file, or None.
     Nothing changed: its findings. A few files changed but not what the index knows of
     them: the project index is the same, so only those files, and the files whose
-    findings consulted them, can have other findings."""
+    findings consulted them, can have other findings. Returns the outcomes of the files
+    to check (`readable`) and of the other files the last run checked that are still
+    valid (kept for a later run that names them)."""
     last = store.run
-    if last.get("config") != config or last.get("paths") != sorted(readable):
+    if last.get("config") != config or last.get("paths") != sorted(project):
+        return None
+    checked = set(last.get("checked", ()))
+    if not checked.issuperset(readable):
         return None
     before: dict[str, str] = last["digests"]
     findings: dict[str, bytes] = last["findings"]
@@ -455,10 +475,11 @@ def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str
                            consulted=Consulted(dict.fromkeys(depends.get(absolute[p], ()))))
 
     if not changed:
-        return [kept(p) for p in readable]
+        return [kept(p) for p in sorted(checked)]
     changed_paths = {absolute[p] for p in changed}
-    again = [p for p in readable if p in changed
-             or not changed_paths.isdisjoint(depends.get(absolute[p], ()))]
+    stale = {p for p in checked if p in changed
+             or not changed_paths.isdisjoint(depends.get(absolute[p], ()))}
+    again = [p for p in readable if p in stale]
     if len(again) > FEW_CHANGED:
         return None
     summaries = SummaryCache(store)
@@ -467,10 +488,10 @@ def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str
     if not all(summaries.entries.get(a, ("",))[0] == before.get(a) for a in absolute.values()):
         return None
     for p in changed:
-        now = summarize(p, readable[p], all_prefilters())
+        now = summarize(p, project[p], all_prefilters())
         if summaries.stored(p, before[absolute[p]]) != (now or False):
             return None
-        summaries.put(p, readable[p], now or False)
+        summaries.put(p, project[p], now or False)
     # The same index as the last run's: restored, reading only the summaries it is asked for.
     index = ProjectIndex.restore(unpack(last["index"]),
                                  lambda path: summaries.stored(
@@ -481,23 +502,26 @@ def _since_last_run(store: Store, readable: dict[str, bytes], absolute: dict[str
         if o.consulted is not None:
             own = absolute[o.path]
             o.consulted.files = {p: digests.get(p) for p in o.consulted.files if p != own}
-    return [kept(p) for p in readable if p not in set(again)] + fresh
+    return [kept(p) for p in sorted(checked - stale)] + fresh
 
 
-def _run_uncached(readable: dict[str, bytes], codes: Sequence[str], settings: Settings,
-                  mode: Mode, jobs: int, progress: Progress | None) -> list[FileOutcome]:
-    index = build_index(list(readable), settings, jobs, readable, None, progress) \
+def _run_uncached(readable: dict[str, bytes], project: dict[str, bytes], codes: Sequence[str],
+                  settings: Settings, mode: Mode, jobs: int, progress: Progress | None,
+                  summaries: SummaryCache | None = None) -> list[FileOutcome]:
+    index = build_index(list(project), settings, jobs, project, summaries, progress) \
         if codes and readable else ProjectIndex([])
-    return _prefilter_and_check(readable, codes, settings, mode, index, jobs, progress)
+    return _prefilter_and_check(readable, codes, settings, mode, index, jobs, progress,
+                                list(project), summaries)
 
 
-def _run_cached(store: Store, readable: dict[str, bytes], digests: dict[str, str], config: str,
-                codes: Sequence[str], settings: Settings, mode: Mode, jobs: int,
+def _run_cached(store: Store, readable: dict[str, bytes], project: dict[str, bytes],
+                digests: dict[str, str], config: str, codes: Sequence[str], settings: Settings,
+                mode: Mode, jobs: int,
                 progress: Progress | None) -> tuple[list[FileOutcome], dict[str, Any]]:
     """Per file: reuse the cached findings while nothing they depend on changed. Also
     returns a snapshot of the project index."""
     results = FindingsCache(store)
-    index = build_index(list(readable), settings, jobs, readable, SummaryCache(store), progress)
+    index = build_index(list(project), settings, jobs, project, SummaryCache(store), progress)
     facts = index.fingerprint()
     reused: list[FileOutcome] = []
     left: dict[str, bytes] = {}
@@ -518,7 +542,9 @@ def _run_cached(store: Store, readable: dict[str, bytes], digests: dict[str, str
 
 def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], settings: Settings,
                          mode: Mode, index: ProjectIndex, jobs: int,
-                         progress: Progress | None) -> list[FileOutcome]:
+                         progress: Progress | None, project: Sequence[str] = (),
+                         summaries: SummaryCache | None = None) -> list[FileOutcome]:
+    """`project`: the files of the index (default: `readable`'s), read again after fixes."""
     prefilters = [p for p in all_prefilters() if p.code in codes]
     # A cheap test decides which files are parsed at all.
     to_check: list[str] = []
@@ -538,7 +564,13 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
     if mode.fix and fixed:
         # Fixes may change what other files see (a cached function made uncached), so
         # what remains is reported from a fresh look at the whole tree.
-        index = build_index(list(readable), settings, jobs)
+        now: dict[str, bytes] = {}
+        for path in project or readable:
+            try:
+                now[path] = read_source(path)
+            except OSError:
+                continue
+        index = build_index(list(now), settings, jobs, now, summaries)
         again = {o.path: o for o in _check_all(to_check, codes, settings,
                                                Mode(edits=mode.edits), index, jobs)}
         for o in checked:
