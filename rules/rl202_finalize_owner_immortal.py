@@ -80,7 +80,11 @@ or one of the arguments keeps `obj` reachable:
 - an argument is `obj` itself or a bound method of it;
 - `func` is a lambda whose body (or a default) references `obj`, a
   `functools.partial(...)` holding `obj` or one of its bound methods, or a function
-  nested in the current function that closes over `obj` (also through a local variable).
+  nested in the current function that closes over `obj` (also through a local variable);
+- `func` (or an argument) is made by a call from a bound method of `obj` or a closure
+  over it (`weakref.finalize(self, sync_wrapper(self.disconnect))`): the wrapper keeps
+  what it wraps. The owner itself handed to a factory (`make_closer(self)`) is not
+  reported: the factory may only read from it.
 
 `weakref.finalize(obj, other.method)` is fine when `other` is not `obj`, and so are
 staticmethods, classmethods, module functions and instance attributes of `obj` that are
@@ -156,6 +160,22 @@ class Manager:
     def _log(cls, msg):
         pass
 """,
+        # a factory given the owner itself, or another object's method, wrapped
+        """
+import weakref
+
+def closer_for(index):
+    return index.client.close
+
+def sync_wrapper(fn):
+    return fn
+
+class Index:
+    def __init__(self, client):
+        self.client = client
+        weakref.finalize(self, closer_for(self))
+        weakref.finalize(self, sync_wrapper(self.client.close))
+""",
         # a lambda or nested function that does not use the owner
         """
 import weakref
@@ -197,6 +217,27 @@ class Child(Base):
         wr.finalize(self, print, self)
 """,
             lines=[7, 8],
+        ),
+        # a wrapper made from a bound method of the owner
+        Example(
+            """
+import asyncio
+import weakref
+
+def sync_wrapper(fn):
+    def run():
+        return asyncio.run(fn())
+    return run
+
+class AsyncIndex:
+    def __init__(self, client):
+        self.client = client
+        weakref.finalize(self, sync_wrapper(self.disconnect))
+
+    async def disconnect(self):
+        await self.client.aclose()
+""",
+            lines=[13],
         ),
         # closures: lambda, partial, nested function, a local holding a bound method
         Example(
@@ -277,8 +318,24 @@ def track(conn):
                               depth=depth + 1):
                     return f"is a `functools.partial` holding `{self.ctx.code(owner)}`"
             return None
+        if isinstance(expr, cst.Call):
+            return self._wrapper_pins(expr, owner, depth)
         if isinstance(expr, cst.Name) and name is not None and expr.value != name:
             return self._local_pins(expr.value, owner, name, callback, depth)
+        return None
+
+    def _wrapper_pins(self, call: cst.Call, owner: cst.BaseExpression, depth: int) -> Optional[str]:
+        """`sync_wrapper(self.disconnect)`, `wraps(lambda: self.close())`: a callable made
+        from a bound method of the owner (or a closure over it) holds it - a wrapper keeps
+        what it wraps. The owner itself as an argument (`make_closer(self)`) is not enough:
+        a factory may only read from it."""
+        for arg in call.args:
+            value = arg.value
+            if value.deep_equals(owner):
+                continue
+            if self._pins(value, owner, callback=False, depth=depth + 1):
+                return (f"is made by `{self._short(call.func)}(...)` from "
+                        f"`{self._short(value)}`, and the wrapper keeps it")
         return None
 
     def _local_pins(self, local: str, owner, name: str, callback: bool, depth: int) -> Optional[str]:

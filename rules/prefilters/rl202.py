@@ -22,8 +22,9 @@ def _may_pin(values: Values, call: ast.Call, expr: ast.AST, owner: ast.AST) -> b
     kind = type(expr)
     if kind is ast.Attribute:
         return ast.dump(expr.value) == shape
-    if kind is ast.Call:
-        return qualify(values.imports, expr.func) in PARTIAL
+    if kind is ast.Call:  # a partial, or a wrapper made from something that pins
+        return qualify(values.imports, expr.func) in PARTIAL or any(
+            ast.dump(a) != shape and _may_pin(values, call, a, owner) for a in expr.args)
     if type(owner) is not ast.Name:
         return False
     if kind is ast.Lambda:
@@ -50,7 +51,7 @@ class FinalizeOwnerImmortalPrefilter(Prefilter):
     def scan(cls, nodes: FileNodes) -> bool:
         """Does a `weakref.finalize` call have a callback or argument that may keep the
         owner alive: the owner itself, one of its attributes, a lambda naming it, a
-        `functools.partial`, or a local of the function that is assigned or defined
+        `functools.partial` or a call made from one of these, or a local of the function that is assigned or defined
         there (when the owner is a name)?"""
         calls = finalize_calls(nodes)
         if not calls:
