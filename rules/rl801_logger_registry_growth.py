@@ -66,8 +66,11 @@ Reports two ways code makes the process-wide logging registry grow:
   call: an f-string, concatenation, `%`/`.format()` or `str()` built from `id(...)`, a
   uuid, a counter (`next(...)`, a variable incremented with `+=` somewhere in the file),
   the time, or a request/connection/session/client value (`request.request_id`,
-  `conn.peer`, `session_id`), directly or through a local variable or a `self.<attr>`
-  assigned so. Names built from `__name__`, class names and configuration are stable.
+  `conn.peer`, `session_id`, `sock.fileno()`), directly or through a local variable or a
+  `self.<attr>` assigned so. `logger.getChild(suffix)` is the same registration (the child
+  goes into the manager too). Names built from `__name__`, class names and configuration
+  are stable, and a class (or function) that takes its loggers out of the manager again
+  (`logging.root.manager.loggerDict.pop(name)`, `del ...loggerDict[name]`) is not reported.
 - `logger.addHandler(...)` on a shared logger (a module-level logger, a named
   `logging.getLogger(...)`, the root logger, `self.logger` set from one) inside a method
   (`__init__` or any other: it runs per instance or per call) when no
@@ -94,6 +97,9 @@ import logging
 class Connection:
     def __init__(self, peer):
         self.log = logging.getLogger(f"net.conn.{id(self)}")  # RL801
+
+    def connection_made(self, sock):
+        self.log = self.log.getChild(str(sock.fileno()))  # RL801
 
 class Job:
     def __init__(self, path):
@@ -145,6 +151,22 @@ class Service:
 def setup_logging():
     logger.addHandler(logging.StreamHandler())
 """,
+        # a child logger with a fixed suffix; per-call loggers taken out of the manager again
+        """
+import logging
+import uuid
+
+class Pool:
+    def __init__(self, log):
+        self.log = log.getChild("pool")
+
+    def run(self, job):
+        log = logging.getLogger(f"jobs.{uuid.uuid4()}")
+        try:
+            job(log)
+        finally:
+            logging.root.manager.loggerDict.pop(log.name, None)
+""",
         # a handler on a logger the object owns is the object's business
         """
 import logging
@@ -172,6 +194,20 @@ def handle(request):
 """,
             lines=[7, 10, 12],
         ),
+        # a child logger per connection
+        Example(
+            """
+import logging
+
+class Transport:
+    def __init__(self, name):
+        self.log = logging.getLogger(name)
+
+    def connection_made(self, sock):
+        self.log = self.log.getChild(str(sock.fileno()))
+""",
+            lines=[9],
+        ),
         # handlers on shared loggers, per instance and per call
         Example(
             """
@@ -198,6 +234,7 @@ def run_request(request):
         self._get_logger: list[_Call] = []
         self._add_handler: list[_Call] = []
         self._removes: set[int] = set()  # ids of classes / functions that remove handlers
+        self._forgets: set[int] = set()  # ... that take loggers out of `loggerDict`
         self._incremented: set[str] = set()  # code of targets of `+=`
         self._guards: list[cst.BaseExpression] = []
         self._module_loggers: Optional[dict[str, cst.BaseExpression]] = None
@@ -223,6 +260,17 @@ def run_request(request):
         # a call, or a reference handed to a callback (`stack.callback(log.removeHandler, h)`)
         if node.attr.value == "removeHandler":
             self._mark_removal()
+        # `manager.loggerDict.pop(name)`, `del ...loggerDict[name]`: loggers made per call
+        # are forgotten again (annotated-logger)
+        elif node.attr.value in _FORGETTERS and _is_logger_dict(node.value):
+            self._mark_removal(self._forgets)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+        for t in targets:
+            t = t.value if isinstance(t, cst.Element) else t
+            if isinstance(t, cst.Subscript) and _is_logger_dict(t.value):
+                self._mark_removal(self._forgets)
 
     def visit_Call(self, node: cst.Call) -> None:
         scope = self.ctx.scope
@@ -237,8 +285,9 @@ def run_request(request):
             return
         if isinstance(func, cst.Attribute) and func.attr.value == "addHandler":
             self._add_handler.append(self._call(node))
-        elif node.args and self.ctx.qualname(func) in _GET_LOGGER:
-            self._get_logger.append(self._call(node))
+        elif node.args and (self.ctx.qualname(func) in _GET_LOGGER or (
+                isinstance(func, cst.Attribute) and func.attr.value == "getChild")):
+            self._get_logger.append(self._call(node))  # `getChild` registers its child too
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # `logger.handlers = []` also removes handlers
@@ -246,12 +295,13 @@ def run_request(request):
             if isinstance(t.target, cst.Attribute) and t.target.attr.value == "handlers":
                 self._mark_removal()
 
-    def _mark_removal(self) -> None:
+    def _mark_removal(self, into: Optional[set[int]] = None) -> None:
+        into = self._removes if into is None else into
         scope = self.ctx.scope
         for c in scope.classes:
-            self._removes.add(id(c))
+            into.add(id(c))
         for f in scope.functions:
-            self._removes.add(id(f))
+            into.add(id(f))
 
     def _call(self, node: cst.Call) -> _Call:
         scope = self.ctx.scope
@@ -285,16 +335,22 @@ def run_request(request):
         if name is None:
             return
         why = self._varies(name, call.function, call.cls, 0)
-        if why is None:
+        if why is None or self._forgotten(call):
             return
+        what = "child logger name" if _is_get_child(call.node) else "logger name"
         self.report(
             call.node,
-            f"logger name `{_short(ctx_code(self.ctx, name))}` varies per instance or call "
+            f"{what} `{_short(ctx_code(self.ctx, name))}` varies per instance or call "
             f"({why}): the logging manager keeps every logger created for the life of the "
             "process; use one module-level logger with a `LoggerAdapter` or `extra=` for the "
             "per-instance context",
             statement=call.statement,
         )
+
+    def _forgotten(self, call: _Call) -> bool:
+        """Does the class (or function) that makes the logger also take loggers out of
+        the manager's `loggerDict`?"""
+        return id(call.function) in self._forgets or (call.cls is not None and id(call.cls) in self._forgets)
 
     # -- does a logger name vary per instance / per call? --------------------------
     def _varies(self, expr, fn, cls, depth: int) -> Optional[str]:
@@ -347,6 +403,11 @@ def run_request(request):
                 return self._varies(func.value, fn, cls, depth) if method == "format" else None
             if method in ("lower", "upper", "strip", "replace", "removeprefix", "removesuffix"):
                 return self._varies(func.value, fn, cls, depth)
+            # what a per-request object answers varies with it (`sock.fileno()`)
+            receiver = func.value
+            if isinstance(receiver, cst.Name) and fn is not None and self._volatile(receiver.value) \
+                    and find_param(fn, receiver.value) is not None:
+                return f"`{_short(ctx_code(self.ctx, call))}`"
             return None
         if qualified in ("str", "repr", "hex", "format", "builtins.str") and call.args:
             return self._varies(call.args[0].value, fn, cls, depth)
@@ -525,6 +586,17 @@ def run_request(request):
             self._volatile(p.name.value)
             for p in (*params.posonly_params, *params.params, *params.kwonly_params)
         )
+
+
+_FORGETTERS = frozenset({"pop", "popitem", "clear", "__delitem__"})
+
+
+def _is_logger_dict(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "loggerDict"
+
+
+def _is_get_child(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "getChild"
 
 
 def _short(text: str, limit: int = 60) -> str:

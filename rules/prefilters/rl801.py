@@ -17,14 +17,14 @@ _STABLE_GETLOGGER = re.compile(
 class LoggerRegistryGrowthPrefilter(Prefilter):
     code = "RL801"
 
-    triggers = ("getLogger", "addHandler")
+    triggers = ("getLogger", "addHandler", "getChild")
 
     scans = True
 
     @classmethod
     def scan(cls, nodes) -> bool:
-        """Inside a function: `x.addHandler(...)`, or a `getLogger(...)` whose name is not
-        a string literal or `__name__` (the only names that cannot vary)."""
+        """Inside a function: `x.addHandler(...)`, or a `getLogger(...)` / `x.getChild(...)`
+        whose name is not a string literal or `__name__` (the only names that cannot vary)."""
         getters = {"getLogger"} | {a.asname for node in nodes.of(ast.ImportFrom) for a in node.names
                                    if a.name == "getLogger" and a.asname}
         for node in nodes.of(ast.Call):
@@ -33,7 +33,7 @@ class LoggerRegistryGrowthPrefilter(Prefilter):
             if name == "addHandler" and type(func) is ast.Attribute:
                 if not (node.args or node.keywords):
                     continue
-            elif name in getters:
+            elif name in getters or name == "getChild" and type(func) is ast.Attribute:
                 arg = next((a for a in node.args if type(a) is not ast.Starred), None) or next(
                     (k.value for k in node.keywords if k.arg == "name"), None)
                 if arg is None or type(arg) is ast.Constant or type(arg) is ast.Name and arg.id == "__name__":
@@ -52,7 +52,7 @@ class LoggerRegistryGrowthPrefilter(Prefilter):
         summary = getattr(data, "summary", None)
         if summary is not None:
             return bool(summary.scans.get(cls.code))
-        if b"addHandler" in data:
+        if b"addHandler" in data or b".getChild(" in data:
             return True
         calls = data.count(b"getLogger(")
         if calls == 0:
