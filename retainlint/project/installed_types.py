@@ -119,7 +119,7 @@ def installed_verdicts(names: Iterable[str], decorators: Iterable[str], store: F
             by_dist.setdefault(dist, []).append(name)
     found: dict[str, str] = {}
     reader: Optional[Reader] = None
-    deadline = time.monotonic() + budget_s
+    deadline = time.process_time() + budget_s
     left = 0
     for dist, asked in sorted(by_dist.items(), key=lambda item: item[0].name):
         facts = store.load(dist.name, dist.version)
@@ -127,7 +127,7 @@ def installed_verdicts(names: Iterable[str], decorators: Iterable[str], store: F
                    and (n in decorators or dist.may_define_models)]
         new = 0
         for name in unknown:
-            if time.monotonic() > deadline:
+            if time.process_time() > deadline:
                 left += 1
                 continue
             if reader is None:
@@ -164,6 +164,7 @@ class Distribution:
         return _requires_torch(self.info)
 
 
+@lru_cache(maxsize=None)
 def _dist_info_dirs(entry: str) -> list[str]:
     try:
         return [n for n in os.listdir(entry) if n.endswith(".dist-info")]
@@ -175,46 +176,38 @@ def _normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _tops_of(info: str) -> set[str]:
-    """Top-level modules a distribution installs (top_level.txt, else its RECORD)."""
-    try:
-        with open(os.path.join(info, "top_level.txt"), encoding="utf-8") as f:
-            return {line.strip() for line in f if line.strip()}
-    except OSError:
-        pass
-    tops = set()
-    try:
-        with open(os.path.join(info, "RECORD"), encoding="utf-8") as f:
-            for line in f:
-                path = line.split(",", 1)[0]
-                head, sep, _ = path.partition("/")
-                if sep and not head.endswith((".dist-info", ".data")) and head != "..":
-                    tops.add(head)
-                elif not sep and path.endswith(".py"):
-                    tops.add(path[:-3])
-    except OSError:
-        pass
-    return tops
+@lru_cache(maxsize=None)
+def _declared_tops(entry: str) -> dict[str, str]:
+    """Top-level module -> .dist-info folder, from the `top_level.txt` of the
+    distributions in one sys.path entry (a distribution without one is found by name)."""
+    found: dict[str, str] = {}
+    for name in _dist_info_dirs(entry):
+        try:
+            with open(os.path.join(entry, name, "top_level.txt"), encoding="utf-8") as f:
+                for line in f:
+                    found.setdefault(line.strip(), name)
+        except OSError:
+            continue
+    return found
 
 
 @lru_cache(maxsize=None)
 def distribution_of(top: str) -> Optional[Distribution]:
     """The installed distribution providing top-level module `top`, found on `sys.path`
-    beside the package itself; None when it is not installed (or not from a wheel)."""
+    beside the package itself (by its name, or its `top_level.txt`); None when it is
+    not installed from a wheel or sdist there."""
     here = os.getcwd()
     for entry in sys.path:
         if not entry or os.path.abspath(entry) == here:
             continue  # the checked tree (`python -m`) is not an installed package
         if not (os.path.isdir(os.path.join(entry, top)) or os.path.isfile(os.path.join(entry, top + ".py"))):
             continue
-        infos = _dist_info_dirs(entry)
-        ordered = sorted(infos, key=lambda n: _normalized(n.split("-", 1)[0]) != _normalized(top))
-        for name in ordered:
-            info = os.path.join(entry, name)
-            if top in _tops_of(info):
-                dist, _, rest = name[:-len(".dist-info")].partition("-")
-                return Distribution(dist, rest or "0", entry, info)
-        return None  # the first match on the path is what Python would import
+        infos = [n for n in _dist_info_dirs(entry) if _normalized(n.split("-", 1)[0]) == _normalized(top)]
+        info = infos[0] if infos else _declared_tops(entry).get(top)
+        if info is None:
+            return None  # the first match on the path is what Python would import
+        dist, _, rest = info[:-len(".dist-info")].partition("-")
+        return Distribution(dist, rest or "0", entry, os.path.join(entry, info))
     return None
 
 
@@ -284,7 +277,7 @@ class Reader:
         self.seconds = 0.0
 
     def verdict(self, qualified: str, dist: Distribution) -> str:
-        started = time.monotonic()
+        started = time.process_time()
         self.asked += 1
         self._root = dist.root
         try:
@@ -293,7 +286,7 @@ class Reader:
             log.info("installed types: %s not read: %s", qualified, e)
             return NOTHING
         finally:
-            self.seconds += time.monotonic() - started
+            self.seconds += time.process_time() - started
 
     def _verdict(self, qualified: str, depth: int) -> str:
         if qualified in _CACHES:
