@@ -23,7 +23,10 @@ from retainlint.analysis.heavy import find_param
 from retainlint.project.index import instantiated_in_functions
 from retainlint.analysis.module_caches import removed_in_project
 from retainlint.rules.prefilters.rl203 import (
+    AT_FORK,
+    AT_FORK_KEYWORDS,
     ATEXIT_REGISTER,
+    LOOP_TRIGGERS,
     GlobalCallbackPinsInstancePrefilter,
     SIGNAL,
     ADDERS,
@@ -46,6 +49,7 @@ _READERS = frozenset({
     "next", "zip", "map", "filter",
 })
 _NON_RELEASING = frozenset({"__del__"})  # never runs while a registry holds the instance
+_TRIGGER_REMOVERS = frozenset(remover for _, remover, _ in LOOP_TRIGGERS.values())
 # module-level dicts a function may keep instances in, one per key
 _DICT_CTORS = frozenset({"dict", "builtins.dict", "collections.defaultdict", "collections.OrderedDict"})
 _THREADS = frozenset({"threading.Thread"})
@@ -53,7 +57,7 @@ _THREADS = frozenset({"threading.Thread"})
 
 @dataclass
 class _Registration:
-    kind: str  # "atexit" | "signal" | "append"
+    kind: str  # "atexit" | "signal" | "append" | "fork" | a method of `LOOP_TRIGGERS`
     call: cst.Call
     callback: cst.BaseExpression
     what: str  # what the callback is, for the message
@@ -97,6 +101,12 @@ that keeps the instance alive:
   `atexit.register(partial(cleanup, self))`, `atexit.register(lambda: self.close())`;
 - `signal.signal(sig, self.handler)` (or a lambda / nested function using `self`, or a
   method of the class that returns such a closure);
+- `os.register_at_fork(after_in_child=self._reinit)` (any of its three hooks): there is
+  no unregister at all, so no release method can undo it;
+- a process-wide event loop's triggers: Twisted's
+  `reactor.addSystemEventTrigger("during", "shutdown", self.close)` and asyncio's
+  `loop.add_signal_handler(sig, self.stop)`, undone only by `removeSystemEventTrigger` /
+  `remove_signal_handler` in a method of the class;
 - `_LIVE.append(self)`, `_CALLBACKS.append(self.on_event)`, `_SEEN.add(self)` where the
   list, set or deque is a module global of the same file that is read somewhere (in the
   file, or imported by another one: a container that is only ever added to is a
@@ -156,8 +166,10 @@ For `atexit.register(self.<method>, ...)`, `atexit.unregister(self.<method>)` is
 to the class's release method (the first of `shutdown`, `close`, ... it defines, other
 than `__del__`), importing `atexit` when the module does not import it at top level.
 `atexit.unregister` does nothing when the callback is not registered, and bound methods of
-the same instance compare equal, so this is safe in every order. Signal handlers and
-module-level lists have no automatic fix: restore the previous handler
+the same instance compare equal, so this is safe in every order. Signal handlers, fork hooks,
+loop triggers and module-level lists have no automatic fix: register a function that
+reaches the instance through a `weakref.WeakMethod` (the only cure for a fork hook),
+remove the trigger, restore the previous handler
 (`self._old = signal.signal(...)` ... `signal.signal(sig, self._old)`), or remove the
 instance from the list, in the release method - or keep a `weakref.WeakSet`.
 """
@@ -319,6 +331,24 @@ class Recorder:
         atexit.unregister(self.flush)
 """,
         ),
+        # a fork hook has no unregister: reported whatever the release method does
+        Example(
+            """
+import os
+
+class BatchProcessor:
+    def __init__(self, exporter):
+        self.exporter = exporter
+        os.register_at_fork(after_in_child=self._reinit)
+
+    def _reinit(self):
+        pass
+
+    def shutdown(self):
+        self.exporter.shutdown()
+""",
+            lines=[7],
+        ),
         # signal handlers and module-level lists: reported, no fix
         Example(
             """
@@ -352,6 +382,8 @@ def running():
         self._unregistered: dict[str, list[cst.BaseExpression]] = {}
         self._signals: dict[str, list[tuple[cst.Call, cst.FunctionDef]]] = {}
         self._handlers_reinstalled: list[cst.BaseExpression] = []  # any signal.signal handler
+        # per class name: the loop-trigger removers it calls (`removeSystemEventTrigger`)
+        self._triggers_removed: dict[str, set[str]] = {}
         self._containers: dict[str, cst.CSTNode] = {}  # module-level list/set/deque -> name node
         self._emptied: set[str] = set()  # names removed from / rebound / handed away
         # class -> how it is instantiated: "module", "singleton", "other", "entry:<function>"
@@ -496,6 +528,9 @@ def running():
                 scope.function.name.value not in _NON_RELEASING
             ):
                 self._signals.setdefault(cls.name.value, []).append((node, scope.function))
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _TRIGGER_REMOVERS and cls is not None \
+                and not (scope.function is not None and scope.function.name.value in _NON_RELEASING):
+            self._triggers_removed.setdefault(cls.name.value, set()).add(node.func.attr.value)
         adder = (
             isinstance(node.func, cst.Attribute) and node.func.attr.value in ADDERS
             and isinstance(node.func.value, cst.Name) and node.func.value.value in self._containers
@@ -513,6 +548,18 @@ def running():
                            extra=[a.value for a in positional[1:]])
         elif qualified == SIGNAL and len(node.args) >= 2:
             self._consider("signal", node, node.args[1].value, cls, fn)
+        elif qualified == AT_FORK:
+            # several hooks in one call: one finding, for the first that pins
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in AT_FORK_KEYWORDS and \
+                        self._consider("fork", node, arg.value, cls, fn):
+                    break
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in LOOP_TRIGGERS:
+            position = LOOP_TRIGGERS[node.func.attr.value][0]
+            positional, _ = call_args(node)
+            if len(positional) > position:
+                self._consider(node.func.attr.value, node, positional[position].value, cls, fn,
+                               extra=[a.value for a in positional[position + 1:]])
         elif adder:
             container = node.func.value.value
             position = ADDERS[node.func.attr.value]
@@ -613,7 +660,7 @@ def running():
             return False
         return find_param(fn, name) is not None or name in self.ctx.heavy.local_assignments(fn)
 
-    def _consider(self, kind, call, callback, cls, fn, extra=(), container=None) -> None:
+    def _consider(self, kind, call, callback, cls, fn, extra=(), container=None) -> bool:
         what = self._pins_self(callback, fn, cls, 0)
         pins_self = what is not None
         if what is None:
@@ -624,7 +671,7 @@ def running():
         if what is None:
             what = self._pins_heavy_other(callback, fn, cls)
         if what is None:
-            return
+            return False
         statement = self.ctx.scope.statement
         saved_as = None
         if kind == "signal" and isinstance(statement, cst.SimpleStatementLine):
@@ -639,6 +686,7 @@ def running():
             _Registration(kind, call, callback, what, pins_self, cls, fn, statement,
                           container=container, saved_as=saved_as)
         )
+        return True
 
     # -- what a callback keeps alive -----------------------------------------------
     def _pins_self(self, expr, fn, cls, depth: int) -> Optional[str]:
@@ -807,6 +855,11 @@ def running():
                     ):
                         return True
             return False
+        if reg.kind == "fork":
+            return False  # `os.register_at_fork` has no unregister
+        if reg.kind in LOOP_TRIGGERS:
+            remover = LOOP_TRIGGERS[reg.kind][1]
+            return any(remover in self._triggers_removed.get(name, ()) for name in names)
         # appended to a module-level container
         if reg.container in self._emptied:
             return True
@@ -926,6 +979,14 @@ def running():
         elif reg.kind == "signal":
             registry = "the signal-handler table"
             undo = f"no method of `{cls_name}` restores the previous handler"
+        elif reg.kind == "fork":
+            registry = "`os.register_at_fork`'s hooks"
+            undo = ("they can never be unregistered: register a function that reaches the instance "
+                    "through a `weakref.WeakMethod` and does nothing once it is gone")
+        elif reg.kind in LOOP_TRIGGERS:
+            _, remover, registry = LOOP_TRIGGERS[reg.kind]
+            until = "it is removed"
+            undo = f"no method of `{cls_name}` calls `{remover}(...)`"
         else:
             registry = f"module global `{reg.container}`"
             undo = "nothing takes it out again"

@@ -15,6 +15,20 @@ ATEXIT_REGISTER = "atexit.register"
 
 SIGNAL = "signal.signal"
 
+# `os.register_at_fork(before=..., after_in_child=..., after_in_parent=...)`: a process-wide
+# list with no way to unregister
+AT_FORK = "os.register_at_fork"
+AT_FORK_KEYWORDS = ("before", "after_in_parent", "after_in_child")
+
+# methods of process-wide event loops that keep a callback until it is removed: the
+# callback's argument position, the method that removes it, and what the registry is
+LOOP_TRIGGERS = {
+    # Twisted: `reactor.addSystemEventTrigger("during", "shutdown", self.close)`
+    "addSystemEventTrigger": (2, "removeSystemEventTrigger", "the reactor's system event triggers"),
+    # asyncio: `loop.add_signal_handler(signal.SIGTERM, self.stop)`
+    "add_signal_handler": (1, "remove_signal_handler", "the event loop's signal handlers"),
+}
+
 # module-level containers that hold what is put in them strongly
 LIST_CTORS = frozenset({"list", "builtins.list", "set", "builtins.set", "collections.deque"})
 
@@ -117,19 +131,22 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
 
     # what every registration the rule considers needs (the common ones first: the index
     # tests them in order)
-    triggers = (".append(", ".add(", ".insert(", ".appendleft(", "atexit", "signal")
+    triggers = (".append(", ".add(", ".insert(", ".appendleft(", "atexit", "signal", "register_at_fork",
+                "addSystemEventTrigger")
 
     scans = True
 
     @classmethod
     def scan(cls, nodes) -> bool:
         """In an instance method, `atexit.register(...)`, `signal.signal(sig, handler)`,
-        or an element added to a list, set or deque the module binds (`visit_Call`)."""
+        `os.register_at_fork(...)`, an event loop's trigger (`LOOP_TRIGGERS`), or an
+        element added to a list, set or deque the module binds (`visit_Call`)."""
         source = nodes.source
         containers = _module_containers(nodes.tree)
         containers = {name for name in containers if _added_to(source, name.encode())}
         # `signal.signal` resolves only through `signal.signal` spelled out or an import
-        if not containers and b"atexit" not in source and not (b"signal" in source and (
+        if not containers and b"atexit" not in source and b"register_at_fork" not in source and not any(
+                m.encode() in source for m in LOOP_TRIGGERS) and not (b"signal" in source and (
                 b"signal.signal" in source or b"import signal" in source or b"from signal " in source)):
             return False
         imports: Optional[dict[str, str]] = None
@@ -141,12 +158,16 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
                 if kind is not ast.Attribute or type(func.value) is not ast.Name or \
                         func.value.id not in containers or len(node.args) <= ADDERS[name]:
                     continue
-            elif name == "register" or name == "signal":
+            elif name == "register" or name == "signal" or name == "register_at_fork":
                 if imports is None:
                     imports = imported_names(nodes)
                 name = qualified(func, imports)
                 if not (name == ATEXIT_REGISTER and (node.args or node.keywords)
-                        or name == SIGNAL and len(node.args) + len(node.keywords) >= 2):
+                        or name == SIGNAL and len(node.args) + len(node.keywords) >= 2
+                        or name == AT_FORK and node.keywords):
+                    continue
+            elif name in LOOP_TRIGGERS:
+                if kind is not ast.Attribute or len(node.args) <= LOOP_TRIGGERS[name][0]:
                     continue
             else:
                 continue
@@ -162,7 +183,7 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
         summary = getattr(data, "summary", None)
         if summary is not None:
             return bool(summary.scans.get(cls.code))
-        if b"atexit" in data:
+        if b"atexit" in data or b"register_at_fork" in data or any(m.encode() in data for m in LOOP_TRIGGERS):
             return True
         if b"signal" in data and (
             b"signal.signal(" in data or b"from signal import" in data or b"import signal as" in data
