@@ -59,7 +59,11 @@ or is built from it without a copy:
 - `wkd[m] = m.forward`, `wkd[self] = self.method` (a bound method holds its instance);
 - `wkd[m] = lambda: m(...)` (a closure over the key);
 - the same through `wkd.setdefault(k, v)`, `wkd.update({k: v})`, and through a local
-  variable assigned such a value.
+  variable assigned such a value;
+- a new container (`c = wkd.get(k, {})`, `c = []`) that the same function fills with
+  objects reaching the key, or links back to the object the key was read from
+  (`root = self.scope.root; wkd[root] = c; item = c[i]; item.parent = self`): the
+  container holds the key just the same.
 
 It also reports a function decorated with a weak-keyed cache decorator (a decorator of
 the file that builds a `WeakKeyDictionary`, or one whose name says so, such as
@@ -73,7 +77,8 @@ Values that do not reach the key are fine: `weakref.ref(k)`, `id(k)`, `str(k)`,
 `len(k)`, `copy.deepcopy(k)`, data attributes such as `m.weight`, results of methods
 called on the key (`t.detach()`), results of plain functions, and instances of a class
 of the file whose `__init__` only reads from the key (`FunctionSpec(fn)` storing
-`fn.__code__.co_argcount`). A local that starts as an alias of the key and is rebound
+`fn.__code__.co_argcount`), tests it (`if source is not None`) or keeps a weak reference
+to it (`self.source = weakref.ref(source)`). A local that starts as an alias of the key and is rebound
 before it is stored (`mod = key; mod = getattr(mod, name)`) does not count.
 
 ## Why it leaks
@@ -144,6 +149,24 @@ class Tracker:
         self.grads[t] = t.grad
         self.grads[t] = t.detach()
 """,
+        # a class that keeps only a weak reference to the key, and a container of plain data
+        """
+import weakref
+
+_bound = weakref.WeakKeyDictionary()
+_names = weakref.WeakKeyDictionary()
+
+class View:
+    def __init__(self, *, source=None):
+        if source is not None:
+            self.source = weakref.ref(source)
+
+def bind(obj, slot, text):
+    _bound[obj] = View(source=obj)
+    names = _names.get(obj, {})
+    _names[obj] = names
+    names[slot] = text.upper()
+""",
     ]
     invalid = [
         Example(
@@ -210,6 +233,23 @@ def compiled(model):
     return functools.partial(run, model)
 """,
             lines=[16],
+        ),
+        # the value is a container filled with objects linked back to the key's owner
+        Example(
+            """
+import weakref
+
+_adopted = weakref.WeakKeyDictionary()
+
+class Node:
+    def adopt(self, child, slot):
+        root = self.scope.root
+        children = _adopted.get(root, {})
+        _adopted[root] = children
+        children[slot] = child.copy()
+        children[slot].parent = self
+""",
+            lines=[10],
         ),
     ]
 
@@ -333,6 +373,8 @@ def compiled(model):
                 continue
             holder = reaches(self.ctx, w.value, w.key, w.function, w.cls)
             if holder is None:
+                holder = self._filled_to_reach(w)
+            if holder is None:
                 continue
             key_code = ctx_code(self.ctx, w.key)
             value_code = ctx_code(self.ctx, w.value)
@@ -350,6 +392,28 @@ def compiled(model):
             )
         for fn, decorator, cls in self._decorated:
             self._judge_decorated(fn, decorator, cls)
+
+    def _filled_to_reach(self, w: _Write) -> Optional[cst.CSTNode]:
+        """The value is a new container (`cache = wkd.get(k, {})`, `cache = []`) that the
+        same function fills with objects reaching the key, or linked back to what the key
+        was read from (`root = self.scope.root` ... `item = cache[i]; item.parent = self`):
+        the container holds its key just the same. Returns what links it, or None."""
+        fn = w.function
+        if fn is None or not isinstance(w.value, cst.Name):
+            return None
+        name = w.value.value
+        assigned = [v for v, _ in self.ctx.heavy.local_assignments(fn).get(name, ())]
+        if not assigned or not all(_new_container(self.ctx, v) for v in assigned):
+            return None
+        anchors = [w.key, *_owners(self.ctx, w.key, fn)]
+        fill = _ContainerFill(name)
+        visit(fn.body, fill)
+        linked = [*fill.elements,
+                  *(value for alias, value in fill.links if alias in fill.aliases)]
+        for value in linked:
+            if any(reaches(self.ctx, value, a, fn, w.cls) is not None for a in anchors):
+                return value
+        return None
 
     def _heavy_keys(self, definition: cst.CSTNode) -> bool:
         """Does the definition's annotation or subscripted constructor name a heavy key
@@ -425,3 +489,73 @@ class _Returns(OwnScopeVisitor):
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None:
             self.found.append((node, self._line))
+
+
+_CONTAINER_CTORS = frozenset({"dict", "list", "set", "collections.OrderedDict", "collections.defaultdict"})
+
+
+def _new_container(ctx, value: Optional[cst.BaseExpression]) -> bool:
+    """`{}`, `[]`, `dict()`, or a lookup defaulting to one (`wkd.get(k, {})`)."""
+    if isinstance(value, (cst.Dict, cst.List, cst.Set)):
+        return True
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("get", "setdefault") and len(value.args) == 2:
+        return _new_container(ctx, value.args[1].value)
+    return ctx.qualname(func) in _CONTAINER_CTORS
+
+
+def _owners(ctx, key: cst.BaseExpression, fn: cst.FunctionDef) -> list[cst.Name]:
+    """What the key was read from: `self` for `self.scope.root`, also through a local
+    (`root = self.scope.root`). The owner reaches the key through its attributes."""
+    if isinstance(key, cst.Name):
+        values = [v for v, _ in ctx.heavy.local_assignments(fn).get(key.value, ())]
+        if len(values) != 1 or values[0] is None:
+            return []
+        key = values[0]
+    if not isinstance(key, cst.Attribute):
+        return []
+    while isinstance(key, cst.Attribute):
+        key = key.value
+    return [key] if isinstance(key, cst.Name) else []
+
+
+class _ContainerFill(OwnScopeVisitor):
+    """In one function, for the local container `name`: the objects put into it
+    (`name[k] = v`, `name.append(v)`), the locals read out of it (`x = name[k]`), and
+    every `local.attr = value` (kept if the local turns out to be read out of it)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.elements: list[cst.BaseExpression] = []
+        self.aliases: set[str] = set()
+        self.links: list[tuple[str, cst.BaseExpression]] = []
+
+    def _is_container(self, node) -> bool:
+        return isinstance(node, cst.Name) and node.value == self.name
+
+    def _read(self, value) -> bool:
+        if isinstance(value, cst.Subscript):
+            return self._is_container(value.value)
+        return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in ("get", "setdefault", "pop")
+                and self._is_container(value.func.value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Subscript) and self._is_container(target.value):
+                self.elements.append(node.value)
+            elif isinstance(target, cst.Name) and self._read(node.value):
+                self.aliases.add(target.value)
+            elif isinstance(target, cst.Attribute) and self._read(target.value):
+                self.elements.append(node.value)  # `name[k].parent = v`: v is in it too
+            elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+                self.links.append((target.value.value, node.value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and self._is_container(func.value)
+                and func.attr.value in ("append", "add", "insert", "setdefault", "extend")):
+            self.elements.extend(a.value for a in node.args[-1:])

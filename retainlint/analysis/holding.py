@@ -72,18 +72,44 @@ def _constructor_keeps(ctx, callee: str, index: Optional[int], arg: cst.Arg) -> 
             return True  # into **kwargs
     if name is None:
         return True
-    use = _RawUse(name)
+    use = _RawUse(ctx, name)
     visit(init.body, use)
     return use.found
 
 
 class _RawUse(cst.CSTVisitor):
-    """Is `name` used other than through its attributes (`name.x`) or as the argument of
-    a call whose result never holds it (`len(name)`)?"""
+    """Is `name` used other than through its attributes (`name.x`), as the argument of
+    a call whose result never holds it (`len(name)`, `weakref.ref(name)`), or in a test
+    (`if name is not None:`, `if name:`)?"""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, ctx, name: str) -> None:
+        self.ctx = ctx
         self.name = name
         self.found = False
+
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        # `name is None`, `name == other`: a bool, nothing kept
+        for part in (node.left, *(c.comparator for c in node.comparisons)):
+            if not self._is_name(part):
+                visit(part, self)
+        return False
+
+    def visit_If(self, node: cst.If) -> bool:
+        if not self._is_name(node.test):
+            visit(node.test, self)
+        visit(node.body, self)
+        if node.orelse is not None:
+            visit(node.orelse, self)
+        return False
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        for part in (node.test, node.body, node.orelse):
+            if part is not node.test or not self._is_name(part):
+                visit(part, self)
+        return False
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> bool:
+        return not (isinstance(node.operator, cst.Not) and self._is_name(node.expression))
 
     def _is_name(self, node) -> bool:
         return isinstance(node, cst.Name) and node.value == self.name
@@ -93,11 +119,12 @@ class _RawUse(cst.CSTVisitor):
             if node.attr.value in ("forward", "__call__", "__self__"):
                 self.found = True
             return False
-        return True
+        visit(node.value, self)  # `self.name = ...`: the attribute's name is no use
+        return False
 
     def visit_Call(self, node: cst.Call) -> bool:
         func = node.func
-        plain = func.value if isinstance(func, cst.Name) else None
+        plain = func.value if isinstance(func, cst.Name) else self.ctx.qualname(func)
         if plain in _NON_HOLDING:
             for a in node.args:
                 if not self._is_name(a.value):
