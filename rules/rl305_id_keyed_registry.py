@@ -7,6 +7,8 @@ from typing import Optional
 
 import libcst as cst
 
+from retainlint.analysis.cstutil import OwnScopeVisitor
+from retainlint.analysis.walk import visit
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl305 import IdKeyedRegistryPrefilter
@@ -64,7 +66,7 @@ class _Event:
 class IdKeyedRegistry(Rule):
     prefilter = IdKeyedRegistryPrefilter
     name = "id-keyed-registry"
-    summary = "A module- or class-level registry keyed by id(obj) whose value is obj keeps every obj alive"
+    summary = "A module- or class-level registry keyed by id(obj) (or another per-object key) whose value is obj keeps every obj alive"
     severity = Severity.WARNING  # an error when the object is (or holds) a model or a tensor
     fix_applicability = Applicability.NONE
 
@@ -77,6 +79,16 @@ Reports a write to a module-level (or class-level) `dict`, `defaultdict` or
 method), `registry[(id(obj), name)] = Wrapper(obj)`, `.setdefault(id(obj), obj)` - when
 nothing in the file ever removes entries (`del registry[...]`, `.pop`, `.popitem`,
 `.clear`, rebinding it) or hands the registry to other code that might.
+
+The same holds for any key made fresh for each object: `registry[self.uid] = self` where
+the class sets `self.uid` from `uuid.uuid4()`, `next(counter)` or `id(self)` (in a method
+or as a dataclass field's `default_factory`), and `registry[token] = obj` where the local
+`token` is such a value. A key many objects share (`registry[self.name] = self`) replaces
+entries instead of piling them up and is not reported.
+
+A removal that only runs from `__del__` (in `__del__` itself, or in a method `__del__`
+calls, such as `cleanup()`) does not count: `__del__` cannot run while the registry holds
+the object. A method a context manager's `__exit__` also calls does count.
 
 Instance attributes (`self._by_id = {}` in `__init__`) and local dicts die with their
 owner and are not reported; neither are `weakref.WeakValueDictionary` registries,
@@ -96,6 +108,15 @@ entry.
 
 ## Example
 ```python
+import uuid
+
+_images = {}
+
+class Image:
+    def __init__(self, path):
+        self.uid = uuid.uuid4().hex
+        _images[self.uid] = self  # RL305: every image ever made stays
+
 _live_engines = {}
 
 class Engine:
@@ -134,6 +155,29 @@ class Engine:
         _live[id(self)] = self
         _names[id(self)] = name
         _names[id(self)] = weakref.ref(self)
+""",
+        # a key shared by many objects; a removal a context manager's exit runs
+        """
+_PLUGINS = {}
+_OPEN = {}
+
+class Plugin:
+    def __init__(self, name):
+        self.name = name
+        _PLUGINS[self.name] = self
+
+class Connection:
+    def __init__(self):
+        _OPEN[id(self)] = self
+
+    def close(self):
+        _OPEN.pop(id(self), None)
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
 """,
         # instance attribute and local dicts
         """
@@ -182,6 +226,31 @@ class Session:
         pass
 """,
             lines=[9, 10],
+        ),
+        # a uuid key, and a removal that only `__del__` would run
+        Example(
+            """
+import uuid
+
+_IMAGES = {}
+_CLIENTS = {}
+
+class Image:
+    def __init__(self, path):
+        self.uid = uuid.uuid4().hex
+        _IMAGES[self.uid] = self
+
+class Client:
+    def __init__(self):
+        _CLIENTS[id(self)] = self
+
+    def cleanup(self):
+        _CLIENTS.pop(id(self), None)
+
+    def __del__(self):
+        self.cleanup()
+""",
+            lines=[10, 14],
         ),
     ]
 
@@ -343,15 +412,82 @@ class Session:
             if self._bindings.get(reg.ref, 0) != 1:
                 continue  # rebound at module level: too clever to follow
             events = by_ref.get(reg.ref, [])
-            if any(e.kind != "write" for e in events):
+            finalizer_only = [e for e in events if e.kind == "remove" and self._in_finalizer(e)]
+            if any(e.kind != "write" and e not in finalizer_only for e in events):
                 continue
             for e in events:
+                if e.kind != "write":
+                    continue
                 obj = _id_argument(self.ctx, e.key)
+                key_text = f"`id({ctx_code(self.ctx, obj)})`" if obj is not None else None
+                if obj is None:
+                    obj = self._unique_key_owner(e)
+                    key_text = f"`{ctx_code(self.ctx, e.key)}` (a fresh key for every entry)"
                 if obj is None or self._immortal(obj, e.function):
                     continue
                 if reaches(self.ctx, e.value, obj, e.function, e.cls) is None:
                     continue
-                self._report(reg, e, obj)
+                self._report(reg, e, obj, key_text, finalizer_only[0] if finalizer_only else None)
+
+    # -- removals that can never run ---------------------------------------------------
+    def _in_finalizer(self, e: _Event) -> bool:
+        """Is this removal in `__del__`, or in a method `__del__` calls (`self.cleanup()`)?
+        While the registry holds the object, its `__del__` never runs."""
+        if e.function is None or e.cls is None:
+            return False
+        name = e.function.name.value
+        if name != "__del__" and name not in self._callees(e.cls, "__del__"):
+            return False
+        # a context manager's exit runs it for sure
+        return name not in self._callees(e.cls, "__exit__") | self._callees(e.cls, "__aexit__")
+
+    def _callees(self, cls: cst.ClassDef, start: str) -> set[str]:
+        """The methods `start` calls on `self`, directly or through each other."""
+        methods = self.ctx.methods(cls)
+        found: set[str] = set()
+        pending = [start]
+        while pending:
+            method = methods.get(pending.pop())
+            if method is None:
+                continue
+            calls = _SelfCalls()
+            visit(method.body, calls)
+            for callee in calls.found - found:
+                found.add(callee)
+                pending.append(callee)
+        return found
+
+    # -- keys unique to each object --------------------------------------------------
+    def _unique_key_owner(self, e: _Event) -> Optional[cst.BaseExpression]:
+        """For a key made fresh for each object - `obj.uid` where the class assigns it a
+        uuid, an `id(self)` or a counter's next value, or a local holding one - the object
+        the value would keep (`obj`, or the value itself for a local key)."""
+        key = e.key
+        if isinstance(key, cst.Attribute) and isinstance(key.value, cst.Name):
+            owner = key.value
+            if owner.value == "self" and e.cls is not None and self._unique_attribute(e.cls, key.attr.value):
+                return owner
+            return None
+        if isinstance(key, cst.Name) and e.function is not None and isinstance(e.value, cst.Name):
+            assigned = [v for v, _ in self.ctx.heavy.local_assignments(e.function).get(key.value, ())]
+            if assigned and all(v is not None and _unique_value(self.ctx, v) for v in assigned):
+                return e.value
+        return None
+
+    def _unique_attribute(self, cls: cst.ClassDef, attr: str) -> bool:
+        """Does `cls` give `self.<attr>` a value unique to each instance, in a method or
+        as a dataclass field's `default_factory`?"""
+        values = []
+        for method in self.ctx.methods(cls).values():
+            values += [v for v, _ in self.ctx.heavy.local_assignments(method).get(f"self.{attr}", ())]
+        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
+                            and small.target.value == attr and isinstance(small.value, cst.Call)):
+                        values += [a.value for a in small.value.args
+                                   if a.keyword is not None and a.keyword.value == "default_factory"]
+        return bool(values) and all(v is not None and _unique_value(self.ctx, v) for v in values)
 
     def _immortal(self, obj: cst.BaseExpression, function) -> bool:
         """Objects that live as long as the process anyway: module namespaces
@@ -369,7 +505,8 @@ class Session:
             return obj.value in self.ctx.classes
         return False
 
-    def _report(self, reg: _Registry, e: _Event, obj: cst.BaseExpression) -> None:
+    def _report(self, reg: _Registry, e: _Event, obj: cst.BaseExpression, key_text: str,
+                finalizer_removal: Optional[_Event]) -> None:
         heavy = holds_heavy(self.ctx, obj, e.function, e.cls) or holds_heavy(
             self.ctx, e.value, e.function, e.cls)
         holder = "module global" if reg.ref[0] == "g" else f"class attribute of `{reg.ref[1]}`"
@@ -381,13 +518,20 @@ class Session:
             if release is not None:
                 where = f" (e.g. in `{release.name.value}()`)"
         value_text = f"`{obj_code}` itself" if value_code == obj_code else f"`{value_code}`, which holds `{obj_code}`"
+        removal = "nothing ever removes the entry"
+        related = [RelatedNode("registry defined here", reg.target)]
+        if finalizer_removal is not None and finalizer_removal.function is not None:
+            removal = (f"the entry is removed only by `{finalizer_removal.function.name.value}()`, "
+                       "which `__del__` runs, and `__del__` never runs while the registry holds it")
+            where = ""
+            related.append(RelatedNode("removed only on the way to `__del__`", finalizer_removal.function.name))
         self.report(
             e.node,
-            f"`{reg.name}` ({holder}) is keyed by `id({obj_code})` but stores {value_text}: "
-            f"nothing ever removes the entry, so `{obj_code}` lives as long as the process; "
+            f"`{reg.name}` ({holder}) is keyed by {key_text} but stores {value_text}: "
+            f"{removal}, so `{obj_code}` lives as long as the process; "
             f"use a `weakref.WeakValueDictionary` or remove the entry on release{where}",
             severity=Severity.ERROR if heavy else Severity.WARNING,
-            related=[RelatedNode("registry defined here", reg.target)],
+            related=related,
             statement=e.statement,
         )
 
@@ -404,3 +548,43 @@ def _id_argument(ctx, key: Optional[cst.BaseExpression]) -> Optional[cst.BaseExp
     return None
 
 
+
+
+# calls whose result is new for every call: a key made of one names one object
+_UNIQUE_CALLS = frozenset(
+    {"uuid.uuid1", "uuid.uuid4", "id", "builtins.id", "next", "builtins.next",
+     "secrets.token_hex", "secrets.token_urlsafe", "os.urandom"}
+)
+
+
+def _unique_value(ctx, value: cst.BaseExpression) -> bool:
+    """Is `value` made by a call fresh for every call (`uuid.uuid4().hex`,
+    `str(uuid4())`, `next(_counter)`, `lambda: uuid.uuid4().hex`, `uuid.uuid4` itself as a
+    factory)?"""
+    if isinstance(value, cst.Lambda):
+        value = value.body
+    if ctx.qualname(value) in _UNIQUE_CALLS and isinstance(value, (cst.Name, cst.Attribute)):
+        return True  # `default_factory=uuid.uuid4`
+    calls = _Calls()
+    visit(value, calls)
+    return any(ctx.qualname(c.func) in _UNIQUE_CALLS for c in calls.found)
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found.append(node)
+
+
+class _SelfCalls(OwnScopeVisitor):
+    """Names of the methods a method calls on `self` (`self.cleanup()`)."""
+
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            self.found.add(func.attr.value)

@@ -33,6 +33,16 @@ def _maybe_dict(value: ast.AST, aliases: set) -> bool:
     return dotted is not None and (dotted.rpartition(".")[2] in _DICT_NAMES or dotted in aliases)
 
 
+def _maybe_own_key(key: ast.AST, value: ast.AST) -> bool:
+    """`reg[obj.uid] = obj`, `reg[key] = obj` (a key that may be unique to the object:
+    `_unique_key_owner`, coarsely)."""
+    if not isinstance(value, ast.Name):
+        return False
+    if isinstance(key, ast.Attribute):
+        return isinstance(key.value, ast.Name) and key.value.id == value.id == "self"
+    return isinstance(key, ast.Name)
+
+
 def _maybe_id_key(key: ast.AST, aliases: set) -> bool:
     """`id(x)`, or a tuple holding one (`_id_argument`, coarsely)."""
     if isinstance(key, ast.Tuple):
@@ -46,14 +56,16 @@ def _maybe_id_key(key: ast.AST, aliases: set) -> bool:
 class IdKeyedRegistryPrefilter(Prefilter):
     code = "RL305"
 
-    triggers = ("[id(", "setdefault(id(", "[(id(")
+    # `reg[id(obj)] = obj`; `reg[self.uid] = self`, `reg[key] = self` (a per-object key)
+    triggers = ("[id(", "setdefault(id(", "[(id(", "] = self")
 
     scans = True
 
     @classmethod
     def scan(cls, nodes) -> bool:
         """Is a dict defined outside functions (and bound once there) written to with a
-        value and an `id(...)` key, alone or in a tuple?"""
+        value and an `id(...)` key, alone or in a tuple, or with `self` under a key that
+        may be unique to it?"""
         aliases = {a.asname for node in nodes.of(ast.ImportFrom) for a in node.names
                    if a.asname and (a.name in _DICT_NAMES or a.name == "id")}
         bindings: dict[tuple, int] = {}
@@ -71,15 +83,16 @@ class IdKeyedRegistryPrefilter(Prefilter):
                 dicts.add((scope, targets[0]))
         names = {name for scope, name in dicts if bindings[(scope, name)] == 1}
         return bool(names) and any(
-            value is not None and _maybe_id_key(key, aliases)
+            value is not None and (_maybe_id_key(key, aliases) or _maybe_own_key(key, value))
             for _, _, key, value in container_writes(nodes, names))
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        """An `id(...)` key, and a dict defined at module level or in a class body."""
+        """An `id(...)` key or `self` stored, and a dict defined at module level or in a
+        class body."""
         summary = getattr(data, "summary", None)
         if summary is not None:
             return bool(summary.scans.get(cls.code))
-        if not any(t in data for t in (b"[id(", b"setdefault(id(", b"[(id(")):
+        if not cls.triggered_by(data):
             return False
         return _DEFINITION.search(data) is not None
