@@ -59,7 +59,10 @@ reported like any other method: the cache is still on the function and keyed by 
 W1518, without their known false positives.
 
 Bounded caches are reported too. The finding is an error when the class is heavy (a
-`torch.nn.Module` subclass, or a configured heavy type), a warning otherwise. The message
+`torch.nn.Module` subclass, or a configured heavy type) and either holds weights or the
+cache can grow without bound (no `maxsize`, and keyed by more than a device or dtype); a
+warning otherwise - a weightless module such as a rotary embedding behind a bounded (or
+per-device) cache pins only the few small tables it returned. The message
 says what stays alive: the instances and the values the method returned for them, and
 the class's weights only when it holds some (a rotary-embedding module has none).
 
@@ -79,7 +82,11 @@ import functools
 import torch
 
 class Head(torch.nn.Module):
-    @functools.lru_cache(maxsize=1)  # RL102 (error: heavy class)
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, dim)
+
+    @functools.lru_cache(maxsize=1)  # RL102 (an error: `Head` holds weights)
     def mask(self, n):
         return torch.ones(n, n).tril()
 ```
@@ -286,7 +293,8 @@ class Engine:
             f"cache key, so the class-level cache keeps every `{cls.name.value}` instance it saw "
             f"alive, with the values it returned, for as long as the process runs{held}. "
             f"{self._suggestion(node, heavy)}",
-            severity=Severity.ERROR if heavy else Severity.WARNING,
+            severity=Severity.ERROR if heavy and (weights or self._grows(node, decorator.decorator, qualified))
+            else Severity.WARNING,
             related=[RelatedNode(f"class `{cls.name.value}`", cls.name)],
         )
 
@@ -340,6 +348,31 @@ class Engine:
         if self.ctx.index.is_cache_decorator(absolute):
             return self.ctx.index.resolve(absolute) or absolute
         return None
+
+    def _grows(self, fn: cst.FunctionDef, expr: cst.BaseExpression, qualified: str) -> bool:
+        """Can the cache grow without bound: not bounded by a `maxsize` (a project wrapper
+        without one counts as unbounded), and keyed by more than the device or dtype (one
+        entry per device is as many as the machine has)?"""
+        if self._maxsize(expr, qualified) not in (None, "None"):
+            return False
+        p = fn.params
+        keys = [param for param in (*p.posonly_params, *p.params, *p.kwonly_params)][1:]
+        if isinstance(p.star_arg, cst.Param) or isinstance(p.star_kwarg, cst.Param):
+            return True
+        return not all(_per_device(self.ctx, param) for param in keys)
+
+    def _maxsize(self, expr: cst.BaseExpression, qualified: str) -> Optional[str]:
+        """The cache's `maxsize` as written (`"128"` for `lru_cache`'s default, `"None"`
+        when unbounded), or None when unknown (a project wrapper given none)."""
+        if qualified in _UNBOUNDED_BY_DEFAULT:
+            return "None"
+        if isinstance(expr, cst.Call):
+            positional, keywords = call_args(expr)
+            if "maxsize" in keywords:
+                return self.ctx.code(keywords["maxsize"].value)
+            if positional and qualified in CACHE_DECORATORS:
+                return self.ctx.code(positional[0].value)
+        return "128" if qualified in CACHE_DECORATORS else None
 
     def _size(self, expr: cst.BaseExpression, qualified: str) -> str:
         if qualified not in CACHE_DECORATORS:
@@ -431,6 +464,17 @@ class Engine:
 
 
 # -- process-wide singletons, across the project (`ProjectIndex.ask` questions) ------------
+
+
+def _per_device(ctx, param: cst.Param) -> bool:
+    """A key parameter with one value per device or dtype (`device`, `device_str`,
+    `dtype`, or annotated `torch.device`/`torch.dtype`)."""
+    words = param.name.value.lower().split("_")
+    if "device" in words or "dtype" in words:
+        return True
+    annotation = param.annotation
+    return annotation is not None and any(
+        t in ctx.code(annotation.annotation) for t in ("torch.device", "torch.dtype"))
 
 
 def process_singleton(index, key: tuple[str, str, frozenset[str]]) -> bool:
