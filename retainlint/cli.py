@@ -22,12 +22,11 @@ from retainlint.output.formats import FORMATS
 from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
-from retainlint.core.config import load_settings
 from retainlint.core.errors import ConfigError
-from retainlint.engine.discover import discover, project_context, project_root
+from retainlint.engine.projects import Overrides, ignored_here, plan, settings_for
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Severity
 from retainlint.engine.registry import all_rules, lookup, select_rules, validate_selectors
-from retainlint.engine.runner import Mode, run
+from retainlint.engine.runner import Mode, RunResult, run
 
 ALWAYS_SHOWN = (INTERNAL_ERROR[0], SOURCE_ERROR[0])  # files not checked, whatever the floor
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -152,30 +151,24 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
               help="Worker processes (default: CPU count).")
 @click.option("--no-installed-types", is_flag=True,
               help="Do not read installed packages (with astroid) to tell which of their types are heavy.")
+@click.option("--show-settings", is_flag=True,
+              help="Print the settings the (first) file named is checked under, and exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what the run did besides checking (on stderr).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
           output_format, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
-          force_exclude, config_path, color, jobs, no_installed_types, verbose) -> None:
+          force_exclude, config_path, color, jobs, no_installed_types, show_settings, verbose) -> None:
     """Check PATHS (default: the current directory)."""
     if verbose:
         logging.basicConfig(level=logging.INFO, format="retainlint: %(message)s")
     paths = paths or (".",)
+    overrides = Overrides(
+        _split(select), _split(extend_select), _split(ignore), _split(exclude),
+        (lambda s: s.with_overrides(installed_types=False)) if no_installed_types else (lambda s: s))
+    if show_settings:
+        _show_settings(paths, overrides, config_path)
+        return
     try:
-        start = Path(paths[0])
-        settings = load_settings(start if start.is_dir() else start.parent, config_path)
-        if no_installed_types:
-            settings = settings.with_overrides(installed_types=False)
-        validate_selectors(settings)
-        chosen = select_rules(
-            _split(select) or settings.select,
-            (*settings.extend_select, *_split(extend_select)),
-            (*settings.ignore, *_split(ignore)),
-        )
-        excludes = (*settings.exclude, *_split(exclude))
-        files = discover(paths, settings.root, excludes, force_exclude)
-        # Named files are checked as part of their project: its other files feed the index.
-        context = project_context(paths, files, project_root(paths, settings.source, settings.root),
-                                  excludes) if files else []
+        projects = plan(paths, overrides, config_path, force_exclude)
     except ConfigError as e:
         _fail(str(e))
         return
@@ -188,12 +181,18 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
             return
     shown = FORMATS[output_format]
     machine = shown.machine
-    unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-    mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
-                edits=shown.line_edits)
-    cache_dir = None if no_cache else cache_dir or default_cache_dir(settings.root)
+    files = [f for p in projects for f in p.files]
+    results = []
     with _progress_bar(sys.stderr.isatty() and not machine and len(files) >= PROGRESS_MIN_FILES) as bar:
-        result = run(files, list(chosen), settings, mode, jobs, cache_dir, bar, context)
+        for project in projects:
+            settings = project.settings
+            unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+            mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
+                        edits=shown.line_edits)
+            where = None if no_cache else cache_dir or default_cache_dir(settings.root)
+            results.append(run(project.files, list(project.codes), settings, mode, jobs, where,
+                               bar, project.context))
+    result = RunResult.merged(results)
 
     colored = _color(color) and not machine
     out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)
@@ -220,6 +219,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     else:
         shown.show(out, findings, changed.root if changed else repo_root())
     if not machine:
+        unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         out.print(text.summary(findings, result.fixed, unsafe), highlight=False)
 
     if internal:
@@ -229,6 +229,34 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     if findings or (exit_non_zero_on_fix and result.fixed):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _show_settings(paths: tuple[str, ...], overrides: Overrides, config_path: Optional[Path]) -> None:
+    """The resolved settings of the first path, one `key = value` line each (TOML values)."""
+    try:
+        settings = settings_for(paths[0], overrides, config_path)
+        validate_selectors(settings)
+        codes = select_rules(overrides.select or settings.select,
+                             (*settings.extend_select, *overrides.extend_select),
+                             (*settings.ignore, *overrides.ignore))
+    except ConfigError as e:
+        _fail(str(e))
+        return
+    shown = {
+        "file": paths[0],
+        "configuration": str(settings.source) if settings.source else "(none: defaults)",
+        "root": str(settings.root),
+        "rules": list(codes),
+        "exclude": list(settings.excludes) + list(overrides.exclude),
+        "per-file-ignores": {glob: list(c) for glob, c in settings.per_file_ignores},
+        "ignored-here": sorted(ignored_here(paths[0], settings)),
+        "heavy-types": list(settings.heavy_types),
+        "release-methods": list(settings.release_methods),
+        "unsafe-fixes": settings.unsafe_fixes,
+        "per-object-hooks": settings.per_object_hooks,
+    }
+    for key, value in shown.items():
+        click.echo(f"{key} = {json.dumps(value)}")
 
 
 @main.command()

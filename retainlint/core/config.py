@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import reprlib
 import sys
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
+
+import pathspec
 
 from retainlint.core.errors import ConfigError
 
@@ -35,7 +39,8 @@ class Settings:
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    exclude: tuple[str, ...] = ()
+    exclude: Optional[tuple[str, ...]] = None  # None: DEFAULT_EXCLUDES
+    extend_exclude: tuple[str, ...] = ()
     heavy_types: tuple[str, ...] = ()
     release_methods: tuple[str, ...] = DEFAULT_RELEASE_METHODS
     unsafe_fixes: bool = False
@@ -46,6 +51,11 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)  # directory of the config file
     source: Optional[Path] = None  # the config file read, if any
 
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        """`exclude` (it replaces the defaults, as in ruff), then `extend-exclude`."""
+        return (*(DEFAULT_EXCLUDES if self.exclude is None else self.exclude), *self.extend_exclude)
+
     def with_overrides(self, **changes: Any) -> "Settings":  # field values, as for replace()
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
@@ -55,6 +65,7 @@ _LIST_KEYS = {
     "ignore": "ignore",
     "extend-select": "extend_select",
     "exclude": "exclude",
+    "extend-exclude": "extend_exclude",
     "heavy-types": "heavy_types",
     "release-methods": "release_methods",
 }
@@ -144,11 +155,11 @@ def settings_from_table(table: dict[str, Any], path: Path) -> Settings:
             ):
                 raise ConfigError(f"{where}: expected a list of strings, got {_shown(value)}")
             values[_LIST_KEYS[key]] = tuple(value)
-        elif key in ("unsafe-fixes", "per-object-hooks", "installed-types"):
+        elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: expected true or false, got {_shown(value)}")
             values[key.replace("-", "_")] = value
-        elif key == "per-file-ignores":
+        elif key in _TABLE_KEYS:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: expected a table of glob = [codes]")
             pairs = []
@@ -156,8 +167,32 @@ def settings_from_table(table: dict[str, Any], path: Path) -> Settings:
                 if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
                     raise ConfigError(f"{where}: {glob!r} must map to a list of codes")
                 pairs.append((glob, tuple(codes)))
-            values["per_file_ignores"] = tuple(pairs)
+            # Both are kept: `per-file-ignores` first (there is no inherited table to extend).
+            values["per_file_ignores"] = (*values.get("per_file_ignores", ()), *pairs) \
+                if key.startswith("extend") else (*pairs, *values.get("per_file_ignores", ()))
         else:
-            raise ConfigError(f"{where}: unknown option")
+            raise ConfigError(f"{where}: unknown option{did_you_mean(key, KNOWN_KEYS)}")
     settings = Settings(**values)
     return settings
+
+
+_BOOL_KEYS = ("unsafe-fixes", "per-object-hooks", "installed-types")
+_TABLE_KEYS = ("per-file-ignores", "extend-per-file-ignores")
+KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, *_TABLE_KEYS)  # also the keys of schema.json
+
+
+@lru_cache(maxsize=256)
+def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
+
+
+def glob_matches(pattern: str, relative: str) -> bool:
+    """Does `pattern` (as in .gitignore: `*` within a folder, `**` across them, no slash:
+    any depth) match the path `relative` to the configuration's directory?"""
+    return _spec(pattern).match_file(relative)
+
+
+def did_you_mean(word: str, choices: Any) -> str:
+    """` (did you mean `x`?)` when one choice is close to `word`, else ""."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""

@@ -1,18 +1,18 @@
 """Which files to check: explicit files always (unless --force-exclude), directories
-recursively, minus default and configured excludes, minus .gitignore inside git repos.
+recursively, minus the excludes given (`Settings.excludes`: defaults or configured), minus .gitignore inside git repos.
 A linked directory is not walked; a linked file that leads out of the project is listed,
 and refused when read (`source.read_source`)."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
-from retainlint.core.config import DEFAULT_EXCLUDES
+import pathspec
+
 from retainlint.core.errors import ConfigError
 from retainlint.core.source import leaves_project
 
@@ -25,39 +25,37 @@ def _real(path: Path) -> Path:
 
 
 class _Excludes:
-    """Exclude patterns, compiled once: a pattern matches a path component (`build`,
-    `*.egg-info`), or a glob on the path relative to the config root (`tests/fixtures/*`)."""
+    """Exclude patterns with .gitignore's meaning (pathspec), relative to the config root:
+    a pattern without a slash matches a name at any depth (`build`, `*.egg-info`), one
+    with a slash is anchored (`tests/fixtures/*`: `*` stays within one folder, `**`
+    crosses them); a folder matched excludes everything below it."""
 
     def __init__(self, root: Path, patterns: Iterable[str]) -> None:
         self.root = root
-        names, name_globs, path_globs = set(), [], []
-        for pattern in (p.rstrip("/") for p in patterns):
-            if "/" in pattern:
-                path_globs += [fnmatch.translate(pattern), fnmatch.translate(pattern + "/*")]
-            elif any(c in pattern for c in "*?["):
-                name_globs.append(fnmatch.translate(pattern))
-            else:
-                names.add(pattern)
-        self.names = names
-        self.name_glob = re.compile("|".join(name_globs)) if name_globs else None
-        self.path_glob = re.compile("|".join(path_globs)) if path_globs else None
+        self.spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
 
     def relative(self, path: Path) -> str:
         try:
             return _real(path).relative_to(self.root).as_posix()
-        except ValueError:
-            return path.as_posix()
+        except ValueError:  # outside the root: its own parts, as if the root were its anchor
+            return path.as_posix().lstrip("/")
 
     def path(self, path: Path) -> bool:
         relative = self.relative(path)
-        return any(self.name(part) for part in relative.split("/")) or self.glob(relative)
+        return relative != "." and self.glob(relative, path.is_dir())
 
-    def name(self, component: str) -> bool:
-        return component in self.names or (
-            self.name_glob is not None and self.name_glob.match(component) is not None)
+    def glob(self, relative: str, directory: bool = False) -> bool:
+        return self.spec.match_file(relative + "/" if directory else relative)
 
-    def glob(self, relative: str) -> bool:
-        return self.path_glob is not None and self.path_glob.match(relative) is not None
+
+def excluded(path: str, root: Path, patterns: Iterable[str]) -> bool:
+    """Is `path` excluded by `patterns`, read relative to `root`?"""
+    return _excludes(root, tuple(patterns)).path(Path(path))
+
+
+@lru_cache(maxsize=32)
+def _excludes(root: Path, patterns: tuple[str, ...]) -> _Excludes:
+    return _Excludes(root, patterns)
 
 
 def _git_visible(directory: Path) -> Optional[set[Path]]:
@@ -92,7 +90,7 @@ def _discover(
     paths: Iterable[str], root: Path, exclude: Iterable[str], force_exclude: bool
 ) -> dict[str, str]:
     """real path -> the name it is checked under."""
-    excludes = _Excludes(root, (*DEFAULT_EXCLUDES, *exclude))
+    excludes = _Excludes(root, exclude)
     found: dict[str, str] = {}  # real path -> the name it is checked under
 
     def add(name: str, real: str) -> None:
@@ -178,10 +176,8 @@ def _walk(top: Path, excludes: _Excludes) -> Iterable[tuple[Path, Path]]:
         real_base = real_top / os.path.relpath(dirpath, top)
         relative = excludes.relative(base)
         prefix = "" if relative == "." else relative + "/"
-        dirnames[:] = sorted(d for d in dirnames
-                             if not excludes.name(d) and not excludes.glob(prefix + d))
+        dirnames[:] = sorted(d for d in dirnames if not excludes.glob(prefix + d, directory=True))
         for name in sorted(filenames):
-            if (name.endswith(PYTHON_SUFFIXES) and not excludes.name(name)
-                    and not excludes.glob(prefix + name)):
+            if name.endswith(PYTHON_SUFFIXES) and not excludes.glob(prefix + name):
                 file = base / name
                 yield file, _real(file) if file.is_symlink() else real_base / name

@@ -4,15 +4,12 @@ positions and suppressions only when something was reported."""
 from __future__ import annotations
 
 import ast
-import fnmatch
 import io
-import os
 import re
 import tokenize
 import traceback
 import warnings
 from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePath
 from typing import Any, Callable, Optional, Sequence
 
 import libcst as cst
@@ -31,7 +28,8 @@ from retainlint.core.finding import (
 )
 from retainlint.project.index import ProjectIndex, summarize
 from retainlint.engine.positions import ranges_of
-from retainlint.engine.registry import all_prefilters, codes_for
+from retainlint.engine.projects import ignored_here
+from retainlint.engine.registry import all_prefilters
 from retainlint.project.prefilter import rules_triggered
 from retainlint.analysis.rule import RelatedNode, Rule
 from retainlint.core.source import MAX_PARSE_BYTES
@@ -219,7 +217,7 @@ def lint_bytes(
     result = FileResult(path)
     if index is None:
         index = ProjectIndex(filter(None, [summarize(path, data, all_prefilters())]), settings.heavy_types)
-    ignored = _ignored_here(path, settings)
+    ignored = ignored_here(path, settings)
     passed = set(rules_triggered(data, [r.prefilter for r in rules], settings, index, path))
     active = [r for r in rules if r.prefilter in passed and r.code not in ignored]
     if not active:
@@ -310,20 +308,6 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
                 noqa_line=statement_line,
             )
         )
-
-
-def _ignored_here(path: str, settings: Settings) -> set[str]:
-    if not settings.per_file_ignores:
-        return set()
-    try:
-        relative = Path(os.path.realpath(path)).relative_to(settings.root).as_posix()
-    except ValueError:
-        relative = PurePath(path).as_posix()
-    ignored: set[str] = set()
-    for glob, codes in settings.per_file_ignores:
-        if fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(PurePath(path).name, glob):
-            ignored |= codes_for(codes)
-    return ignored
 
 
 # A rule's `visit_<Node>` or `leave_<Node>` method, with its rule.

@@ -14,6 +14,7 @@ import re
 from types import ModuleType
 from typing import TYPE_CHECKING, Iterable
 
+from retainlint.core.config import did_you_mean
 from retainlint.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -100,7 +101,9 @@ def lookup_codes(selector: str) -> list[str]:
     matched = [code for code, _ in rules if code.startswith(token.upper())] \
         if token.upper().startswith("RL") else []
     if not matched:
-        raise ConfigError(f"unknown rule selector `{selector}`")
+        known = [word for code, name in rules for word in (code, name)]
+        raise ConfigError(f"unknown rule selector `{selector}`"
+                          f"{did_you_mean(token.upper() if token[:2].upper() == 'RL' else token, known)}")
     return matched
 
 

@@ -62,6 +62,13 @@ class RunResult:
     fixed: int
     diffs: list[str]
 
+    @classmethod
+    def merged(cls, results: Sequence["RunResult"]) -> "RunResult":
+        """One result for runs over several projects."""
+        return cls(sum(r.files for r in results),
+                   sorted((f for r in results for f in r.findings), key=Finding.sort_key),
+                   sum(r.fixed for r in results), [d for r in results for d in r.diffs])
+
 
 def _applies(finding: Finding, mode: Mode) -> bool:
     fix = finding.fix

@@ -1,0 +1,116 @@
+"""Which files are checked under which settings: the closest configuration to each file
+applies (as in ruff), so a tree with nested pyproject.toml / retainlint.toml files is one
+run of several projects, each with its own rules, excludes and project index."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from retainlint.core.config import (Settings, find_config, glob_matches, load_settings,
+                                     settings_from_table)
+from retainlint.engine.discover import discover, excluded, project_context, project_root
+from retainlint.engine.registry import codes_for, select_rules, validate_selectors
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line adds to every configuration."""
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    adjust: Callable[[Settings], Settings] = lambda s: s  # flags that set a field
+
+
+@dataclass
+class Project:
+    settings: Settings
+    codes: tuple[str, ...]
+    files: list[str] = field(default_factory=list)  # checked and reported
+    context: list[str] = field(default_factory=list)  # the rest of its index
+
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        return self.settings.excludes
+
+
+class _Configs:
+    """The settings of the configuration closest to a directory, read once each."""
+
+    def __init__(self, overrides: Overrides) -> None:
+        self.overrides = overrides
+        self.by_directory: dict[str, Settings] = {}
+        self.by_source: dict[Optional[Path], Settings] = {}
+
+    def closest(self, directory: str) -> Settings:
+        settings = self.by_directory.get(directory)
+        if settings is None:
+            found = find_config(Path(directory))
+            source = found[0] if found else None
+            settings = self.by_source.get(source)
+            if settings is None:
+                settings = settings_from_table(found[1], found[0]) if found else Settings()
+                settings = self.by_source[source] = self.overrides.adjust(settings)
+            self.by_directory[directory] = settings
+        return settings
+
+
+def plan(paths: Iterable[str], overrides: Overrides, explicit: Optional[Path] = None,
+         force_exclude: bool = False) -> list[Project]:
+    """The projects the named paths hold, each with its files. `explicit`: one
+    configuration for everything (--config), as before hierarchies."""
+    paths = list(paths)
+    first = Path(paths[0])
+    top = overrides.adjust(load_settings(first if first.is_dir() else first.parent, explicit))
+    files = discover(paths, top.root, (*top.excludes, *overrides.exclude), force_exclude)
+    groups: dict[Optional[Path], tuple[Settings, list[str]]] = {}
+    configs = _Configs(overrides)
+    named = {os.path.normpath(p) for p in paths}
+    for file in files:
+        settings = top if explicit is not None else configs.closest(
+            os.path.dirname(os.path.abspath(file)))
+        # A nested configuration's excludes apply below it (the walk knew only the top's);
+        # a file named on the command line is checked unless --force-exclude.
+        if settings.source != top.source and (force_exclude or file not in named) and excluded(
+                file, settings.root, (*settings.excludes, *overrides.exclude)):
+            continue
+        groups.setdefault(settings.source, (settings, []))[1].append(file)
+    if not groups:
+        groups[top.source] = (top, [])
+    projects = []
+    for settings, group in groups.values():
+        validate_selectors(settings)
+        codes = select_rules(overrides.select or settings.select,
+                             (*settings.extend_select, *overrides.extend_select),
+                             (*settings.ignore, *overrides.ignore))
+        excludes = (*settings.excludes, *overrides.exclude)
+        # Named files are checked as part of their project: its other files feed the index.
+        root = project_root(group or paths, settings.source, settings.root)
+        context = project_context(paths, group, root, excludes) if group else []
+        projects.append(Project(settings, codes, group, context))
+    return projects
+
+
+def settings_for(file: str, overrides: Overrides, explicit: Optional[Path] = None) -> Settings:
+    """The settings `file` is checked under (--show-settings)."""
+    if explicit is not None:
+        return overrides.adjust(load_settings(Path(file).parent, explicit))
+    return _Configs(overrides).closest(os.path.dirname(os.path.abspath(file)))
+
+
+def ignored_here(path: str, settings: Settings) -> set[str]:
+    """The codes `per-file-ignores` turns off for `path`."""
+    if not settings.per_file_ignores:
+        return set()
+    try:
+        relative = Path(os.path.realpath(path)).relative_to(settings.root).as_posix()
+    except ValueError:
+        relative = Path(path).as_posix()
+    ignored: set[str] = set()
+    for glob, codes in settings.per_file_ignores:
+        if glob_matches(glob, relative):
+            ignored |= codes_for(codes)
+    return ignored
