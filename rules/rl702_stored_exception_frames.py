@@ -433,14 +433,32 @@ class Pool:
                 cls = h.cls if s.kind == "self" else None
                 if consumers.takes(s.slot, cls, h.function):
                     continue  # handed off: its reader takes it out
-                if consumers.raises(s.slot, cls):
-                    # a result kept for a reader that re-raises it (a hand-written future,
-                    # a run-once initialiser's terminal failure): by design, unless its
-                    # frames pin heavy locals for as long as it is kept
+                if consumers.raises(s.slot, cls) or consumers.returns(s.slot, cls) or (
+                        s.kind == "self" and self._thread_outcome(h)):
+                    # a result kept for a reader that re-raises or returns it (a
+                    # hand-written future, a run-once initialiser's terminal failure, a
+                    # thread's outcome): by design, unless its frames pin heavy locals
+                    # for as long as it is kept
                     if not self._heavy_locals(h):
                         continue
                     consumed = True
             self._report(h, s, consumed=consumed)
+
+    def _thread_outcome(self, h: _Handler) -> bool:
+        """Is the handler in `run()` of a `threading.Thread` subclass? A thread runs once:
+        what its `run()` records on the thread object is its outcome, read by whoever
+        joined it."""
+        fn, cls = h.function, h.cls
+        return cls is not None and fn is h.self_owner and fn.name.value == "run" and self._is_thread(cls)
+
+    def _is_thread(self, cls: cst.ClassDef, depth: int = 0) -> bool:
+        for arg in cls.bases:
+            if self.ctx.qualname(arg.value) == "threading.Thread":
+                return True
+            parent = self.ctx.classes.get(arg.value.value) if isinstance(arg.value, cst.Name) else None
+            if parent is not None and parent is not cls and depth < 8 and self._is_thread(parent, depth + 1):
+                return True
+        return False
 
     def _consumers(self) -> "_Consumers":
         if self._consumed is None:
@@ -494,7 +512,7 @@ class Pool:
             related.append(RelatedNode("a caller keeps the result here", caller))
         if consumed:
             # re-raised later: the reader needs the exception, not its frames' locals
-            fix = (f", heavy ones among them, for as long as it is kept to be re-raised; "
+            fix = (f", heavy ones among them, for as long as it is kept for its reader; "
                    f"clear `{h.name}.__traceback__` before storing it (keep "
                    f"`traceback.format_exc()` if the trace is wanted)")
         else:
@@ -648,12 +666,15 @@ class _Consumers:
             bodies.append((fn, cls, body))
         # getters first: `def results(self): return self._results`
         self.getters: dict[str, set] = {}
+        self.returned: set = set()  # slots a function returns: handed to its caller
         for fn, cls, body in bodies:
             if not body.returns:
                 continue
             aliases = self._aliases(fn, cls, body)
             for ret in body.returns:
-                read = {r for r in self.reads(ret, aliases, fn, cls) if r[0] == "a"}
+                read = self.reads(ret, aliases, fn, cls)
+                self.returned |= read
+                read = {r for r in read if r[0] == "a"}
                 if read:
                     self.getters.setdefault(fn.name.value, set()).update(read)
         for fn, cls, body in bodies:
@@ -668,6 +689,11 @@ class _Consumers:
     def raises(self, slot: tuple, cls: Optional[cst.ClassDef]) -> bool:
         """Is the slot of a store (on `self` of `cls`, if any) read and raised?"""
         return any(self._same(read, slot, cls) for read in self.raised)
+
+    def returns(self, slot: tuple, cls: Optional[cst.ClassDef]) -> bool:
+        """Is the slot of a store returned by a getter (`def error(self): return
+        self.error_`, as `Future.exception()` hands the exception to its reader)?"""
+        return any(self._same(read, slot, cls) for read in self.returned)
 
     def takes(self, slot: tuple, cls: Optional[cst.ClassDef], storing: cst.FunctionDef) -> bool:
         """Does a function other than the storing one take entries out of the slot? (The
