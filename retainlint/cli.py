@@ -23,9 +23,9 @@ from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
 from retainlint.core.errors import ConfigError
-from retainlint.engine.projects import Overrides, ignored_here, plan, settings_for
+from retainlint.engine.projects import Overrides, ignored_here, plan, selection, settings_for
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Severity
-from retainlint.engine.registry import all_rules, lookup, select_rules, validate_selectors
+from retainlint.engine.registry import all_rules, lookup
 from retainlint.engine.runner import Mode, RunResult, run
 
 ALWAYS_SHOWN = (INTERNAL_ERROR[0], SOURCE_ERROR[0])  # files not checked, whatever the floor
@@ -207,6 +207,8 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
                       f"not changed since {changed_since_ref} not shown", highlight=False)
     if not files:
         err.print("warning: no Python files found", highlight=False)
+    for note in result.notes:
+        err.print(f"warning: {note}", highlight=False)
 
     if diff:
         for chunk in result.diffs:
@@ -234,11 +236,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
 def _show_settings(paths: tuple[str, ...], overrides: Overrides, config_path: Optional[Path]) -> None:
     """The resolved settings of the first path, one `key = value` line each (TOML values)."""
     try:
-        settings = settings_for(paths[0], overrides, config_path)
-        validate_selectors(settings)
-        codes = select_rules(overrides.select or settings.select,
-                             (*settings.extend_select, *overrides.extend_select),
-                             (*settings.ignore, *overrides.ignore))
+        settings, codes = selection(settings_for(paths[0], overrides, config_path), overrides)
     except ConfigError as e:
         _fail(str(e))
         return
@@ -246,7 +244,7 @@ def _show_settings(paths: tuple[str, ...], overrides: Overrides, config_path: Op
         "file": paths[0],
         "configuration": str(settings.source) if settings.source else "(none: defaults)",
         "root": str(settings.root),
-        "rules": list(codes),
+        "rules": list(codes) + (["RL100"] if settings.report_unused_noqa else []),
         "exclude": list(settings.excludes) + list(overrides.exclude),
         "per-file-ignores": {glob: list(c) for glob, c in settings.per_file_ignores},
         "ignored-here": sorted(ignored_here(paths[0], settings)),

@@ -48,6 +48,8 @@ class Settings:
     per_object_hooks: bool = False
     # Read heavy types of installed packages (the imports of the checked code) with astroid.
     installed_types: bool = True
+    # RL100: report noqa directives that silence nothing (selected as RL100/unused-noqa).
+    report_unused_noqa: bool = False
     root: Path = field(default_factory=Path.cwd)  # directory of the config file
     source: Optional[Path] = None  # the config file read, if any
 

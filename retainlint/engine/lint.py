@@ -29,7 +29,7 @@ from retainlint.core.finding import (
 from retainlint.project.index import ProjectIndex, summarize
 from retainlint.engine.positions import ranges_of
 from retainlint.engine.projects import ignored_here
-from retainlint.engine.registry import all_prefilters
+from retainlint.engine.registry import all_prefilters, catalog
 from retainlint.project.prefilter import rules_triggered
 from retainlint.analysis.rule import RelatedNode, Rule
 from retainlint.core.source import MAX_PARSE_BYTES
@@ -46,6 +46,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     module: Optional[cst.Module] = None  # kept only when the caller wants to fix
     parsed: bool = False
+    suppressions: Optional[Suppressions] = None  # scanned once something was reported
 
     @property
     def has_errors(self) -> bool:
@@ -215,17 +216,27 @@ def lint_bytes(
 ) -> FileResult:
     """`index`: the project this file belongs to; without one, the file on its own."""
     result = FileResult(path)
+    _lint_file(result, data, rules, settings, keep_module, index)
+    if settings.report_unused_noqa and not result.has_errors:
+        suppressions = result.suppressions or Suppressions.scan(data.decode("utf-8", "replace"))
+        result.findings += suppressions.unused(path, catalog())
+    return result
+
+
+def _lint_file(result: FileResult, data: bytes, rules: Sequence[type[Rule]], settings: Settings,
+               keep_module: bool, index: Optional[ProjectIndex]) -> None:
+    path = result.path
     if index is None:
         index = ProjectIndex(filter(None, [summarize(path, data, all_prefilters())]), settings.heavy_types)
     ignored = ignored_here(path, settings)
     passed = set(rules_triggered(data, [r.prefilter for r in rules], settings, index, path))
     active = [r for r in rules if r.prefilter in passed and r.code not in ignored]
     if not active:
-        return result
+        return
     module, error, shifts = _parse(path, data)
     if error is not None:
         result.findings.append(error)
-        return result
+        return
     assert module is not None  # `_parse` returns a module or an error
     result.parsed = True
     if keep_module:
@@ -234,7 +245,6 @@ def lint_bytes(
     lint_module(result, module, source, active, settings, index)
     if shifts:
         _form_feeds_back(result, shifts)
-    return result
 
 
 def lint_module(result: FileResult, module: cst.Module, source: str,
@@ -273,13 +283,14 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
                            *(rel.node for rel in report.related if not isinstance(rel, Related)))
               if node is not None]
     positions = ranges_of(module, wanted, source)
-    suppressions = Suppressions.scan(source)
+    suppressions = result.suppressions = Suppressions.scan(source)
     for report in ctx.reports:
         rng = positions[report.node]
         start = Position(rng.start.line, rng.start.column + 1)
         end = Position(rng.end.line, rng.end.column + 1)
         statement_line = positions[report.statement].start.line if report.statement else start.line
-        if suppressions.silences((start.line, statement_line), report.rule.code, report.rule.name):
+        if suppressions.silences(_noqa_lines(report, positions, rng), report.rule.code,
+                                 report.rule.name):
             continue
         related: list[Related] = []
         # `Rule.report` takes either (a location in another file is already a Related).
@@ -308,6 +319,23 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
                 noqa_line=statement_line,
             )
         )
+
+
+def _noqa_lines(report: Any, positions: Any, rng: Any) -> list[int]:
+    """Where a `# noqa` silences a finding: every line it spans; every line of its
+    statement (a compound statement: its first line only, not its body); every line of
+    this file its message names (related locations)."""
+    lines = list(range(rng.start.line, rng.end.line + 1))
+    if report.statement is not None:
+        whole = positions[report.statement]
+        last = whole.end.line if isinstance(report.statement, cst.SimpleStatementLine) \
+            else whole.start.line
+        lines += range(whole.start.line, last + 1)
+    for rel in report.related:
+        where = positions.get(rel.node) if not isinstance(rel, Related) else None
+        if where is not None:
+            lines += range(where.start.line, where.end.line + 1)
+    return lines
 
 
 # A rule's `visit_<Node>` or `leave_<Node>` method, with its rule.

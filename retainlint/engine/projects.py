@@ -5,7 +5,7 @@ run of several projects, each with its own rules, excludes and project index."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
@@ -13,6 +13,9 @@ from retainlint.core.config import (Settings, find_config, glob_matches, load_se
                                      settings_from_table)
 from retainlint.engine.discover import discover, excluded, project_context, project_root
 from retainlint.engine.registry import codes_for, select_rules, validate_selectors
+from retainlint.engine.suppress import UNUSED_NOQA
+
+UNUSED_NOQA_SELECTORS = (UNUSED_NOQA[0], UNUSED_NOQA[1].upper())
 
 
 @dataclass(frozen=True)
@@ -82,16 +85,41 @@ def plan(paths: Iterable[str], overrides: Overrides, explicit: Optional[Path] = 
         groups[top.source] = (top, [])
     projects = []
     for settings, group in groups.values():
-        validate_selectors(settings)
-        codes = select_rules(overrides.select or settings.select,
-                             (*settings.extend_select, *overrides.extend_select),
-                             (*settings.ignore, *overrides.ignore))
+        settings, codes = selection(settings, overrides)
         excludes = (*settings.excludes, *overrides.exclude)
         # Named files are checked as part of their project: its other files feed the index.
         root = project_root(group or paths, settings.source, settings.root)
         context = project_context(paths, group, root, excludes) if group else []
         projects.append(Project(settings, codes, group, context))
     return projects
+
+
+def selection(settings: Settings, overrides: Overrides) -> tuple[Settings, tuple[str, ...]]:
+    """The codes of the rules selected, and the settings with `report_unused_noqa` set when
+    RL100 (`unused-noqa`, reported by the engine, not a rule) is among them."""
+    select = overrides.select or settings.select
+    extend = (*settings.extend_select, *overrides.extend_select)
+    ignore = (*settings.ignore, *overrides.ignore)
+    wanted = any(_unused_noqa(s) for s in (*(select or ()), *extend)) \
+        and not any(_unused_noqa(s) for s in ignore)
+    settings = replace(settings, report_unused_noqa=wanted,
+                       select=_without_rl100(settings.select),
+                       extend_select=_without_rl100(settings.extend_select) or (),
+                       ignore=_without_rl100(settings.ignore) or ())
+    validate_selectors(settings)
+    codes = select_rules(_without_rl100(overrides.select) or settings.select,
+                         _without_rl100(extend) or (), _without_rl100(ignore) or ())
+    return settings, codes
+
+
+def _unused_noqa(selector: str) -> bool:
+    return selector.strip().upper() in UNUSED_NOQA_SELECTORS
+
+
+def _without_rl100(selectors: Optional[tuple[str, ...]]) -> Optional[tuple[str, ...]]:
+    if selectors is None:
+        return None
+    return tuple(s for s in selectors if not _unused_noqa(s))
 
 
 def settings_for(file: str, overrides: Overrides, explicit: Optional[Path] = None) -> Settings:

@@ -24,6 +24,7 @@ from retainlint.engine.installed_facts import installed_types
 from retainlint.project.index import Consulted, FileSummary, ProjectIndex, summarize
 from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_prefilters, all_rules, catalog
+from retainlint.engine.suppress import unknown_noqa_codes, unused_in
 
 if TYPE_CHECKING:
     from retainlint.analysis.rule import Rule
@@ -61,13 +62,15 @@ class RunResult:
     findings: list[Finding]
     fixed: int
     diffs: list[str]
+    notes: list[str] = field(default_factory=list)  # warnings for stderr
 
     @classmethod
     def merged(cls, results: Sequence["RunResult"]) -> "RunResult":
         """One result for runs over several projects."""
         return cls(sum(r.files for r in results),
                    sorted((f for r in results for f in r.findings), key=Finding.sort_key),
-                   sum(r.fixed for r in results), [d for r in results for d in r.diffs])
+                   sum(r.fixed for r in results), [d for r in results for d in r.diffs],
+                   [n for r in results for n in r.notes])
 
 
 def _applies(finding: Finding, mode: Mode) -> bool:
@@ -424,7 +427,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
                                  summaries)
         if store is not None:
             store.save()  # the summaries only: fixed files make no findings to keep
-        return _result(paths, outcomes + uncached)
+        return _result(paths, outcomes + uncached, readable)
     # A file's identity is its content and its module name (an `__init__.py` deleted
     # elsewhere renames it, and every lookup of its names).
     absolute = {p: os.path.abspath(p) for p in project}  # once: each call asks for the cwd
@@ -449,7 +452,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         index=index)
     store.set_run(last)
     store.save()
-    return _result(paths, outcomes + [o for o in found if o.path in readable])
+    return _result(paths, outcomes + [o for o in found if o.path in readable], readable)
 
 
 # Past this many files to re-lint, the last run is not worth patching.
@@ -561,8 +564,9 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
             triggered = rules_triggered(data, prefilters, settings, index, p)
         if triggered:
             to_check.append(p)
-        else:
-            skipped.append(FileOutcome(p, consulted=consulted))
+        else:  # no rule runs here: a noqa naming one is unused
+            unused = unused_in(p, data, catalog()) if settings.report_unused_noqa else []
+            skipped.append(FileOutcome(p, unused, consulted=consulted))
     # Largest first: the few big files (model runners, engines) take most of the time,
     # and one of them taken last would leave the other workers idle.
     to_check.sort(key=lambda p: -len(readable[p]))
@@ -597,7 +601,10 @@ def _remember(results: FindingsCache, outcomes: list[FileOutcome], digests: dict
         results.put(o.path, Entry(digests[own], config, facts, o.consulted, o.findings))
 
 
-def _result(paths: Sequence[str], outcomes: list[FileOutcome]) -> RunResult:
+def _result(paths: Sequence[str], outcomes: list[FileOutcome],
+            readable: dict[str, bytes]) -> RunResult:
     findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
     diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
-    return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs)
+    notes = [f"{path}:{line}: `# noqa` names no rule of retainlint: {code}"
+             for path, data in readable.items() for line, code in unknown_noqa_codes(data, catalog())]
+    return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs, notes)

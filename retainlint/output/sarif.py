@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from retainlint import __version__
+from retainlint.engine.suppress import UNUSED_NOQA
 from retainlint.core.finding import (
     INTERNAL_ERROR,
     SOURCE_ERROR,
@@ -43,6 +44,10 @@ _PSEUDO_RULES = {
     INTERNAL_ERROR[0]: (INTERNAL_ERROR[1], "retainlint itself failed on a file",
                         "A rule crashed on this file: a bug in retainlint. The run still covers "
                         "the other files and rules. Please report it."),
+    UNUSED_NOQA[0]: (UNUSED_NOQA[1], "A `# noqa` directive names a rule that reported nothing there",
+                     "Selected with RL100 (or unused-noqa): a suppression that no longer "
+                     "suppresses anything hides the next real finding on that line. Remove "
+                     "the code from the directive."),
 }
 
 

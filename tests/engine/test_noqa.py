@@ -1,0 +1,91 @@
+"""`# noqa` as ruff users write it, through the real CLI: any line of a multi-line
+statement, a line the message names, prefixes, unknown codes warned about, and the RL100
+report of directives that silence nothing."""
+
+import textwrap
+
+from conftest import run_cli
+
+HOOKS = textwrap.dedent("""\
+    import torch
+
+
+    class Wrapper:
+        def __init__(self, model):
+            self.model = model
+            torch._dynamo.convert_frame.register_bytecode_hook(  # noqa: RL5
+                self.hook
+            )
+            torch._dynamo.convert_frame.register_bytecode_hook(
+                self.hook,
+            )  # noqa: discarded-hook-handle
+            torch._dynamo.convert_frame.register_bytecode_hook(
+                self.hook,  # noqa: RL501
+            )
+            torch._dynamo.convert_frame.register_bytecode_hook(self.hook)  # noqa: RL3, E501, RL9999
+            x = 1  # noqa: RL101
+
+        def close(self):
+            self.model = None
+    """)
+
+
+def concise(r):
+    return [line for line in r.stdout.splitlines() if ": RL" in line]
+
+
+def test_noqa_on_any_line_of_the_statement_and_by_prefix(tree):
+    root = tree({"a.py": HOOKS})
+    r = run_cli("check", "--output-format", "concise", cwd=root)
+    # Silenced: the first line (prefix RL5), the closing line (rule name), a middle line.
+    # RL3 is a prefix of other rules: line 16 is still reported.
+    assert [line.split(" ")[0] for line in concise(r)] == ["a.py:16:9:"], r.stdout
+    assert r.returncode == 1
+
+
+def test_unknown_codes_are_warned_about_once(tree):
+    root = tree({"a.py": HOOKS})
+    r = run_cli("check", cwd=root)
+    assert r.stderr.count("a.py:16: `# noqa` names no rule of retainlint: RL9999") == 1, r.stderr
+    assert "E501" not in r.stderr  # another linter's code is not ours to judge
+
+
+def test_unused_noqa_report(tree):
+    root = tree({"a.py": HOOKS, "b.py": "y = 2  # noqa: RL501\nz = 3  # noqa\n"})
+    assert not [line for line in concise(run_cli("check", "--output-format", "concise", cwd=root))
+                if "RL100" in line]
+    r = run_cli("check", "--output-format", "concise", "--extend-select", "RL100", cwd=root)
+    unused = [line for line in concise(r) if "RL100" in line]
+    assert unused == [
+        "a.py:16:72: RL100 unused `# noqa` directive: RL3 reported nothing here",
+        "a.py:17:16: RL100 unused `# noqa` directive: RL101 reported nothing here",
+        # a file no rule even looks at; a bare noqa may serve another linter
+        "b.py:1:8: RL100 unused `# noqa` directive: RL501 reported nothing here",
+    ], r.stdout
+    # From configuration too, by name; and silenced like any rule.
+    (root / "retainlint.toml").write_text('extend-select = ["unused-noqa"]\n')
+    (root / "b.py").write_text("y = 2  # noqa: RL501, RL100\n")
+    r = run_cli("check", "--output-format", "concise", cwd=root)
+    assert [line.split(" ")[1] for line in concise(r)] == ["RL501", "RL100", "RL100"], r.stdout
+
+
+def test_noqa_on_a_line_the_message_names(tree):
+    # RL602 names the attribute's assignment in __init__: a noqa there silences it.
+    source = textwrap.dedent("""\
+        import torch
+
+
+        class Runner:
+            def __init__(self):
+                self.buf = torch.zeros(1 << 20, device="cuda")
+
+            def shutdown(self):
+                self.other = None
+        """)
+    root = tree({"r.py": source})
+    first = run_cli("check", "--output-format", "concise", "--select", "RL602", cwd=root)
+    if not concise(first):  # the rule must fire on the plain shape for this to mean anything
+        raise AssertionError(first.stdout + first.stderr)
+    (root / "r.py").write_text(source.replace('device="cuda")', 'device="cuda")  # noqa: RL602'))
+    r = run_cli("check", "--output-format", "concise", "--select", "RL602", cwd=root)
+    assert concise(r) == [], r.stdout
