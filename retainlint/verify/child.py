@@ -78,12 +78,16 @@ def _measure(args) -> dict:
     base_rss = probe.rss_bytes()
 
     ctx = Context(build, exercise, device)
+    # No automatic collection from here on: a cycle is freed only by our own collection,
+    # never by chance, and nothing may collect between the measurements and the analysis.
+    gc.disable()
     error = _run_lifecycle(module, ctx)
-    probe.collect()
-    gc.disable()  # nothing may collect between the measurements and the analysis
+    trackers = ctx.trackers
+    promptly = any(t.promptly for t in trackers)
+    if not promptly:  # else judged as reference counting left it: a cycle is the bug
+        probe.collect()
     t_run = time.perf_counter()
 
-    trackers = ctx.trackers
     alive = any(t.alive() for t in trackers)
     tracked = sum(t.retained_bytes() for t in trackers)
     target = sum(t.target_bytes for t in trackers)
@@ -100,7 +104,7 @@ def _measure(args) -> dict:
     if live:
         box = [live[0].live_object()]
         found = holders.find_path(box, skip=[ctx, trackers, live, module.__dict__.get("__builtins__")])
-        if found is None and not frozen:
+        if found is None and not frozen and not promptly:
             found = holders.explain_c_held(box)
         if found is None:
             dead_id, dead_kind = id(box[0]), holders.node_text(box[0])
@@ -113,9 +117,10 @@ def _measure(args) -> dict:
     scanned = probe.scan_bytes(torch, storages)
 
     if holder is None and dead_id is not None:
-        if frozen:
-            gc.freeze()  # explain_frozen unfreezes and reports the count itself
-            holder = holders.explain_frozen(dead_id, dead_kind)
+        if frozen or promptly:
+            if frozen:
+                gc.freeze()  # explain_cycle unfreezes and reports the count itself
+            holder = holders.explain_cycle(dead_id, dead_kind)
         if holder is None:
             holder = holders.Holder(f"no root path found to {dead_kind}", None, "not found")
     gc.enable()
@@ -131,6 +136,7 @@ def _measure(args) -> dict:
         "cuda_bytes": cuda,
         "rss_delta_bytes": None if rss is None or base_rss is None else rss - base_rss,
         "frozen_objects": frozen,
+        "judged": "before gc.collect() (promptly)" if promptly else "after gc.collect()",
         "holder": holder.as_dict() if holder is not None else None,
         "error": error,
         "seconds": {"warmup": round(t_warm - t0, 2), "run": round(t_run - t_warm, 2),

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from retainlint.verify import report
+from retainlint.verify import attribution, report
 from retainlint.verify.discovery import DEFAULT_ROOT, Scenario, ScenarioError, discover, fixed_source
 
 MODELS = ("minilm", "llama-tiny", "torch-mlp")
@@ -130,6 +130,8 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
         else:
             results = list(pool.map(one, tasks))
 
+    for res in results:  # the finding that covers each chain, in the code that ran
+        attribution.cover(res.get("holder"), [work])
     got = {(t[0], t[1].rule, t[1].name, t[3]): res for t, res in zip(tasks, results)}
     rows = [report.row(s, how, model, r, got[(r, s.rule, s.name, "buggy")], got[(r, s.rule, s.name, "fixed")])
             for r in range(1, repeat + 1) for s, how in prepared]

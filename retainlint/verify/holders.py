@@ -34,10 +34,15 @@ MAX_VISIT = 5_000_000
 class Holder:
     chain: str
     rule: Optional[str]  # the rule that covers this root, when one does
-    how: str  # "root path", "frozen cycle", "held from C", "not found"
+    how: str  # "root path", "frozen cycle", "reference cycle", "held from C", "not found"
+    # What a linter can match the chain with: the names on it (attributes, globals, keys)
+    # and the source files of the code its objects come from.
+    names: tuple = ()
+    files: tuple = ()
 
     def as_dict(self) -> dict:
-        return {"chain": self.chain, "rule": self.rule, "how": self.how}
+        return {"chain": self.chain, "rule": self.rule, "how": self.how, "names": list(self.names),
+                "files": list(self.files)}
 
     def __str__(self) -> str:
         return self.chain + (f"  [{self.rule}]" if self.rule else "")
@@ -121,6 +126,8 @@ def edge_text(p: Any, c: Any) -> tuple[str, str]:
     if isinstance(p, dict):
         for k, v in list(p.items()):
             if v is c:
+                if type(k) is int and k == id(v):  # a registry keyed by id(): stable text
+                    return f"[id({type(v).__qualname__})]", "value"
                 return f"[{key_text(k)}]", "value"
             if k is c:
                 return " key", "key"
@@ -144,6 +151,12 @@ def edge_text(p: Any, c: Any) -> tuple[str, str]:
         return "", "?"
     if isinstance(p, types.CellType):
         return ".cell_contents", "attr"
+    if isinstance(p, BaseException):
+        for name in ("__traceback__", "__context__", "__cause__"):
+            if getattr(p, name, None) is c:
+                return f".{name}", "attr"
+    if isinstance(p, types.TracebackType):
+        return (".tb_frame", "attr") if p.tb_frame is c else (".tb_next", "attr")
     if isinstance(p, types.FrameType):
         for name, v in p.f_locals.items():
             if v is c:
@@ -230,6 +243,9 @@ def roots(extra_frames: Iterable[types.FrameType] = ()) -> list:
     registry = getattr(weakref.finalize, "_registry", None)
     if isinstance(registry, dict):
         out.append((registry, "weakref.finalize._registry", "finalize"))
+    kept = getattr(sys.modules.get("retainlint.verify.runtime"), "PROCESS_STATE", None)
+    if kept is not None:  # first: what a scenario keeps on purpose is the nearest root
+        out.append((kept, "kept by the scenario (ctx.keep)", "kept"))
     for name in sorted(list(sys.modules)):
         module = sys.modules.get(name)
         d = getattr(module, "__dict__", None) if module is not None else None
@@ -261,19 +277,33 @@ _HOOK_ATTRS = ("._forward_hooks", "._forward_pre_hooks", "._backward_hooks", "._
 
 
 def covering_rule(root_kind: str, root_label: str, text: str, kinds: list) -> Optional[str]:
+    """The rule whose pattern this root and chain show, when the shape alone tells; None
+    when it does not (plain attributes of an object still alive: `attribution` asks the
+    linter which finding names them)."""
     if root_kind == "finalize":
         return "RL202" if "_Info.func" in text else "RL201"
     if root_kind == "frozen":
         return "RL401"
+    if root_kind == "cycle":
+        return "RL701"
     if root_kind == "c":
         return "RL203"
     if root_kind in ("frame", "exception"):
         return None  # an artefact of the harness or the test, not of the code under test
-    if "lru_cache " in text:
-        return "RL102" if " cache -> tuple(len=1)[0]" in text and "bound method" not in text else "RL101"
+    caches = [node for node, _, _ in kinds if isinstance(node, (_LRU, _LRU_BOUNDED))]
+    if caches:  # the cached function is a method (its qualname is Class.name): RL102
+        qualname = getattr(getattr(caches[0], "__wrapped__", None), "__qualname__", "")
+        method = "." in qualname.replace(".<locals>.", "")
+        return "RL102" if method and "bound method" not in text else "RL101"
+    if ".__traceback__ -> " in text:
+        return "RL702"
+    if ".loggerDict" in text:
+        return "RL801"
     first = text.split(" -> ", 1)[0]
-    if any(g in first for g in _HOOK_GLOBALS) or any(a in text for a in _HOOK_ATTRS):
-        return "RL501"
+    if any(g in first for g in _HOOK_GLOBALS):
+        return "RL501"  # a process-wide hook registry
+    if any(a in text for a in _HOOK_ATTRS):
+        return "RL502"  # a hook left on an object that outlives its owner
     if root_kind == "module" and kinds:
         if "WeakKeyDictionary" in text:
             return "RL304"
@@ -281,7 +311,7 @@ def covering_rule(root_kind: str, root_label: str, text: str, kinds: list) -> Op
         if second is not None and second[1] == "key":
             return "RL301"
         if second is not None and second[1] == "value" and isinstance(second[0], dict):
-            return "RL302"
+            return "RL305" if second[2].startswith("[id(") else "RL302"
         return "RL303"
     return None
 
@@ -343,17 +373,48 @@ def find_path(box: list, *, extra_frames: Iterable[types.FrameType] = (),
         return None
     path, (_, label, kind) = hit
     text, kinds = render(label, path, kind)
+    files = source_files(path)
     del path
-    return Holder(text, covering_rule(kind, label, text, kinds), "root path")
+    return Holder(text, covering_rule(kind, label, text, kinds), "root path", names_on(kinds), files)
 
 
-def explain_frozen(target_id: int, target_kind: str) -> Optional[Holder]:
-    """The target is unreachable but alive: if it sits in the permanent generation, find the
-    cycle. Unfreezes the heap and collects with DEBUG_SAVEALL (which clears weakrefs): call
-    only after measuring, and with no strong reference to the target left."""
+def names_on(kinds: list) -> tuple:
+    """The names a chain's edges use: attributes, globals, locals, string keys."""
+    out = []
+    for _node, _kind, label in kinds:
+        name = label.strip().removeprefix("global ").removeprefix("local ").removeprefix("closure ")
+        name = name.lstrip(".").strip("[]").strip("'\"")
+        if name.isidentifier() and not name.startswith("__"):
+            out.append(name)
+    return tuple(dict.fromkeys(out))
+
+
+def source_files(path: list) -> tuple:
+    """The source files of the code the chain's objects come from (their modules)."""
+    out = []
+    for o in path:
+        if isinstance(o, types.MethodType):
+            o = o.__func__
+        if isinstance(o, types.FunctionType):
+            out.append(o.__code__.co_filename)
+            continue
+        module = o.get("__name__") if isinstance(o, dict) and "__builtins__" in o else \
+            (o.__module__ if isinstance(o, type) else type(o).__module__)
+        f = getattr(sys.modules.get(module) if isinstance(module, str) else None, "__file__", None)
+        if isinstance(f, str):
+            out.append(f)
+    return tuple(dict.fromkeys(out))
+
+
+def explain_cycle(target_id: int, target_kind: str) -> Optional[Holder]:
+    """The target is unreachable but alive: find the reference cycle that pins it - in the
+    permanent generation when the heap is frozen (never collected: RL401), else one waiting
+    for the cycle collector (RL701). Unfreezes the heap and collects with DEBUG_SAVEALL
+    (which clears weakrefs): call only after measuring, and with no strong reference to the
+    target left."""
     frozen = gc.get_freeze_count()
-    if not frozen:
-        return None
+    where, rule = ("gc permanent generation (gc.freeze())", "RL401") if frozen else \
+        ("reference cycle, freed only when the cycle collector runs", "RL701")
     gc.unfreeze()
     old = gc.get_debug()
     gc.set_debug(gc.DEBUG_SAVEALL)
@@ -391,13 +452,13 @@ def explain_frozen(target_id: int, target_kind: str) -> Optional[Holder]:
             tail = [a]
             while tail[-1] != target_id:
                 tail.append(down[tail[-1]])
-            text = f"gc permanent generation (gc.freeze()): unreachable cycle [{cycle_text}]"
+            text = f"{where}: unreachable cycle [{cycle_text}]"
             if len(tail) > 1:
                 tail_text, _ = render(node_text(by_id[a]), [by_id[i] for i in tail])
                 text += f" ; {tail_text}"
-            return Holder(text, "RL401", "frozen cycle")
-        return Holder(f"gc permanent generation (gc.freeze()): {target_kind} is unreachable garbage",
-                      "RL401", "frozen cycle")
+            return Holder(text, rule, "frozen cycle" if frozen else "reference cycle")
+        return Holder(f"{where}: {target_kind} is unreachable garbage", rule,
+                      "frozen cycle" if frozen else "reference cycle")
     finally:
         del garbage
         by_id = None  # noqa: F841

@@ -118,14 +118,15 @@ class Tracker:
     ref: Optional[weakref.ref]
     tensor_refs: list = field(default_factory=list)  # (weakref to tensor, storage key)
     storages: dict = field(default_factory=dict)  # storage key -> nbytes
+    promptly: bool = False  # must be freed by reference counting alone, before any collection
 
     @classmethod
-    def of(cls, obj: Any, label: str) -> "Tracker":
+    def of(cls, obj: Any, label: str, promptly: bool = False) -> "Tracker":
         try:
             ref = weakref.ref(obj)
         except TypeError:
             ref = None
-        tracker = cls(label=label, kind=describe(obj), obj_id=id(obj), ref=ref)
+        tracker = cls(label=label, kind=describe(obj), obj_id=id(obj), ref=ref, promptly=promptly)
         torch = sys.modules.get("torch")
         if torch is not None:
             for t in tensors_of(torch, obj):

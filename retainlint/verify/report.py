@@ -35,6 +35,7 @@ def _side(r: dict) -> dict:
         "rss_delta_bytes": r.get("rss_delta_bytes"),
         "holder": holder["chain"] if holder else None,
         "holder_rule": holder["rule"] if holder else None,
+        "holder_finding": holder.get("finding") if holder else None,
         "seconds": (r.get("seconds") or {}).get("total"),
         "error": r.get("error"),
     }
@@ -46,11 +47,11 @@ def row(scenario, fix: str, model: str, repeat: int, before: dict, after: dict) 
     # The holder that explains the verdict: what the fix failed to release, or what the bug
     # held (and the fix released).
     if v == INEFFECTIVE:
-        holder, holder_rule = a["holder"], a["holder_rule"]
+        holder, holder_rule, finding = a["holder"], a["holder_rule"], a["holder_finding"]
     elif v == FREED:
-        holder, holder_rule = b["holder"], b["holder_rule"]
+        holder, holder_rule, finding = b["holder"], b["holder_rule"], b["holder_finding"]
     else:
-        holder, holder_rule = None, None
+        holder, holder_rule, finding = None, None, None
     return {
         "rule": scenario.rule,
         "scenario": scenario.name,
@@ -65,6 +66,7 @@ def row(scenario, fix: str, model: str, repeat: int, before: dict, after: dict) 
         "verdict": v,
         "holder": holder,
         "holder_rule": holder_rule,
+        "holder_finding": finding,  # where the linter reports that rule (file:line), if it does
     }
 
 
@@ -103,7 +105,8 @@ VERDICT_STYLE = {FREED: "bold green", NOT_REPRODUCED: "bold yellow", INEFFECTIVE
 def table(console, rows: list[dict]) -> None:
     from rich.table import Table
 
-    t = Table(title="retainlint verify: memory still held after teardown", title_justify="left")
+    t = Table(title="retainlint verify: memory each bug holds after teardown, and after its fix",
+              title_justify="left")
     for col, just in (("rule", "left"), ("scenario", "left"), ("fix", "left"), ("model", "left"),
                       ("device", "left"), ("model MiB", "right"), ("retained before MiB", "right"),
                       ("retained after MiB", "right"), ("alive before / after", "center"),
@@ -126,7 +129,8 @@ def table(console, rows: list[dict]) -> None:
             continue
         side = "fixed run" if r["verdict"] == INEFFECTIVE else "buggy run"
         chain = r["holder"] or "-"
-        rule = f"  [{r['holder_rule']}]" if r["holder_rule"] else ""
+        rule = f"  [{r['holder_rule']}" + (f", {r['holder_finding']}" if r.get("holder_finding") else "") + "]" \
+            if r["holder_rule"] else ""
         console.print(f"  {r['rule']} {r['scenario']} ({side}): {chain}{rule}", highlight=False,
                       markup=False)
     counts: dict[str, int] = {}

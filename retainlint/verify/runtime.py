@@ -26,9 +26,11 @@ class Context:
         """One inference with the model (no autograd graph is kept)."""
         self._exercise(model)
 
-    def expect_freed(self, obj: Any, label: str = "model") -> None:
-        """Name an object (and its tensors) that the teardown must free."""
-        self.trackers.append(Tracker.of(obj, label))
+    def expect_freed(self, obj: Any, label: str = "model", promptly: bool = False) -> None:
+        """Name an object (and its tensors) that the teardown must free. `promptly`: by
+        reference counting alone - it is measured before any `gc.collect()` (a reference
+        cycle is the bug)."""
+        self.trackers.append(Tracker.of(obj, label, promptly))
 
     def keep(self, obj: Any) -> None:
         """Keep an object that legitimately outlives the scenario."""

@@ -106,11 +106,18 @@ def test_verdict(before, after, expected):
 
 
 # -- scenarios ---------------------------------------------------------------------------------------
+NO_SCENARIO_YET = {
+    # Its harm is a registry that grows by one entry per call while the owner lives, not an
+    # object left alive after teardown: the verifier's retained-bytes verdict does not measure it.
+    "RL204": "finalizer-registered-per-call",
+}
+
+
 def test_scenarios_cover_rules_and_use_the_autofix():
     rules = {r.code: r for r in all_rules()}
     scenarios = discover(DEFAULT_ROOT)
-    assert scenarios
-    assert {s.rule for s in scenarios} <= set(rules)
+    # every rule has a scenario, but those added after the verifier's 19 (listed with why)
+    assert {s.rule for s in scenarios} == set(rules) - set(NO_SCENARIO_YET)
     for s in scenarios:
         autofix = rules[s.rule].fix_applicability is not Applicability.NONE
         if autofix:
@@ -120,7 +127,7 @@ def test_scenarios_cover_rules_and_use_the_autofix():
             assert how == "autofix" and data != s.path.read_bytes()
         else:
             assert s.fixed_path is not None
-            assert s.fixed_path.read_text().startswith("# HAND-WRITTEN FIX"), s.fixed_path
+            assert s.fixed_path.read_text().startswith("# HAND-WRITTEN FIX: "), s.fixed_path
             assert fixed_source(s)[1] == "hand-written"
         assert "def lifecycle(ctx):" in s.path.read_text()
 
@@ -186,6 +193,38 @@ def test_expect_released_finds_holders_invisible_to_gc():
     finally:
         if ref() is not None:
             atexit.unregister(ref().shutdown)
+
+
+_by_id = {}
+_last_error = []
+
+
+def test_an_id_keyed_registry_reads_stably_and_maps_to_rl305():
+    holder = {"engine": Engine()}
+    _by_id[id(holder["engine"])] = holder["engine"]
+    with pytest.raises(RetainedError) as info:
+        with expect_released(holder["engine"]):
+            holder.clear()
+    _by_id.clear()
+    assert f"module {__name__} global _by_id -> dict(len=1)[id(Engine)] -> Engine  [RL305]" in str(info.value)
+
+
+def _fail(engine):
+    raise ValueError("engine failed")
+
+
+def test_a_stored_exception_shows_the_frame_that_holds_the_object():
+    holder = {"engine": Engine()}
+    try:
+        _fail(holder["engine"])
+    except ValueError as e:
+        _last_error.append(e)
+    with pytest.raises(RetainedError) as info:
+        with expect_released(holder["engine"]):
+            holder.clear()
+    _last_error.clear()
+    assert (f"module {__name__} global _last_error -> list(len=1)[0] -> ValueError.__traceback__ -> traceback.tb_next"
+            " -> traceback.tb_frame -> frame _fail local engine -> Engine  [RL702]") in str(info.value)
 
 
 def test_expect_released_does_not_hide_the_block_error():
