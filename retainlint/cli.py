@@ -17,7 +17,7 @@ from rich.console import Console
 
 from retainlint import __version__
 
-from retainlint.output import text
+from retainlint.output import baseline, text
 from retainlint.output.formats import FORMATS
 from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
@@ -151,12 +151,19 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
               help="Worker processes (default: CPU count).")
 @click.option("--no-installed-types", is_flag=True,
               help="Do not read installed packages (with astroid) to tell which of their types are heavy.")
+@click.option("--add-noqa", is_flag=True,
+              help="Add `# noqa: CODE` to the lines of every current finding, and exit 0.")
+@click.option("--baseline", "baseline_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Leave out the findings recorded in FILE (see --write-baseline).")
+@click.option("--write-baseline", "write_baseline", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Record every current finding in FILE, and exit 0.")
 @click.option("--show-settings", is_flag=True,
               help="Print the settings the (first) file named is checked under, and exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what the run did besides checking (on stderr).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
           output_format, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
-          force_exclude, config_path, color, jobs, no_installed_types, show_settings, verbose) -> None:
+          force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
+          write_baseline, show_settings, verbose) -> None:
     """Check PATHS (default: the current directory)."""
     if verbose:
         logging.basicConfig(level=logging.INFO, format="retainlint: %(message)s")
@@ -200,6 +207,17 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     internal = any(f.code == INTERNAL_ERROR[0] for f in findings)
     floor = Severity(min_severity).rank
     findings = [f for f in findings if f.severity.rank <= floor or f.code in ALWAYS_SHOWN]
+    if add_noqa or write_baseline:
+        _accept(findings, add_noqa, write_baseline, err)
+    if baseline_file is not None:
+        try:
+            findings, known = baseline.new_findings(baseline_file, findings)
+        except ConfigError as e:
+            _fail(str(e))
+            return
+        if known:
+            err.print(f"note: {known} finding{'s' if known != 1 else ''} in the baseline "
+                      f"not shown", highlight=False)
     if changed is not None and not diff:
         findings, left_out = split_findings(findings, changed)
         if left_out:
@@ -231,6 +249,27 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     if findings or (exit_non_zero_on_fix and result.fixed):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _accept(findings: list, noqa: bool, baseline_file: Optional[str], err: Console) -> None:
+    """--add-noqa and --write-baseline: record today's findings, then exit 0 (2 if a file
+    could not be changed)."""
+    from retainlint.engine.add_noqa import add_noqa
+
+    problems: list[str] = []
+    if noqa:
+        added, problems = add_noqa(findings)
+        err.print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", highlight=False)
+    if baseline_file:
+        try:
+            count = baseline.write(baseline_file, findings)
+        except OSError as e:
+            _fail(f"{baseline_file}: cannot write baseline: {e.strerror or e}")
+        err.print(f"Wrote {count} finding{'s' if count != 1 else ''} to {baseline_file}.",
+                  highlight=False)
+    for problem in problems:
+        err.print(f"retainlint: error: {problem}", highlight=False)
+    sys.exit(EXIT_ERROR if problems else EXIT_CLEAN)
 
 
 def _show_settings(paths: tuple[str, ...], overrides: Overrides, config_path: Optional[Path]) -> None:
