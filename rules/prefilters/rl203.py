@@ -86,8 +86,17 @@ def _in_instance_method(nodes, node: ast.AST) -> bool:
 def _module_containers(tree: ast.Module) -> set[str]:
     """Module-level names bound to a list, set or deque (`visit_Module`; any callee
     named `list`, `set` or `deque`)."""
+    return _containers(tree.body)
+
+
+def _class_containers(nodes) -> set[str]:
+    """Names class bodies bind to a list, set or deque (`_class_containers`)."""
+    return {name for klass in nodes.of(ast.ClassDef) for name in _containers(klass.body)}
+
+
+def _containers(body: list[ast.stmt]) -> set[str]:
     found = set()
-    for stmt in tree.body:
+    for stmt in body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target, value = stmt.targets[0], stmt.value
         elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -140,12 +149,15 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
     def scan(cls, nodes) -> bool:
         """In an instance method, `atexit.register(...)`, `signal.signal(sig, handler)`,
         `os.register_at_fork(...)`, an event loop's trigger (`LOOP_TRIGGERS`), or an
-        element added to a list, set or deque the module binds (`visit_Call`)."""
+        element added to a list, set or deque the module binds (`visit_Call`); in any
+        function, an element added to a list, set or deque a class body binds."""
         source = nodes.source
         containers = _module_containers(nodes.tree)
         containers = {name for name in containers if _added_to(source, name.encode())}
+        # `cls._params.append(...)`: a class-level list (`_class_registry_pins`)
+        in_class = {name for name in _class_containers(nodes) if _added_to(source, name.encode())}
         # `signal.signal` resolves only through `signal.signal` spelled out or an import
-        if not containers and b"atexit" not in source and b"register_at_fork" not in source and not any(
+        if not containers and not in_class and b"atexit" not in source and b"register_at_fork" not in source and not any(
                 m.encode() in source for m in LOOP_TRIGGERS) and not (b"signal" in source and (
                 b"signal.signal" in source or b"import signal" in source or b"from signal " in source)):
             return False
@@ -155,6 +167,9 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
             kind = type(func)
             name = func.attr if kind is ast.Attribute else func.id if kind is ast.Name else None
             if name in ADDERS:
+                if kind is ast.Attribute and type(func.value) is ast.Attribute and func.value.attr in in_class \
+                        and len(node.args) > ADDERS[name]:
+                    return True  # in any method: the rule follows it from `__init__`
                 if kind is not ast.Attribute or type(func.value) is not ast.Name or \
                         func.value.id not in containers or len(node.args) <= ADDERS[name]:
                     continue
