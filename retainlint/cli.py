@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -23,7 +24,9 @@ from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
 from retainlint.core.errors import ConfigError
-from retainlint.engine.projects import Overrides, ignored_here, plan, selection, settings_for
+from retainlint.engine.discover import excluded, project_context, project_root
+from retainlint.engine.projects import (Overrides, Project, ignored_here, plan, selection,
+                                        settings_for)
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Severity
 from retainlint.engine.registry import all_rules, lookup
 from retainlint.engine.runner import Mode, RunResult, run
@@ -157,13 +160,16 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
               help="Leave out the findings recorded in FILE (see --write-baseline).")
 @click.option("--write-baseline", "write_baseline", metavar="FILE", type=click.Path(dir_okay=False),
               help="Record every current finding in FILE, and exit 0.")
+@click.option("--stdin-filename", metavar="PATH", default=None,
+              help="Read the source from standard input and check it as PATH (`-` or no path "
+                   "given); with --fix, write the fixed source to standard output.")
 @click.option("--show-settings", is_flag=True,
               help="Print the settings the (first) file named is checked under, and exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what the run did besides checking (on stderr).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
           output_format, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
           force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
-          write_baseline, show_settings, verbose) -> None:
+          write_baseline, stdin_filename, show_settings, verbose) -> None:
     """Check PATHS (default: the current directory)."""
     if verbose:
         logging.basicConfig(level=logging.INFO, format="retainlint: %(message)s")
@@ -174,8 +180,12 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     if show_settings:
         _show_settings(paths, overrides, config_path)
         return
+    from_stdin = stdin_filename is not None or "-" in paths
+    if from_stdin and paths not in ((".",), ("-",)):
+        _fail("source from standard input: give `-` alone, or no path, with --stdin-filename")
     try:
-        projects = plan(paths, overrides, config_path, force_exclude)
+        projects = [_stdin_project(stdin_filename or "-", overrides, config_path)] if from_stdin \
+            else plan(paths, overrides, config_path, force_exclude)
     except ConfigError as e:
         _fail(str(e))
         return
@@ -190,8 +200,17 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     machine = shown.machine
     files = [f for p in projects for f in p.files]
     results = []
+    fixed_source = None
+    if from_stdin:
+        project = projects[0]
+        stdin_mode = Mode(fix=fix or diff, unsafe_fixes=project.settings.unsafe_fixes
+                          if unsafe_fixes is None else unsafe_fixes, edits=shown.line_edits)
+        result, fixed_source = _run_stdin(project, stdin_mode, force_exclude, diff,
+                                          None if no_cache else cache_dir or
+                                          default_cache_dir(project.settings.root), jobs)
+        projects = [project] if result is not None else []
     with _progress_bar(sys.stderr.isatty() and not machine and len(files) >= PROGRESS_MIN_FILES) as bar:
-        for project in projects:
+        for project in projects if not from_stdin else []:
             settings = project.settings
             unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
             mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
@@ -199,10 +218,19 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
             where = None if no_cache else cache_dir or default_cache_dir(settings.root)
             results.append(run(project.files, list(project.codes), settings, mode, jobs, where,
                                bar, project.context))
-    result = RunResult.merged(results)
+    if not from_stdin:
+        result = RunResult.merged(results)
+    elif result is None:  # excluded (--force-exclude): the source goes back untouched
+        if fix and fixed_source is not None:
+            sys.stdout.buffer.write(fixed_source)
+        sys.exit(EXIT_CLEAN)
 
     colored = _color(color) and not machine
     out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)
+    if from_stdin and fix and not diff:  # stdout is the fixed source; the report goes to stderr
+        sys.stdout.buffer.write(fixed_source or b"")
+        sys.stdout.flush()
+        out = err
     findings = result.findings
     internal = any(f.code == INTERNAL_ERROR[0] for f in findings)
     floor = Severity(min_severity).rank
@@ -249,6 +277,34 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     if findings or (exit_non_zero_on_fix and result.fixed):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _stdin_project(name: str, overrides: Overrides, config_path: Optional[Path]) -> Project:
+    """The file standard input stands for, as a project of one named file."""
+    settings, codes = selection(settings_for(name, overrides, config_path), overrides)
+    excludes = (*settings.excludes, *overrides.exclude)
+    root = project_root([name], settings.source, settings.root)
+    return Project(settings, codes, [name], project_context([name], [name], root, excludes))
+
+
+def _run_stdin(project: Project, mode: Mode, force_exclude: bool, diff: bool,
+               cache: Optional[Path], jobs: Optional[int]) -> tuple[Optional[RunResult], Optional[bytes]]:
+    """(the result, the source after fixes); no result when --force-exclude excludes the name."""
+    from retainlint.engine.stdin import check_source
+
+    data = sys.stdin.buffer.read()
+    name = project.files[0]
+    if force_exclude and excluded(name, project.settings.root, project.excludes):
+        return None, data
+    findings, fixed_source, fixed = check_source(name, data, project.codes, project.settings,
+                                                 mode, project.context, cache, jobs)
+    diffs = []
+    if diff and fixed_source != data:
+        diffs = ["".join(difflib.unified_diff(
+            data.decode("utf-8", "replace").splitlines(keepends=True),
+            fixed_source.decode("utf-8", "replace").splitlines(keepends=True),
+            fromfile=name, tofile=name))]
+    return RunResult(1, findings, fixed, diffs), fixed_source
 
 
 def _accept(findings: list, noqa: bool, baseline_file: Optional[str], err: Console) -> None:

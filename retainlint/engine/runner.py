@@ -281,15 +281,21 @@ def _batches(items: list[_T], jobs: int) -> list[list[_T]]:
 
 def build_index(paths: Sequence[str], settings: Settings, jobs: int,
                 contents: dict[str, bytes] | None = None,
-                cache: SummaryCache | None = None, progress: "Progress | None" = None) -> ProjectIndex:
+                cache: SummaryCache | None = None, progress: "Progress | None" = None,
+                unsaved: dict[str, bytes] | None = None) -> ProjectIndex:
     """The project index over every checked file (the cross-file rules need all of them,
-    even those no rule will parse); summaries of unchanged files come from the cache."""
+    even those no rule will parse); summaries of unchanged files come from the cache.
+    `unsaved`: sources that differ from the files on disk (an editor's buffer)."""
     summaries: list[FileSummary] = []
     missing: list[str] = []
     for path in paths:
         data = contents.get(path) if contents is not None else None
         hit = cache.get(path, data) if cache is not None and data is not None else None
-        if hit is None:
+        if unsaved is not None and path in unsaved:
+            own = summarize(path, unsaved[path], all_prefilters())
+            if own is not None:
+                summaries.append(own)
+        elif hit is None:
             missing.append(path)
         elif isinstance(hit, FileSummary):
             summaries.append(hit)
