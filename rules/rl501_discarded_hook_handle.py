@@ -9,12 +9,24 @@ from retainlint.analysis.cstutil import (
     decorator_names,
     in_body_of,
     is_instance_method,
+    is_self,
     releases_whole_object,
     unique_self_attribute,
 )
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
-from retainlint.analysis.hooks import external_attributes, external_bases, local_bases, local_subclasses
+from retainlint.analysis.hooks import (
+    external_attributes,
+    external_bases,
+    hook_argument,
+    hook_holds_self,
+    iter_nodes,
+    local_bases,
+    local_subclasses,
+    reaches_passed_in,
+    removes_hooks_by_identity,
+    short,
+)
 from retainlint.rules.prefilters.rl501 import DiscardedHookHandlePrefilter
 from retainlint.analysis.rule import Example, Rule
 
@@ -35,6 +47,15 @@ Reports a call that registers a hook and throws away the handle it returns
   `torch.nn.modules.module.register_module_forward_hook` / `_forward_pre_hook` /
   `_full_backward_hook` / `_full_backward_pre_hook` / `_buffer_registration_hook` /
   `_module_registration_hook` / `_parameter_registration_hook`, however they are imported;
+- **hooks on an object the instance was handed** (always, as warnings): a per-object hook
+  (the list below) registered by a method on an argument, on an attribute `__init__` set
+  from one (`self._encoder = encoder`), or on a submodule or parameter of those
+  (`self._encoder.get_submodule(name)`, `for p in model.parameters()`), when the hook keeps
+  the instance or something kept on it (a bound method, `self._recorder`, a lambda or
+  nested function using `self`, what a method of `self` makes). Not when the class takes
+  its hooks out of the module's hook dict itself (`del layer._forward_hooks[key]`) - in
+  `__del__` only when the hook is a helper object, since `__del__` never runs while the
+  hook holds the instance;
 - **per-object hooks** (opt-in with `per-object-hooks = true`, reported as warnings):
   `register_forward_hook`, `register_forward_pre_hook`, `register_full_backward_hook`,
   `register_full_backward_pre_hook`, `register_backward_hook`,
@@ -48,7 +69,10 @@ Reports a call that registers a hook and throws away the handle it returns
 A global registry is a GC root. The hook is usually a bound method or a closure, so it
 pins its object - typically a compiled model wrapper, and through it the whole model -
 and with the handle discarded nothing can ever remove it. A per-object hook lives inside
-the object it hooks, so it only forms a collectable cycle; hence opt-in.
+the object it hooks: on the instance's own submodules it only forms a collectable cycle
+(hence opt-in), but on a model the caller handed in and keeps, it pins the instance for
+as long as the model lives, and each new instance (a feature extractor made per call)
+adds another hook that runs - and stores activations - on every forward.
 
 ## Incident
 A compile wrapper's `__init__` registered `self.bytecode_hook` with dynamo's
@@ -65,6 +89,14 @@ class CompiledWrapper:
 
     def close(self):
         self.model = None
+
+
+class FeatureExtractor:  # made per call, on the user's long-lived encoder
+    def __init__(self, encoder, layers):
+        self._encoder = encoder
+        self.outputs = []
+        for name in layers:
+            encoder.get_submodule(name).register_forward_hook(self.save)  # RL501 (warning)
 ```
 
 ## Fix (safe, inside methods)
@@ -72,10 +104,11 @@ The handle is kept as `self._<hook>_handle` (a name not used yet in the class, i
 or its subclasses); when the class has a method that releases the whole object (`shutdown`,
 `close`, ... callable with `self` alone, or `__exit__`), `self._<hook>_handle.remove()`
 is appended to it (guarded by `getattr(self, ..., None)` when the registration is
-conditional or outside `__init__`) - never to a per-item method such as
-`free(self, block_id)`, nor to a class or static method. Outside methods, and on classes
-that cannot take a new attribute (`__slots__`, slotted or frozen dataclasses), there is
-no fix.
+conditional or outside `__init__`; never to `__del__` when the hook holds the instance,
+as `__del__` cannot run then) - never to a per-item method such as
+`free(self, block_id)`, nor to a class or static method. Outside methods, in a loop (one
+attribute would keep only the last handle), and on classes that cannot take a new
+attribute (`__slots__`, slotted or frozen dataclasses), there is no fix.
 """
 
     valid = [
@@ -86,11 +119,19 @@ class W:
     def __init__(self):
         self._h = torch._dynamo.convert_frame.register_bytecode_hook(self.hook)
 """,
-        # per-object hooks are opt-in
+        # per-object hooks on the instance's own modules, or keeping nothing of it, are opt-in
         """
-class Probe:
+import torch
+
+def print_shape(module, args, output):
+    print(output.shape)
+
+class Probe(torch.nn.Module):
     def __init__(self, model):
-        model.register_forward_hook(self.record)
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+        self.proj.register_forward_hook(self.record)
+        model.register_forward_hook(print_shape)
 """,
         # a module function of the same name that is not torch's
         """
@@ -163,6 +204,23 @@ mm.register_module_forward_pre_hook(lambda m, a: None)
 """,
             lines=[3],
         ),
+        # a hook keeping the instance, on layers of a model it was handed: on by default,
+        # no fix in a loop (one attribute would keep only the last handle)
+        Example(
+            """
+class FeatureExtractor:
+    def __init__(self, encoder, layers):
+        self._encoder = encoder
+        self.outputs = []
+        for name in layers:
+            layer = self._encoder.get_submodule(name)
+            layer.register_forward_hook(self.save)
+
+    def save(self, module, args, output):
+        self.outputs.append(output)
+""",
+            lines=[8],
+        ),
         # per-object hooks when opted in; a per-step tensor is fine
         Example(
             """
@@ -192,22 +250,33 @@ class Probe:
         call = node.value
         if not isinstance(call, cst.Call):
             return
+        installed = self.ctx.code(call.args[0].value) if call.args else "?"
         hook = self._global_hook(call)
-        severity = None
-        if hook is None:
-            hook = self._per_object_hook(call)
-            if hook is None:
-                return
-            severity = Severity.WARNING
-        registry = "the global hook registry" if severity is None else "the hooked object"
-        self.report(
-            call,
-            f"handle returned by `{hook}` is discarded: {registry} keeps the hook "
-            f"`{self.ctx.code(call.args[0].value) if call.args else '?'}` (and all it "
-            "references) alive, and nothing can remove it",
-            severity=severity,
-            fix=self._fix(node, hook),
-        )
+        if hook is not None:
+            message = (f"handle returned by `{hook}` is discarded: the global hook registry keeps the "
+                       f"hook `{installed}` (and all it references) alive, and nothing can remove it")
+            self.report(call, message, fix=self._fix(node, hook))
+            return
+        hook = self._hook_on_passed_in(call)
+        if hook is not None:
+            cls = self.ctx.scope.method_class
+            owner = short(self.ctx.code(call.func.value))
+            message = (f"handle returned by `{hook}` is discarded: `{owner}` is (or belongs to) an object "
+                       f"the `{cls.name.value if cls else '?'}` instance was handed, which outlives it; the hook "
+                       f"`{short(installed)}` keeps the instance (or what it holds) alive as long as that "
+                       "object lives, every new instance adds another hook, and nothing can remove them")
+            # a warning: how long the object lives after the instance is the caller's choice
+            self.report(call, message, severity=Severity.WARNING, fix=self._fix(node, hook))
+            return
+        hook = self._per_object_hook(call)
+        if hook is not None:
+            self.report(
+                call,
+                f"handle returned by `{hook}` is discarded: the hooked object keeps the hook "
+                f"`{installed}` (and all it references) alive, and nothing can remove it",
+                severity=Severity.WARNING,
+                fix=self._fix(node, hook),
+            )
 
     def _global_hook(self, call: cst.Call):
         qualified = self.ctx.qualname(call.func)
@@ -215,6 +284,29 @@ class Probe:
             return None
         last = qualified.rsplit(".", 1)[-1]
         return last if last in GLOBAL_HOOKS else None
+
+    def _hook_on_passed_in(self, call: cst.Call):
+        """A per-object hook that keeps the instance, registered by one of its methods on an
+        object it was handed (an argument, or an attribute `__init__` set from one): the
+        owner of that object outlives the instance, so the hook pins it (on by default).
+        Not when the class takes its hooks out of the hook dict itself."""
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in PER_OBJECT_HOOKS:
+            return None
+        cls = self.ctx.scope.method_class
+        fn = self.ctx.scope.function
+        hook = hook_argument(call)
+        if cls is None or fn is None or hook is None or not is_instance_method(self.ctx, fn):
+            return None
+        if not hook_holds_self(fn, hook) or not reaches_passed_in(self.ctx, cls, fn, call.func.value):
+            return None
+        removers = removes_hooks_by_identity(self.ctx, cls)
+        # `__del__` cannot run while the hook holds the instance itself (a bound method,
+        # a closure): only a hook object kept on `self` leaves it free to run
+        own_methods = self.ctx.methods(cls)
+        helper = isinstance(hook, cst.Attribute) and is_self(hook.value) and hook.attr.value not in own_methods
+        if removers - {"__del__"} or (removers and helper):
+            return None
+        return call.func.attr.value
 
     def _per_object_hook(self, call: cst.Call):
         if not self.ctx.settings.per_object_hooks or not isinstance(call.func, cst.Attribute):
@@ -236,7 +328,7 @@ class Probe:
         fn = self.ctx.scope.function
         if cls is None or fn is None or not is_instance_method(self.ctx, fn):
             return None
-        if self._no_new_attributes(cls):
+        if self._no_new_attributes(cls) or self._in_loop(fn, expr):
             return None
         stem = hook.removeprefix("register_")
         # Bases and subclasses share the instance: reusing a name one of them keeps a
@@ -249,7 +341,9 @@ class Probe:
             targets=[cst.AssignTarget(cst.parse_expression(f"self.{attr}"))], value=expr.value
         )
         replacements = {expr: assign}
-        release = self._release_method(cls)
+        # `__del__` never runs while the hook holds the instance
+        holds_self = expr.value.args and hook_holds_self(fn, expr.value.args[0].value)
+        release = self._release_method(cls, skip={"__del__"} if holds_self else set())
         if release is not None and release is not fn:
             unconditional = fn.name.value == "__init__" and in_body_of(self.ctx.scope.statement, fn)
             code = (
@@ -261,12 +355,20 @@ class Probe:
         where = f" and remove it in `{release.name.value}()`" if release is not None and release is not fn else ""
         return self.fix(f"Keep the handle as `self.{attr}`{where}", replacements)
 
-    def _release_method(self, cls: cst.ClassDef):
+    @staticmethod
+    def _in_loop(fn: cst.FunctionDef, expr: cst.Expr) -> bool:
+        """Is the registration in a loop? One attribute would keep only the last handle."""
+        return any(isinstance(n, (cst.For, cst.While)) and any(m is expr for m in iter_nodes(n.body))
+                   for n in iter_nodes(fn.body))
+
+    def _release_method(self, cls: cst.ClassDef, skip: set[str]):
         """The first configured release method of the class that releases the whole
         object: not a classmethod or staticmethod (no `self` to remove the handle from), not
         a per-item `free(self, block_id)` (it runs once per item)."""
         methods = self.ctx.methods(cls)
         for name in self.ctx.settings.release_methods:
+            if name in skip:
+                continue
             method = methods.get(name)
             if method is not None and releases_whole_object(self.ctx, method):
                 return method

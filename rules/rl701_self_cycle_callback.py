@@ -46,6 +46,11 @@ from retainlint.analysis.walk import visit
 _WEAK = frozenset({"weakref.WeakMethod", "weakref.ref", "weakref.proxy"})
 _PARTIAL = frozenset({"functools.partial", "functools.partialmethod"})
 _METHOD_TYPE = frozenset({"types.MethodType"})
+# Wrappers whose result keeps the function it wraps (and, for caches, every result).
+_CACHES = frozenset({"functools.lru_cache", "functools.cache"})
+# Constructors that drop the callable they were given once it has run (`Thread.run`
+# deletes its `_target`): a thread started with a bound method is no lasting cycle.
+_RUN_ONCE = frozenset({"threading.Thread", "threading.Timer"})
 
 
 _STATE_REGISTRATION = frozenset({"register_buffer", "register_parameter"})
@@ -166,6 +171,24 @@ def _owned(expr: cst.CSTNode, owned_locals: set[str]) -> bool:
             return False
 
 
+def _keeps_call_values(ctx, cls: cst.ClassDef) -> bool:
+    """Does a method other than `__init__` store one of its own arguments on `self`
+    (`self.saved = output` in a hook method): the instance keeps per-call values such as
+    activations?"""
+    for name, method in ctx.methods(cls).items():
+        if name == "__init__":
+            continue
+        params = {p.name.value for p in (*method.params.posonly_params, *method.params.params,
+                                         *method.params.kwonly_params)} - {"self"}
+        for node in iter_nodes(method.body):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and \
+                    node.value.value in params and any(
+                        _root_name(t.target) == "self" and not isinstance(t.target, cst.Name)
+                        for t in node.targets):
+                return True
+    return False
+
+
 class _Locals(cst.CSTVisitor):
     """Per method: nested functions that close over `self`, locals holding a callback
     that references `self`, locals naming objects reached from `self` (loop variables
@@ -203,10 +226,13 @@ class _Sites(cst.CSTVisitor):
         self.closures = locals_.closures
         self.bound_locals: set[str] = set()
         self.owned_locals: set[str] = set()
+        self.cache_locals: set[str] = set()
         for _ in range(3):
             for names, value in locals_.bindings:
                 if self.refers(value):
                     self.bound_locals |= names
+                if self.cache_of_self(value):
+                    self.cache_locals |= names
                 if _owned(value, self.owned_locals):
                     self.owned_locals |= names - {"self"}
         self.found: list[tuple[cst.CSTNode, cst.CSTNode, str, str]] = []  # (node, value, how, where)
@@ -229,18 +255,45 @@ class _Sites(cst.CSTVisitor):
                 return False
             if q in _PARTIAL or q in _METHOD_TYPE:
                 return any(is_self(a.value) or self.refers(a.value) for a in value.args)
-            return False
+            return self.cache_of_self(value)
+        return False
         if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
             return any(self.refers(e.value) for e in value.elements)
         if isinstance(value, cst.Dict):
             return any(isinstance(e, cst.DictElement) and self.refers(e.value) for e in value.elements)
         return False
 
+    def cache_of_self(self, value: cst.CSTNode) -> bool:
+        """`lru_cache(...)(self.m)`, `functools.cache(self.m)`, or a local bound to one:
+        a cache around a callback over `self` (it keeps the callback, and every result)."""
+        if isinstance(value, cst.Name):
+            return value.value in self.cache_locals
+        if not isinstance(value, cst.Call) or not value.args:
+            return False
+        func = value.func.func if isinstance(value.func, cst.Call) else value.func
+        return self.rule.ctx.qualname(func) in _CACHES and self.refers(value.args[0].value)
+
+    def constructed_with_self(self, value: cst.CSTNode) -> bool:
+        """`Timer(self.tick, 5)`: a class (a capitalised name, as PEP 8 spells classes)
+        built around a callback over `self`, which it keeps."""
+        if not isinstance(value, cst.Call):
+            return False
+        q = self.rule.ctx.qualname(value.func) or ""
+        last = q.rpartition(".")[2]
+        if not last[:1].isupper() or last.isupper() or q in _RUN_ONCE:
+            return False
+        return any(self.refers(a.value) for a in value.args)
+
     # -- stores ------------------------------------------------------------------------------
     def _stored(self, target: cst.CSTNode, value: cst.CSTNode, node: cst.CSTNode) -> None:
-        if isinstance(target, (cst.Attribute, cst.Subscript)) and _owned(target, self.owned_locals) \
-                and self.refers(value):
+        if not isinstance(target, (cst.Attribute, cst.Subscript)) or not _owned(target, self.owned_locals):
+            return
+        if self.cache_of_self(value):
+            self.found.append((node, value, "cached", self.rule.ctx.code(target)))
+        elif self.refers(value):
             self.found.append((node, value, "stored", self.rule.ctx.code(target)))
+        elif self.constructed_with_self(value):
+            self.found.append((node, value, "constructed", self.rule.ctx.code(target)))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -273,7 +326,9 @@ class _Sites(cst.CSTVisitor):
         is_hook = name in HANDLE_HOOKS or (name.lstrip("_").startswith("register") and "hook" in name)
         if is_hook:
             hook = hook_argument(node)
-            if owned and hook is not None and self.refers(hook):
+            # an autograd node of a tensor made here is reported when the class keeps
+            # what it is handed per call (`_keeps_call_values`)
+            if (owned or _on_graph(owner)) and hook is not None and self.refers(hook):
                 self.found.append((node, hook, "hook", name))
             return
         words = name_words(name)
@@ -281,6 +336,13 @@ class _Sites(cst.CSTVisitor):
             for arg in node.args:
                 if self.refers(arg.value):
                     self.found.append((node, arg.value, "callback", name))
+                    return
+        # a setter (`setopt`, `set_handler`) keeps what it is given
+        if owned and not is_self(owner) and name.lstrip("_").lower().startswith("set") \
+                and name not in ("setdefault", "setattr"):
+            for arg in node.args:
+                if self.refers(arg.value):
+                    self.found.append((node, arg.value, "setter", name))
                     return
 
 
@@ -577,10 +639,9 @@ class Attention(nn.Module):
         return self.ctx.index.returns_heavy(absolute)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if not self._is_heavy(node):
-            return
         names = self._method_names(node)
         handles: Optional[ClassHandles] = None
+        heavy: Optional[bool] = None
         for method in self.ctx.methods(node).values():
             params = method.params.posonly_params or method.params.params
             if not params or params[0].name.value != "self" or decorator_names(self.ctx, method) & STATIC:
@@ -590,14 +651,50 @@ class Attention(nn.Module):
             sites = _Sites(self, names, locals_)
             visit(method.body, sites)
             for site, value, how, where in sites.found:
-                if not self._holds_heavy(node):
-                    return
                 if handles is None:
                     handles = ClassHandles(self.ctx, node)
+                if heavy is None:
+                    heavy = self._is_heavy(node) and self._holds_heavy(node)
+                if not self._worth_reporting(node, handles, sites, site, how, heavy):
+                    continue
                 if self._transient(node, method, sites, site, how, where) or \
                         self._undone(handles, site, how, where):
                     continue
                 self._report(node, method, site, value, how, where)
+
+    def _worth_reporting(self, cls: cst.ClassDef, handles: ClassHandles, sites: "_Sites", site,
+                         how: str, heavy: bool) -> bool:
+        """Does this cycle keep something worth freeing, whatever the class?
+
+        - a cache around the instance's own method keeps every result it computed;
+        - a callback over `self` on an autograd node of a tensor made per call, in a class
+          that keeps what it is handed per call: the node (C++) pins the instance, the
+          instance pins tensors whose graph pins the node - never collected;
+        - a callback handed to a timer, handle or helper kept on `self` (built around it,
+          or given it through a setter), in a class whose release method stops or closes
+          that holder but keeps it: after release, the instance stays in the cycle (for
+          ever when the holder is a C object the collector cannot traverse).
+        Anything else only in heavy classes (a model, a class holding tensors)."""
+        if how == "cached":
+            return True
+        if how == "hook" and not _owned(site.func.value, sites.owned_locals):
+            return _keeps_call_values(self.ctx, cls)  # an autograd node of a per-call tensor
+        if how in ("constructed", "setter"):
+            holder = site.func.value if how == "setter" else site.targets[0].target \
+                if isinstance(site, cst.Assign) else None
+            return self._released_but_kept(handles, holder)
+        return heavy
+
+    def _released_but_kept(self, handles: ClassHandles, holder) -> bool:
+        """Is `holder` a `self.<attr>` that a release method uses (stops, closes) - the
+        author's sign that it is a resource tied to the instance's life?"""
+        if not (isinstance(holder, cst.Attribute) and is_self(holder.value)):
+            return False
+        attr = holder.attr.value
+        reach = handles.reachable(handles.release_methods())
+        return any(
+            isinstance(n, cst.Attribute) and is_self(n.value) and n.attr.value == attr
+            for m in reach for n in iter_nodes(handles.methods[m].body))
 
     def _transient(self, cls: cst.ClassDef, method: cst.FunctionDef, sites: "_Sites", site,
                    how: str, where: str) -> bool:
@@ -608,7 +705,7 @@ class Attention(nn.Module):
         of the function that makes it (a hook's handle removed, the attribute set back)?"""
         if how == "hook":
             return hook_removed_on_exit(self.ctx, method, site, hook_argument(site))
-        if how == "stored":
+        if how in ("stored", "cached", "constructed"):
             if undone_on_every_exit(self.ctx, method, site,
                                     lambda statement: self._restores(statement, where, sites)):
                 return True  # set back on every way out (`finally`, both `except` and `else`)
@@ -660,7 +757,9 @@ class Attention(nn.Module):
         if not releases:
             return False
         reach = handles.reachable(releases + handles.context_managers())
-        if how in ("stored", "added") and where.startswith("self."):
+        if how in ("setter", "callback") and isinstance(site.func, cst.Attribute):
+            where = self.ctx.code(site.func.value)  # dropping the holder breaks the cycle
+        if how in ("stored", "added", "cached", "constructed", "setter", "callback") and where.startswith("self."):
             attr = re.split(r"[.\[]", where[5:], maxsplit=1)[0]
             return any(attr in handles.facts[m].drops for m in reach)
         if how == "hook":
@@ -696,9 +795,15 @@ class Attention(nn.Module):
             message = f"`{code}`, registered with `{target}.{where}`, references the `{name}` instance"
         elif how == "added":
             message = f"`{code}` is added to `{where}` and references the `{name}` instance"
-        elif how == "callback":
+        elif how in ("callback", "setter"):
             message = (f"`{code}`, handed to `{short(self.ctx.code(site.func))}`, references the `{name}` "
                        "instance")
+        elif how == "cached":
+            message = (f"`{short(self.ctx.code(site), 80)}` keeps a cache around a callback that references "
+                       f"the `{name}` instance on that instance")
+        elif how == "constructed":
+            message = (f"`{short(self.ctx.code(site), 80)}` keeps a callback that references the `{name}` "
+                       "instance in an object the instance holds")
         else:
             if isinstance(site, cst.Call):  # setattr(owner, name, value)
                 itself = is_self(site.args[0].value)
@@ -717,6 +822,16 @@ class Attention(nn.Module):
             message += (": autograd keeps the hook in C++, which the cycle collector cannot traverse, "
                         f"so the `{name}` instance (and its tensors) may never be freed; use "
                         "`weakref.WeakMethod`/`weakref.ref(self)` in the hook")
+        elif how == "cached":
+            message += (": a reference cycle, so the instance and the cached results are freed only when "
+                        "the cyclic collector runs; keep the result in a plain attribute, or a cache that "
+                        "does not hold `self`")
+        elif how in ("constructed", "setter"):
+            holder = short(self.ctx.code(site.func.value if how == "setter" else site.targets[0].target))
+            message += (f": the release method uses `{holder}` but keeps it, so the instance stays in a "
+                        "reference cycle after release (freed only by the cyclic collector, never when "
+                        f"`{holder}` is a C object it cannot traverse); set `{holder}` to None on release, "
+                        "or hand it a `weakref.WeakMethod`")
         else:
             message += (": a reference cycle, so the instance (and its tensors) is freed only when the "
                         "cyclic collector runs; store `weakref.WeakMethod(...)`/`weakref.ref(self)` and "

@@ -1056,3 +1056,127 @@ def hook_removed_on_exit(ctx: FileContext, root: cst.CSTNode, call: cst.Call,
         return True
     paths = _ExitPaths(ctx, handle.undoes, handle.truth, resumes=is_context_manager(ctx, scope))
     return paths.undone_after(path)
+
+
+# -- hooks on objects the instance was handed (not its own) ------------------------------
+
+# Calls that reach objects inside their receiver (a submodule, a parameter): what they
+# return belongs to whoever owns the receiver.
+_INSIDE = frozenset({"get_submodule", "get_parameter", "modules", "named_modules", "children",
+                     "named_children", "parameters", "named_parameters", "values", "items"})
+_ITERATION = frozenset({"enumerate", "zip", "list", "tuple", "reversed", "iter", "sorted"})
+
+
+def _params(fn: cst.FunctionDef) -> set[str]:
+    p = fn.params
+    return {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)} - {"self"}
+
+
+def passed_in_attrs(ctx: FileContext, cls: cst.ClassDef) -> set[str]:
+    """Attributes `__init__` sets to one of its own arguments (`self._encoder = encoder`):
+    objects the caller made and keeps, not the instance's own."""
+    init = ctx.methods(cls).get("__init__")
+    if init is None:
+        return set()
+    params = _params(init)
+    out: set[str] = set()
+    for node in iter_nodes(init.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and isinstance(node.value, cst.Name) \
+                and node.value.value in params:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            out |= {t.attr.value for t in targets if isinstance(t, cst.Attribute) and is_self(t.value)}
+    return out
+
+
+def reaches_passed_in(ctx: FileContext, cls: cst.ClassDef, method: cst.FunctionDef,
+                      expr: cst.CSTNode) -> bool:
+    """Is `expr` an object the caller handed in, or one inside it: an argument of the
+    method (`model`, `model.encoder`, a layer of `model.modules()`), an attribute
+    `__init__` set from an argument (`self._encoder.get_submodule(name)`), or a local
+    bound to one of those? Not the instance's own objects, nor values computed now."""
+    bindings: dict[str, list[cst.CSTNode]] = {}
+    for targets, value in _bindings(method.body):
+        for target in targets:
+            for name in target_names(target):
+                bindings.setdefault(name, []).append(value)
+    params = _params(method)
+    passed = passed_in_attrs(ctx, cls)
+
+    def reaches(node: cst.CSTNode, depth: int) -> bool:
+        while depth < 8:
+            if isinstance(node, cst.Name):
+                if node.value in params:
+                    return True
+                values = bindings.get(node.value, [])
+                return bool(values) and all(reaches(v, depth + 1) for v in values)
+            if isinstance(node, cst.Attribute):
+                if is_self(node.value):
+                    return node.attr.value in passed
+                node = node.value
+            elif isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _INSIDE:
+                    node = func.value
+                elif isinstance(func, cst.Name) and func.value in _ITERATION and node.args:
+                    node = node.args[0].value
+                else:
+                    return False
+            else:
+                return False
+            depth += 1
+        return False
+
+    return reaches(expr, 0)
+
+
+def removes_hooks_by_identity(ctx: FileContext, cls: cst.ClassDef) -> set[str]:
+    """The methods of the class that take hooks out of a module's hook dict themselves
+    (`del layer._forward_hooks[key]`, `hooks = m._forward_pre_hooks; hooks.pop(k)`) - the
+    way to undo a hook whose handle was not kept."""
+    def hook_dict(node: cst.CSTNode, aliases: set[str]) -> bool:
+        if isinstance(node, cst.Name):
+            return node.value in aliases
+        return isinstance(node, cst.Attribute) and node.attr.value.startswith("_") \
+            and node.attr.value.endswith("hooks")
+
+    found: set[str] = set()
+    for name, method in ctx.methods(cls).items():
+        aliases = {n for targets, value in _bindings(method.body) if hook_dict(value, set())
+                   for t in targets for n in target_names(t)}
+        for node in iter_nodes(method.body):
+            if isinstance(node, cst.Del):
+                removed = any(isinstance(t, cst.Subscript) and hook_dict(t.value, aliases)
+                              for t in iter_nodes(node.target))
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                removed = node.func.attr.value in ("pop", "clear", "popitem") and hook_dict(node.func.value, aliases)
+            else:
+                continue
+            if removed:
+                found.add(name)
+                break
+    return found
+
+
+def hook_holds_self(method: cst.FunctionDef, hook: cst.CSTNode) -> bool:
+    """Does the installed callable keep the instance (or an object kept on it) alive: a
+    bound method or attribute of `self`, a lambda using `self`, a function nested in the
+    method that uses `self`, what a method of `self` makes (`self._make_hook(fn)`), a
+    partial over one of those? A plain function called with `self.group` makes a hook
+    that holds the group, not the instance."""
+    if isinstance(hook, cst.Name):
+        nested = _nested_function(method.body, hook.value)
+        return nested is not None and mentions_self(nested.body)
+    if isinstance(hook, cst.Attribute):
+        return is_self(hook.value)
+    if isinstance(hook, cst.Lambda):
+        return mentions_self(hook.body)
+    if isinstance(hook, cst.Call):
+        func = hook.func
+        if isinstance(func, cst.Attribute) and is_self(func.value):
+            return True
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in ("partial", "MethodType"):
+            return any(is_self(a.value) or hook_holds_self(method, a.value) for a in hook.args)
+    return False

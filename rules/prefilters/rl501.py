@@ -19,11 +19,12 @@ class DiscardedHookHandlePrefilter(Prefilter):
     scans = True
 
     @classmethod
-    def scan(cls, nodes: FileNodes) -> tuple[bool, bool]:
+    def scan(cls, nodes: FileNodes) -> tuple[bool, bool, bool]:
         """(a registration with a global registry of torch (however imported), a
-        per-object one: each a call that is a statement of its own)."""
+        per-object one, a per-object one whose callable may keep `self` (it uses `self`,
+        or is a name: a nested function): each a call that is a statement of its own)."""
         imports = file_imports(nodes)
-        global_ = per_object = False
+        global_ = per_object = keeps_self = False
         for statement in nodes.of(ast.Expr):
             call = statement.value
             if type(call) is not ast.Call:
@@ -31,18 +32,21 @@ class DiscardedHookHandlePrefilter(Prefilter):
             func = call.func
             if type(func) is ast.Attribute and func.attr in PER_OBJECT_HOOKS:
                 per_object = True
+                keeps_self = keeps_self or any(
+                    type(a) is ast.Name or any(type(n) is ast.Name and n.id == "self" for n in ast.walk(a))
+                    for a in (*call.args, *(k.value for k in call.keywords)))
             if not global_:
                 q = qualify(imports, func)
                 global_ = bool(q and q.startswith("torch.") and q.rpartition(".")[2] in GLOBAL_HOOKS)
-        return global_, per_object
+        return global_, per_object, keeps_self
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
         summary = getattr(data, "summary", None)
         found = summary.scans.get(cls.code) if summary is not None else None
         if found is not None:
-            return found[0] or (settings.per_object_hooks and found[1])
+            # a hook that keeps `self` may sit on an object the instance was handed (on by default)
+            return found[0] or found[2] or (settings.per_object_hooks and found[1])
         if summary is not None:
             return False  # none of the hook names is in the file
-        hooks = GLOBAL_HOOKS | PER_OBJECT_HOOKS if settings.per_object_hooks else GLOBAL_HOOKS
-        return any(h.encode() in data for h in hooks)
+        return any(h.encode() in data for h in GLOBAL_HOOKS | PER_OBJECT_HOOKS)

@@ -32,6 +32,24 @@ _SELF_CALLABLES = (
     (b"lambda", re.compile(rb"self\.[\w.]+[ \t]*=[ \t]*lambda\b|(?:append|add|hook|register\w*)\([ \t]*lambda\b")),
 )
 
+# Shapes reported in any class, heavy or not (`SelfCycleCallback._worth_reporting`): a
+# cache around a bound method, a hook on an autograd node, a callback handed to a holder
+# built or set on `self` in a class with a release method.
+_METHOD_CACHE = re.compile(rb"cache\b(?:\([^()\n]*\))?\(\s*self\.\w+\s*\)")
+_GRAPH_HOOK = re.compile(rb"\.register_\w*hook\(")
+_HANDED_TO_HOLDER = re.compile(
+    rb"\.set\w*\([^\n]*\bself\.\w+\s*[,)]|=\s*[\w.]*\b[A-Z]\w*[a-z]\w*\([^\n]*\bself\.\w+\s*[,)]")
+
+
+def _light_shapes(data: bytes, settings) -> bool:
+    if b"cache" in data and _METHOD_CACHE.search(data):
+        return True
+    if b"grad_fn" in data and _GRAPH_HOOK.search(data):
+        return True
+    return any(b"def " + name.encode() + b"(" in data for name in settings.release_methods) \
+        and _HANDED_TO_HOLDER.search(data) is not None
+
+
 _TOKENS = (b"append(self.", b"add(self.", b"extend([self.", b"insert(0, self.", b"callback(self.",
            b"register(self.")
 
@@ -447,6 +465,8 @@ class SelfCycleCallbackPrefilter(Prefilter):
     def might_match(cls, data: bytes, settings, index) -> bool:
         """From the scan (`_scanned`); for a file `ast` cannot parse, from the bytes: a
         heavy class's name, and a line that looks like one of the shapes."""
+        if _light_shapes(data, settings):
+            return True
         summary = getattr(data, "summary", None)
         if summary is not None:
             return cls._scanned(summary, settings, index)
