@@ -19,6 +19,7 @@ from retainlint.rules.prefilters.rl601 import (
     SCALAR_CALLS,
     scalar_name,
 )
+from retainlint.analysis.release import FINALIZER, is_release_method
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
 
@@ -299,15 +300,12 @@ class _MethodFacts:
     handed: list = field(default_factory=list)  # (attr, [exprs], node, method name)
     # name = value, self.X = name
     name_from_attr: list = field(default_factory=list)  # (name, attr)
-    drops: set = field(default_factory=set)
-    dynamic_drop: bool = False
     # ordered events for fix safety: ("ref", attr, order) / ("call", method, order)
     events: list = field(default_factory=list)
     releases: list = field(default_factory=list)
     calls_self: set = field(default_factory=set)
     closed: set = field(default_factory=set)  # attrs whose object gets `.close()`d here
     closing_names: set = field(default_factory=set)  # locals `.close()`d here
-    calls_super: set = field(default_factory=set)
     called_attrs: dict = field(default_factory=dict)  # self.X.y(...) -> {X: {y}}
     self_called: set = field(default_factory=set)  # self.X(...)
 
@@ -374,7 +372,6 @@ class _Collector(OwnScopeVisitor):
             self.facts.events.append(("ref", node.attr.value, self._tick()))
 
     def _release(self, attr: str, kind: str, small) -> None:
-        self.facts.drops.add(attr)
         loop_start = self.loops[0] if self.loops else None
         self.facts.releases.append(_Release(attr, kind, small, self.line, self._tick(), loop_start))
 
@@ -383,8 +380,6 @@ class _Collector(OwnScopeVisitor):
             attr = self_attribute(target)
             if attr is not None:
                 self._release(attr, "del", node)
-            elif isinstance(target, cst.Subscript) and self._is_self_dict(target.value):
-                self.facts.dynamic_drop = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
         names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
@@ -402,7 +397,6 @@ class _Collector(OwnScopeVisitor):
             if is_none:
                 self._release(attr, "none", node)
             else:
-                self.facts.drops.add(attr)
                 self.facts.assigns.append((attr, value, node))
                 for n in names:
                     self.facts.name_from_attr.append((n, attr))
@@ -431,15 +425,11 @@ class _Collector(OwnScopeVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Name) and func.value in ("delattr", "setattr") and node.args:
+        if isinstance(func, cst.Name) and func.value == "delattr" and node.args:
             if is_self(node.args[0].value):
                 name = _const_str(node.args[1].value) if len(node.args) > 1 else None
-                if name is None:
-                    self.facts.dynamic_drop = True
-                else:
-                    self.facts.drops.add(name)
-                    if func.value == "delattr":
-                        self._release(name, "del", node)
+                if name is not None:
+                    self._release(name, "del", node)
             return
         if not isinstance(func, cst.Attribute):
             return
@@ -449,16 +439,6 @@ class _Collector(OwnScopeVisitor):
             self.facts.calls_self.add(method)
             self.facts.self_called.add(method)
             self.facts.events.append(("call", method, self._tick()))
-            return
-        if (
-            isinstance(receiver, cst.Call)
-            and isinstance(receiver.func, cst.Name)
-            and receiver.func.value == "super"
-        ):
-            self.facts.calls_super.add(method)
-            return
-        if method in ("clear", "pop", "popitem", "update") and self._is_self_dict(receiver):
-            self.facts.dynamic_drop = True
             return
         attr = self_attribute(receiver)
         if method in _CLOSE_METHODS:
@@ -484,19 +464,6 @@ class _Collector(OwnScopeVisitor):
             if attr is not None:
                 self._release(attr, "clear", node)
 
-    @staticmethod
-    def _is_self_dict(expr) -> bool:
-        if isinstance(expr, cst.Attribute) and is_self(expr.value) and expr.attr.value == "__dict__":
-            return True
-        return (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Name)
-            and expr.func.value == "vars"
-            and len(expr.args) == 1
-            and is_self(expr.args[0].value)
-        )
-
-
 class ReleaseLeavesAlias(Rule):
     prefilter = ReleaseLeavesAliasPrefilter
     name = "release-leaves-alias"
@@ -507,10 +474,11 @@ class ReleaseLeavesAlias(Rule):
     docs = """
 ## What it does
 Reports a release method (`shutdown`, `close`, `cleanup`, `release`, `teardown`, `free`,
-`stop`, `__exit__`, `__aexit__`, `__del__`; configurable) that drops an attribute
-`self.a` (`del self.a`, `self.a = None`, `self.a.clear()`, also under a guard such as
+`stop`, `__exit__`, `__aexit__`; configurable) that drops an attribute `self.a`
+(`del self.a`, `self.a = None`, `self.a.clear()`, also under a guard such as
 `if hasattr(self, "a"):`) while another attribute `self.b` still references the same
-object and is not dropped by that method (nor by a method of the class it calls). `self.b`
+object and is not dropped on the release path: by that method, the methods it calls on
+`self` or through `super()`, in this class or a project base class in any file. `self.b`
 references it when, anywhere in the class, it was
 
 - assigned from an expression that holds `self.a`: `self.b = State(self.a)`,
@@ -521,6 +489,12 @@ references it when, anywhere in the class, it was
 Values only derived from it (`len(self.a)`, `str(self.a)`, `self.a.config`,
 `self.a.compute(x)`) do not count. A `.clear()` release is only reported for
 attributes built from the container (a clear empties the shared object itself).
+
+Not release methods (the shared judgement of `analysis/release.py`): `__del__` (what
+still references `self.a` dies with the object), methods that free one item per call
+(`stop(self, action_name)`, `free(self, idx=None)` returning when given nothing),
+abstract ones and stubs that raise. Nor is anything reported when the release path drops
+attributes it cannot name (`vars(self)`, `self.__dict__`) or hands `self` to other code.
 
 ## Why it leaks
 `del self.model` frees nothing while `self.model_state` still references the model: the
@@ -687,63 +661,21 @@ class Engine:
             self._facts[key] = collector.facts
         return self._facts[key]
 
-    def _reached(self, cls: cst.ClassDef, fn: cst.FunctionDef) -> Optional[list]:
-        """The release method and the class's methods it calls (transitively), plus
-        same-named methods of in-file base classes reached through `super()`; None when
-        a `super()` call goes to a class we cannot see."""
-        methods = self.ctx.methods(cls)
-        seen: dict[int, cst.FunctionDef] = {}
-        todo = [(cls, fn)]
-        while todo:
-            owner, current = todo.pop()
-            if id(current) in seen:
-                continue
-            seen[id(current)] = current
-            facts = self._method_facts(current)
-            owner_methods = methods if owner is cls else self.ctx.methods(owner)
-            for name in facts.calls_self:
-                if name in methods:
-                    todo.append((cls, methods[name]))
-                elif name in owner_methods:
-                    todo.append((owner, owner_methods[name]))
-            for name in facts.calls_super:
-                found = None
-                for base in owner.bases:
-                    base_cls = (
-                        self.ctx.classes.get(base.value.value)
-                        if isinstance(base.value, cst.Name)
-                        else None
-                    )
-                    if base_cls is None:
-                        q = self.ctx.qualname(base.value)
-                        if q in ("object", "builtins.object", "typing.Generic", "abc.ABC"):
-                            continue
-                        return None
-                    target = self.ctx.methods(base_cls).get(name)
-                    if target is not None:
-                        found = (base_cls, target)
-                        break
-                if found is not None:
-                    todo.append(found)
-        return list(seen.values())
-
     # -- detection -----------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         cls = self.ctx.scope.method_class
         if cls is None or self.ctx.scope.function is not node:
             return
-        if not self.ctx.is_release_method(node):
+        # not `__del__`: what still references the attribute dies with the object
+        if node.name.value == FINALIZER or not is_release_method(self.ctx, node):
             return
         facts = self._method_facts(node)
         if not facts.releases:
             return
-        reached = self._reached(cls, node)
-        if reached is None:
+        drops = self.ctx.release.drops(cls, [node])
+        if drops is None:
             return
-        reached_facts = [self._method_facts(f) for f in reached]
-        if any(f.dynamic_drop for f in reached_facts):
-            return
-        dropped = set().union(*(f.drops for f in reached_facts))
+        dropped = drops.unbound  # references let go (a holder closed still holds)
         # One finding per released attribute: its last `del`/`= None`, else its `.clear()`.
         chosen: dict[str, _Release] = {}
         for release in facts.releases:

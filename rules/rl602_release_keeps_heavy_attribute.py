@@ -4,213 +4,33 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
 
 from retainlint.analysis.cstutil import (
-    OwnScopeVisitor,
     append_to_function,
     body_functions,
     body_statements,
-    decorator_names,
-    is_instance_method,
     is_self,
-    releases_whole_object,
     self_attribute,
 )
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Position, Related, Severity
+from retainlint.core.paths import display_path
 from retainlint.analysis.heavy import find_param
 from retainlint.project.index import qualified_in
 from retainlint.project.names import HEAVY_TYPES
-from retainlint.analysis.weight import sources, substantial_value, weigher
+from retainlint.project.release_shape import exception_slots, releasing_owners
+from retainlint.analysis.release import FINALIZER, release_methods
+from retainlint.analysis.weight import sources, substantial_value, weigher, weightless_layer
 from retainlint.rules.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, ACCESSORS
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
 
-# Words that, as a part of a method or function name (split on `_`), release what
-# they are called on or handed: `self.runner.shutdown()`, `free_cache(self.kv)`.
-_RELEASE_WORDS = frozenset(
-    {
-        "shutdown", "close", "cleanup", "release", "teardown", "free", "stop", "destroy",
-        "terminate", "dispose", "unload", "offload", "clear", "reset", "delete", "del",
-        "dealloc", "deallocate", "kill", "exit", "drop", "remove", "finalize", "unregister",
-    }
-)
-# Methods that move a model or tensor off the accelerator (`self.model.to("cpu")`).
-_OFFLOADS = frozenset({"cpu", "to"})
-# Calls that only read what they are handed (`logger.info("closing %s", self)`).
-_READERS = frozenset(
-    {
-        "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print",
-        "info_once", "warning_once", "debug_once", "repr", "str", "id", "type", "isinstance",
-        "hasattr", "getattr", "format", "unregister",
-    }
-)
 # Release methods that cannot be called from a fix (they need arguments or run anyway).
 _DUNDER_RELEASE = frozenset({"__del__", "__exit__", "__aexit__"})
 _MAX_DEPTH = 8
-
-
-def _words(name: str) -> set[str]:
-    return {w for w in name.lower().split("_") if w}
-
-
-def _releases(name: str) -> bool:
-    return bool(_words(name) & _RELEASE_WORDS)
-
-
-# -- facts about one method body -------------------------------------------------------
-
-
-@dataclass
-class _Facts:
-    drops: set = field(default_factory=set)  # attributes this body drops
-    dynamic: bool = False  # drops attributes we cannot name, or hands `self` over
-    self_calls: set = field(default_factory=set)  # self.m(...)
-    super_calls: set = field(default_factory=set)  # super().m(...)
-    base_calls: list = field(default_factory=list)  # (Base expression, m) for Base.m(self)
-
-
-class _Collector(OwnScopeVisitor):
-    """What a release path does to `self`'s attributes (nested functions left out)."""
-
-    def __init__(self) -> None:
-        self.facts = _Facts()
-        self.aliases: dict[str, set[str]] = {}  # local name -> attributes it holds
-
-    # -- which attribute does an expression name? ---------------------------------
-    @staticmethod
-    def _attribute(expr) -> Optional[str]:
-        """`x` for `self.x` and `getattr(self, "x"[, default])`."""
-        attr = self_attribute(expr)
-        if attr is not None:
-            return attr
-        if (
-            isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)
-            and expr.func.value == "getattr" and len(expr.args) >= 2
-            and is_self(expr.args[0].value) and isinstance(expr.args[1].value, cst.SimpleString)
-        ):
-            value = expr.args[1].value.evaluated_value
-            return value if isinstance(value, str) else None
-        return None
-
-    def _held(self, expr) -> set[str]:
-        attr = self._attribute(expr)
-        if attr is not None:
-            return {attr}
-        if isinstance(expr, cst.Name):
-            return set(self.aliases.get(expr.value, ()))
-        return set()
-
-    def _bind(self, target, value) -> None:
-        if isinstance(target, cst.Name):
-            held = self._held(value)
-            if isinstance(value, (cst.Tuple, cst.List)):
-                held = set().union(*(self._held(e.value) for e in value.elements)) if value.elements else set()
-            if held:
-                self.aliases.setdefault(target.value, set()).update(held)
-
-    # -- statements -----------------------------------------------------------------
-    def visit_Del(self, node: cst.Del) -> None:
-        targets = [node.target]
-        while targets:
-            t = targets.pop()
-            if isinstance(t, (cst.Tuple, cst.List)):
-                targets.extend(e.value for e in t.elements)
-                continue
-            attr = self_attribute(t)
-            if attr is not None:
-                self.facts.drops.add(attr)
-            elif isinstance(t, cst.Subscript) and _is_self_dict(t.value):
-                self.facts.dynamic = True
-            elif isinstance(t, cst.Subscript) and self_attribute(t.value) is not None:
-                self.facts.drops.add(self_attribute(t.value))  # `del self.caches[:]`
-
-    def _assigned(self, target, value) -> None:
-        attr = self_attribute(target)
-        if attr is not None:
-            self.facts.drops.add(attr)  # `= None`, or any new value: the old one goes
-            return
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._assigned(element.value, None)
-            return
-        if isinstance(target, cst.Subscript) and _is_self_dict(target.value):
-            self.facts.dynamic = True
-            return
-        if value is not None:
-            self._bind(target, value)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._assigned(t.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._assigned(node.target, node.value)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target, node.iter)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Name):
-            if func.value in ("delattr", "setattr") and node.args and is_self(node.args[0].value):
-                name = node.args[1].value if len(node.args) > 1 else None
-                if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
-                    self.facts.drops.add(name.evaluated_value)
-                else:
-                    self.facts.dynamic = True
-                return
-            if func.value == "vars" and any(is_self(a.value) for a in node.args):
-                self.facts.dynamic = True
-                return
-        method = func.attr.value if isinstance(func, cst.Attribute) else (
-            func.value if isinstance(func, cst.Name) else None)
-        if isinstance(func, cst.Attribute):
-            receiver = func.value
-            if is_self(receiver):
-                self.facts.self_calls.add(method)
-            elif (
-                isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name)
-                and receiver.func.value == "super"
-            ):
-                self.facts.super_calls.add(method)
-            elif _is_self_dict(receiver):
-                if method in ("clear", "pop", "popitem", "update", "__delitem__", "__setitem__"):
-                    self.facts.dynamic = True
-            elif _releases(method) or method in _OFFLOADS:
-                self.facts.drops |= self._held(receiver)
-        for i, arg in enumerate(node.args):
-            if is_self(arg.value):
-                if method in _READERS:
-                    continue
-                if i == 0 and isinstance(func, cst.Attribute) and not is_self(func.value):
-                    self.facts.base_calls.append((func.value, method))  # Base.close(self)
-                else:
-                    self.facts.dynamic = True  # `_teardown(self)`: may drop anything
-            elif method is not None and _releases(method):
-                self.facts.drops |= self._held(arg.value)
-
-
-def _is_self_dict(expr) -> bool:
-    if isinstance(expr, cst.Attribute) and is_self(expr.value) and expr.attr.value == "__dict__":
-        return True
-    return (
-        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "vars"
-        and len(expr.args) == 1 and is_self(expr.args[0].value)
-    )
-
-
-def _facts(fn: cst.FunctionDef) -> _Facts:
-    collector = _Collector()
-    visit(fn.body, collector)
-    return collector.facts
 
 
 @dataclass
@@ -267,6 +87,21 @@ abstract ones; and classes whose release path drops attributes by name (`vars(se
 `self.__dict__`), hands `self` to other code or calls a callable attribute (a
 finalizer). One release method dropping an attribute is enough.
 
+Two more shapes:
+
+- **a stored exception** pins a big object graph without a heavy attribute: an exception
+  handed to a method and kept on `self` (`def set_exception(self, exc): self._exception =
+  exc`, in the class or a project base class in any file; a parameter annotated as an
+  exception, or named `exc`, `exception`, `exc_val` or `exc_value` without an annotation)
+  that a release path letting go of other state (it drops or releases at least one
+  attribute) does not drop.
+- **a part its owner cannot free**: a class that holds a model (a module with weights)
+  it builds and has no release method at all (nor inherits one), reported at its name
+  when a project class holds an instance (`self.drafter = DraftProposer(...)`) and its
+  release method releases its other parts in place (`self.profiler.shutdown()`) but
+  neither releases nor drops this one (the owner's release method is reported as well,
+  for the attribute it keeps).
+
 ## Why it leaks
 A release method is where an owner gives back what it holds. What it leaves on `self`
 stays allocated as long as the owner object is reachable - and after a "shutdown" in
@@ -290,6 +125,11 @@ class Worker:
             self.profiler.shutdown()
 ```
 
+A stored exception's traceback references every frame it went through and their locals:
+the request, the connection, often the holder itself. A part with no release method gives
+its owner nothing to call: what it holds (a model's weights registered in a forward
+context, its KV caches) is freed only when every reference to it goes.
+
 ## Fix (safe)
 At the end of the first release method the class defines (before a final `return`, and
 before a final run of `gc.collect()` / `empty_cache()` calls, so that they see the memory
@@ -297,9 +137,25 @@ freed), for each attribute: a call of its own release method when its class (fou
 project index) defines one taking no arguments - guarded by
 `if getattr(self, "x", None) is not None:` unless `__init__` always sets it - else
 `self.x = None`. No fix for an attribute that is also a property or a `__slots__` name.
+For a stored exception, `self._exception = None` at the same place, as an unsafe fix (a
+reader of the exception after the release now sees `None`). No fix for a part with no
+release method (give it one that frees what it holds, and call it from the owner's).
 """
 
     valid = [
+        # the stored exception is dropped with the rest
+        """
+class Manager:
+    def __init__(self):
+        self.socket = None
+
+    def fail(self, exc: Exception):
+        self.error = exc
+
+    def cleanup(self):
+        self.socket = None
+        self.error = None
+""",
         # dropped in a helper the release method calls
         """
 import torch.nn as nn
@@ -355,6 +211,70 @@ class Worker:
 """,
     ]
     invalid = [
+        # an exception handed in and kept after close()
+        Example(
+            """
+class Protocol:
+    def __init__(self):
+        self.transport = None
+
+    def set_exception(self, exc):
+        self._exception = exc
+
+    def close(self):
+        self.transport = None
+""",
+            lines=[9],
+            fixed="""
+class Protocol:
+    def __init__(self):
+        self.transport = None
+
+    def set_exception(self, exc):
+        self._exception = exc
+
+    def close(self):
+        self.transport = None
+        self._exception = None
+""",
+        ),
+        # a part with no release method, whose owner releases its other parts
+        Example(
+            """
+import torch
+
+class Drafter:
+    def __init__(self):
+        self.model = torch.nn.Linear(4096, 4096)
+        self.kv_caches = torch.empty(64, 4096, 4096)
+
+class Runner:
+    def __init__(self):
+        self.drafter = Drafter()
+        self.graphs = GraphPool()
+
+    def shutdown(self):
+        self.graphs.release()
+""",
+            lines=[4, 14],
+            fixed="""
+import torch
+
+class Drafter:
+    def __init__(self):
+        self.model = torch.nn.Linear(4096, 4096)
+        self.kv_caches = torch.empty(64, 4096, 4096)
+
+class Runner:
+    def __init__(self):
+        self.drafter = Drafter()
+        self.graphs = GraphPool()
+
+    def shutdown(self):
+        self.graphs.release()
+        self.drafter = None
+""",
+        ),
         Example(
             """
 import torch
@@ -390,6 +310,10 @@ class Engine:
 import torch.nn as nn
 
 class Runner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
     def shutdown(self):
         pass
 
@@ -400,11 +324,15 @@ class Worker:
     def shutdown(self):
         return
 """,
-            lines=[12],
+            lines=[16],
             fixed="""
 import torch.nn as nn
 
 class Runner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
     def shutdown(self):
         pass
 
@@ -422,7 +350,6 @@ class Worker:
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._facts: dict[int, _Facts] = {}
         self._class: Optional[cst.ClassDef] = None
         self._actor_names: Optional[set[str]] = None
 
@@ -455,38 +382,144 @@ class Worker:
     # -- detection -----------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         methods = self.ctx.methods(node)
-        releases = [
-            methods[name] for name in self.ctx.settings.release_methods
-            if name in methods and name != "__del__" and self._is_release(methods[name])
-        ]
+        releases = release_methods(self.ctx, node)
         if not releases:
+            self._check_unreleasable(node, methods)
             return
         heavy = self._heavy_attributes(node, methods)
-        if not heavy:
+        if heavy and self._is_module_class(node):
+            heavy = {}
+        exceptions = self._exception_slots(node)
+        if not heavy and not exceptions:
             return
-        if self._is_module_class(node):
+        drops = self.ctx.release.drops(node, releases)
+        if drops is None:
             return
-        dropped = self._dropped(node, releases)
-        if dropped is None:
-            return
+        dropped = drops.all
         self._class = node
         kept = [h for a, h in heavy.items() if a not in dropped and self._substantial(h)]
-        if not kept or self._is_actor(node):
+        # an exception kept by a release path that lets go of other objects
+        kept_exceptions = [e for e in exceptions if e[0] not in dropped] if drops.objects else []
+        if not (kept or kept_exceptions) or self._is_actor(node):
             return
         live = [r for r in releases if not self._only_at_exit(node, r)]
-        if live:
+        if live and kept:
             self._report(node, live[0], kept, methods)
+        if live and kept_exceptions:
+            self._report_exceptions(node, live[0], kept_exceptions, methods)
 
-    def _is_release(self, fn: cst.FunctionDef) -> bool:
-        if not is_instance_method(self.ctx, fn):
+    def _exception_slots(self, cls: cst.ClassDef) -> list[tuple]:
+        """Attributes the class or a project base assigns an exception handed to a method
+        (`project/release_shape.py` `exception_slots`), one entry per attribute."""
+        if self.ctx.classes.get(cls.name.value) is not cls:
+            return []
+        qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        slots: dict[str, tuple] = {}
+        for slot in self.ctx.index.ask(exception_slots, qualified):
+            slots.setdefault(slot[0], slot)
+        return [s for a, s in slots.items() if a not in self.ctx.methods(cls)]
+
+    def _report_exceptions(self, cls: cst.ClassDef, release: cst.FunctionDef, kept: list[tuple],
+                           methods) -> None:
+        where = f"{cls.name.value}.{release.name.value}()"
+        names = " nor ".join(
+            f"`self.{attr}` (an exception `{owner.rsplit('.', 1)[1]}.{method}()` stores)"
+            for attr, _, _, owner, method in kept[:3])
+        message = (
+            f"`{where}` never drops {names}: its traceback keeps every frame it went through "
+            f"and their locals (often this `{cls.name.value}` itself, and what it served) alive "
+            f"as long as the `{cls.name.value}` lives on after release"
+        )
+        related = []
+        for attr, path, line, owner, method in kept:
+            position = Position(line, 1)
+            related.append(Related(f"`self.{attr}` is assigned an exception here",
+                                   display_path(path, os.getcwd()), position, position))
+        fix = None
+        if not self._has_slots(cls) and not any(attr in methods for attr, *_ in kept):
+            statements = [cst.parse_statement(f"self.{attr} = None\n") for attr, *_ in kept]
+            new = _append(release, statements)
+            if new is not None:
+                spelled = ", ".join(f"`self.{attr} = None`" for attr, *_ in kept)
+                # unsafe: a reader of the exception after the release now sees `None`
+                fix = self.fix(f"Add {spelled} at the end of `{release.name.value}()`", {release: new},
+                               applicability=Applicability.UNSAFE)
+        self.report(release.name, message, fix=fix, related=related, statement=release)
+
+    # -- a part its owner cannot release ----------------------------------------------
+    def _check_unreleasable(self, cls: cst.ClassDef, methods) -> None:
+        """A class that holds a model it builds (and maybe more heavy state) and has no
+        release method at all (nor inherits one), held by a project class whose release
+        method releases its other parts in place (`self.profiler.shutdown()`) and can
+        neither release this one nor, as it stands, drops it (`project/release_shape.py`
+        `releasing_owners`)."""
+        if self.ctx.classes.get(cls.name.value) is not cls:
+            return  # a nested class: the index does not know who holds it
+        names = tuple(n for n in self.ctx.settings.release_methods if n != FINALIZER)
+        if any(self.ctx.release.lookup(cls, n) is not None for n in names):
+            return
+        heavy = self._heavy_attributes(cls, methods)
+        if not heavy or self._is_module_class(cls):
+            return
+        self._class = cls
+        kept = [h for h in heavy.values() if self._substantial(h)]
+        if not any(self._is_model(h) for h in kept) or self._is_actor(cls):
+            return
+        qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        owners = self.ctx.index.ask(releasing_owners, (qualified, names))
+        if not owners:
+            return
+        owner, path, line, column, attr, method, others = owners[0]
+        where = f"{owner.rsplit('.', 1)[1]}.{method}()"
+        parts = ", ".join(f"`self.{o}`" for o in others[:3]) + (" ..." if len(others) > 3 else "")
+        message = (
+            f"`{cls.name.value}` holds {self._listed(kept)} and has no release method: `{where}` "
+            f"releases its other parts ({parts}) but cannot release `self.{attr}`, so what "
+            f"`{cls.name.value}` holds stays allocated as long as its owner keeps it; give "
+            f"`{cls.name.value}` a release method that frees it and call it from `{where}`"
+        )
+        position = Position(line, column)
+        related = [Related(f"`{where}` releases its other parts here", display_path(path, os.getcwd()),
+                           position, position)]
+        related += [RelatedNode(f"`self.{h.attr}` is assigned a heavy object here", h.value) for h in kept]
+        self.report(cls.name, message, related=related, statement=cls)
+
+    def _is_model(self, h: _Heavy) -> bool:
+        """Is the attribute a model: a module with weights (`nn.Linear(...)`, a project
+        `nn.Module` holding layers, what a function annotated to return a module gives)?"""
+        index = self.ctx.index
+        exprs = [h.origin.func, *(_annotation_names(h.annotation) if h.annotation is not None else [])]
+        for expr in exprs:
+            q = self.ctx.qualname(expr)
+            resolved = index.resolve(self.ctx.absolute(q)) or q
+            function = index.functions.get(resolved or "")
+            candidates = [resolved, *(function.returns if function is not None else [])]
+            for c in candidates:
+                c = index.resolve(c) or c
+                if _module_type(c) and not weightless_layer(c):
+                    return True
+                if c in index.classes and self._derives_module(c) and weigher(self.ctx).class_substantial(c):
+                    return True
+        return False
+
+    def _derives_module(self, qualified: str, depth: int = 0) -> bool:
+        summary = self.ctx.index.classes.get(qualified)
+        if summary is None or depth > _MAX_DEPTH:
             return False
-        names = decorator_names(self.ctx, fn)
-        if any(n.rsplit(".", 1)[-1] in ("abstractmethod", "overload", "property") for n in names):
-            return False
-        statements = body_statements(fn)
-        if statements and all(_is_stub(s) for s in statements) and any(_raises(s) for s in statements):
-            return False  # `raise NotImplementedError`: subclasses release
-        return releases_whole_object(self.ctx, fn)  # not `free(self, blocks)`: one item
+        for base in summary.bases:
+            resolved = self.ctx.index.resolve(base) or base
+            if _module_type(resolved) or self._derives_module(resolved, depth + 1):
+                return True
+        return False
+
+    def _listed(self, kept: list[_Heavy]) -> str:
+        def describe(h: _Heavy) -> str:
+            return f"`self.{h.attr}` (`{_short(self.ctx.code(h.origin.func))}(...)` in `{h.fn.name.value}()`)"
+
+        listed = [describe(h) for h in kept[:5]]
+        if len(kept) > 5:
+            listed.append(f"{len(kept) - 5} more")
+        return ", ".join(listed[:-1]) + (" and " if len(listed) > 1 else "") + listed[-1]
 
     # -- does anything outlive the release? -----------------------------------------
     def _only_at_exit(self, cls: cst.ClassDef, fn: cst.FunctionDef) -> bool:
@@ -649,110 +682,6 @@ class Worker:
 
         return cst_derives(cls, 0)
 
-    # -- what the release path drops -----------------------------------------------
-    def _method_facts(self, fn: cst.FunctionDef) -> _Facts:
-        key = id(fn)
-        if key not in self._facts:
-            self._facts[key] = _facts(fn)
-        return self._facts[key]
-
-    def _bases(self, owner) -> list:
-        """Base classes of `owner` the project has: ClassDefs of this file, summaries of
-        other files."""
-        index = self.ctx.index
-        found = []
-        if isinstance(owner, cst.ClassDef):
-            for base in owner.bases:
-                q = self.ctx.qualname(base.value)
-                local = self.ctx.classes.get(q) if q else None
-                if local is not None and local is not owner:
-                    found.append(local)
-                    continue
-                summary = index.classes.get(index.resolve(self.ctx.absolute(q)) or "")
-                if summary is not None:
-                    found.append(summary)
-        else:
-            for base in owner.bases:
-                summary = index.classes.get(index.resolve(base) or "")
-                if summary is not None and summary is not owner:
-                    found.append(summary)
-        return found
-
-    def _method(self, owner, name: str) -> Optional[cst.FunctionDef]:
-        if isinstance(owner, cst.ClassDef):
-            return self.ctx.methods(owner).get(name)
-        summary = owner.methods.get(name)
-        if summary is None:
-            return None
-        return sources(self.ctx.index).function(summary.path, summary.line)
-
-    def _has_method(self, owner, name: str) -> bool:
-        if isinstance(owner, cst.ClassDef):
-            return name in self.ctx.methods(owner)
-        return name in owner.methods
-
-    def _lookup(self, owner, name: str, depth: int = 0):
-        """(defining class, method) for `name` looked up from `owner` (MRO-like)."""
-        if depth > _MAX_DEPTH:
-            return None
-        if self._has_method(owner, name):
-            return owner, self._method(owner, name)
-        for base in self._bases(owner):
-            found = self._lookup(base, name, depth + 1)
-            if found is not None:
-                return found
-        return None
-
-    def _dropped(self, cls: cst.ClassDef, releases: list) -> Optional[set[str]]:
-        """Attributes the release methods drop, with what they call; None when they drop
-        attributes we cannot name."""
-        assigned = set()
-        for fn in body_functions(cls):
-            assigned.update(k[5:] for k in self.ctx.heavy.local_assignments(fn) if k.startswith("self."))
-        dropped: set[str] = set()
-        seen: set[int] = set()
-        todo = [(cls, fn) for fn in releases]
-        while todo:
-            owner, fn = todo.pop()
-            if fn is None:
-                if owner is not cls:
-                    return None  # a project method we could not read
-                continue
-            if id(fn) in seen:
-                continue
-            seen.add(id(fn))
-            facts = self._method_facts(fn)
-            if facts.dynamic:
-                return None
-            dropped |= facts.drops
-            for name in facts.self_calls:
-                found = self._lookup(cls, name)
-                if found is not None:
-                    todo.append(found)
-                elif name in assigned:
-                    return None  # a callable attribute (a finalizer): may drop anything
-            for name in facts.super_calls:
-                for base in self._bases(owner):
-                    found = self._lookup(base, name)
-                    if found is not None:
-                        todo.append(found)
-                        break
-            for base_expr, name in facts.base_calls:
-                target = None
-                if isinstance(owner, cst.ClassDef):
-                    q = self.ctx.qualname(base_expr)
-                    for base in self._bases(owner):
-                        label = base.name.value if isinstance(base, cst.ClassDef) else base.qualname
-                        if q and (label == q or label.endswith("." + q.rsplit(".", 1)[-1])):
-                            target = base
-                            break
-                if target is None:
-                    return None  # `helper.close(self)`: hands `self` over
-                found = self._lookup(target, name)
-                if found is not None:
-                    todo.append(found)
-        return dropped
-
     # -- reporting -----------------------------------------------------------------
     def _report(self, cls: cst.ClassDef, release: cst.FunctionDef, kept: list[_Heavy], methods) -> None:
         def describe(h: _Heavy) -> str:
@@ -833,7 +762,7 @@ class Worker:
         for name in self.ctx.settings.release_methods:
             if name in _DUNDER_RELEASE:
                 continue
-            found = self._lookup(owner, name)
+            found = self.ctx.release.lookup(owner, name)
             if found is None:
                 continue
             fn = found[1]
@@ -995,6 +924,17 @@ def _binds_instance(index, function, variable: str, qualified: str) -> bool:
     return False
 
 
+def _module_type(q: Optional[str]) -> bool:
+    """`torch.nn.Module` and its `torch.nn` layers, `PreTrainedModel`."""
+    if not q:
+        return False
+    return q in HEAVY_TYPES and q not in _TENSOR_TYPES or (
+        q.startswith("torch.nn.") and q.count(".") == 2 and q.rsplit(".", 1)[1][:1].isupper())
+
+
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
 def _callee_word(call: cst.Call) -> Optional[str]:
     func = call.func
     if isinstance(func, cst.Attribute):
@@ -1030,21 +970,6 @@ def _decorator_words(fn: cst.FunctionDef) -> set[str]:
 def _short(code: str) -> str:
     code = " ".join(code.split())
     return code if len(code) <= 40 else code[:37] + "..."
-
-
-def _is_stub(stmt) -> bool:
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return all(
-            isinstance(s, (cst.Pass, cst.Raise))
-            or (isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.Ellipsis,
-                                                                  cst.ConcatenatedString)))
-            for s in stmt.body
-        )
-    return False
-
-
-def _raises(stmt) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in stmt.body)
 
 
 # Calls that only tidy up after releasing (`gc.collect()`, `torch.cuda.empty_cache()`,

@@ -21,6 +21,7 @@ from retainlint.rules.prefilters.rl603 import (
     RECLAIM_CALLS,
     RECLAIM_NAMES,
 )
+from retainlint.analysis.release import release_methods
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 WEAK_CALLABLES = frozenset({"weakref.WeakMethod", "weakref.ref"})
@@ -62,8 +63,10 @@ Reports cleanup code that frees nothing:
 3. **a rebound shared container** - a release method that does `self.cache = {}` (or
    `[]`, `set()`, `dict()`, ...) when the class handed `self.cache` to another object
    (`self.runner = Runner(self.cache)`, `engine.cache = self.cache`,
-   `registry.register(self.cache)`) that the release method does not drop: that object
-   still holds the old, full container. `self.cache.clear()` was meant.
+   `registry.register(self.cache)`) that the release path does not drop (nor release:
+   `self.runner.shutdown()`), in the method or the methods it calls on `self`: that object
+   still holds the old, full container. `self.cache.clear()` was meant. (Release methods
+   callable with `self` alone; not `free(self, idx)`, which lets go of one item.)
 
 Severity: an error for the `WeakMethod` case (the cleanup never runs); for the others a
 warning, an error when what is kept is heavy (a parameter annotated as a model or
@@ -446,10 +449,10 @@ class Worker:
     # -- (3) rebinding a shared container ---------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         methods = self.ctx.methods(node)
-        releases = [methods[n] for n in self.ctx.settings.release_methods if n in methods]
-        if not releases:
-            return
-        for release in releases:
+        for release in release_methods(self.ctx, node, finalizer=True):
+            drops = self.ctx.release.drops(node, [release])
+            if drops is None:
+                continue  # drops what we cannot name: who still holds the old container is unknown
             for line in iter_nodes(release.body):
                 if not isinstance(line, cst.Assign) or len(line.targets) != 1:
                     continue
@@ -460,7 +463,7 @@ class Worker:
                 if kind is None:
                     continue
                 attr = target.attr.value
-                holder = self._shared_with(node, methods, release, attr)
+                holder = self._shared_with(methods, release, attr, drops.all)
                 if holder is None:
                     continue
                 who, where = holder
@@ -496,11 +499,10 @@ class Worker:
                 return "defaultdict"
         return None
 
-    def _shared_with(self, cls: cst.ClassDef, methods: dict, release: cst.FunctionDef,
-                     attr: str) -> Optional[tuple[str, cst.CSTNode]]:
+    def _shared_with(self, methods: dict, release: cst.FunctionDef, attr: str,
+                     dropped: set[str]) -> Optional[tuple[str, cst.CSTNode]]:
         """(who, where) for an object other than `self` that was handed `self.<attr>`
-        and that `release` does not drop."""
-        dropped = _dropped(release)
+        and that the release path does not drop (`dropped`)."""
         for method in methods.values():
             if method is release:
                 continue
@@ -597,22 +599,3 @@ def _self_root(expr: cst.CSTNode) -> Optional[str]:
             return node.attr.value
         node = node.value
     return None
-
-
-def _dropped(fn: cst.FunctionDef) -> set[str]:
-    """Attributes of `self` a release method lets go of (del, `= None`, `.clear()`,
-    their own release: `self.b.shutdown()`)."""
-    out: set[str] = set()
-    for node in iter_nodes(fn.body):
-        if isinstance(node, cst.Del):
-            out |= {t.attr.value for t in iter_nodes(node.target)
-                    if isinstance(t, cst.Attribute) and is_self(t.value)}
-        elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == "None":
-            out |= {t.target.attr.value for t in node.targets
-                    if isinstance(t.target, cst.Attribute) and is_self(t.target.value)}
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            inner = node.func.value
-            if isinstance(inner, cst.Attribute) and is_self(inner.value) and (
-                    name_words(node.func.attr.value) & (CLEANUP_WORDS | {"clear", "stop", "reset"})):
-                out.add(inner.attr.value)
-    return out

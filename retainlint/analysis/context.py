@@ -11,6 +11,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import body_functions
 from retainlint.analysis.heavy import HeavyOracle
 from retainlint.analysis.imports import ImportTable, collect_module_imports
+from retainlint.analysis.release import ReleasePaths
 
 if TYPE_CHECKING:
     from retainlint.core.config import Settings
@@ -52,6 +53,7 @@ class FileContext:
         self.source = source  # the file's text (the module's code, without generating it)
         self.settings = settings
         self.index = index
+        index.offer_source(path, source.encode("utf-8", "surrogateescape"))
         self.module_name = index.module_of(path)
         is_package = os.path.basename(path).startswith("__init__.")
         # All imports (function-local ones included: common in the code we check) for
@@ -70,11 +72,20 @@ class FileContext:
             elif isinstance(stmt, cst.FunctionDef):
                 self.functions[stmt.name.value] = stmt
         self.heavy: HeavyOracle = HeavyOracle(self)
+        self._release: Optional[ReleasePaths] = None
 
     def close(self) -> None:
         """The lint is done: drop the links back to this context (see `lint_module`)."""
         self.heavy = None  # type: ignore[assignment]
+        self._release = None
         self.reports = []
+
+    @property
+    def release(self) -> ReleasePaths:
+        """Release paths of this file's classes (`analysis/release.py`), made on first use."""
+        if self._release is None:
+            self._release = ReleasePaths(self)
+        return self._release
 
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
         """The dotted name as imported (`nn.Module` -> `torch.nn.Module`); names defined

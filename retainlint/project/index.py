@@ -618,6 +618,7 @@ class ProjectIndex:
             getattr(self, name).name = name
         self._memos: dict[str, object] = {}  # see `memo`
         self._sources: dict[str, Optional[tuple[ast.Module, bytes]]] = {}  # see `source`
+        self._offered: dict[str, bytes] = {}  # see `offer_source`
 
     # -- what analyses work out once per index ------------------------------------------
     def memo(self, name: str, make: Callable[[], T]) -> T:
@@ -636,13 +637,21 @@ class ProjectIndex:
         be read or parsed."""
         if path not in self._sources:
             try:
-                data = read_source(path)
+                offered = self._offered.pop(os.path.abspath(path), None)
+                data = offered if offered is not None else read_source(path)
                 if len(data) > MAX_PARSE_BYTES:
                     raise ValueError("too large")
                 self._sources[path] = (ast.parse(data), data)
             except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
                 self._sources[path] = None
         return self._sources[path]
+
+    def offer_source(self, path: str, data: bytes) -> None:
+        """The bytes a lint of `path` reads (an editor's buffer, a test's source): `source`
+        parses these rather than the file on disk, so that what an analysis reads of the
+        linted file is what is linted. One file at a time: the one being linted."""
+        if path not in self._sources:
+            self._offered = {os.path.abspath(path): data}
 
     # -- snapshots: the same index again without reading every summary ---------------
     def snapshot(self) -> dict:

@@ -62,3 +62,21 @@ def name_words(name: str) -> set[str]:
     """The words of an identifier, snake_case or CamelCase, lower-cased."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
     return {w for w in spaced.split("_") if w}
+
+
+# Words that, as a part of a method or function name (split on `_`), release what they
+# are called on or handed: `self.runner.shutdown()`, `free_cache(self.kv)` (release paths).
+RELEASE_WORDS = frozenset(
+    {
+        "shutdown", "close", "cleanup", "release", "teardown", "free", "stop", "destroy",
+        "terminate", "dispose", "unload", "offload", "clear", "reset", "delete", "del",
+        "dealloc", "deallocate", "kill", "exit", "drop", "remove", "finalize", "unregister",
+    }
+)
+# Methods that move a model or tensor off the accelerator (`self.model.to("cpu")`).
+OFFLOADS = frozenset({"cpu", "to"})
+
+
+def releases(name: str) -> bool:
+    """Does a method or function of this name release what it is called on or handed?"""
+    return not RELEASE_WORDS.isdisjoint(name.lower().split("_"))

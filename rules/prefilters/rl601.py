@@ -9,6 +9,7 @@ from typing import Optional
 from retainlint.core.config import DEFAULT_RELEASE_METHODS
 from retainlint.project.nodes import dotted as _ast_dotted
 from retainlint.project.prefilter import Prefilter
+from retainlint.project.release_shape import release_shaped
 
 
 # Calls whose result is a plain value derived from their argument, never the argument.
@@ -138,6 +139,8 @@ class _Scan:
                 continue
             c = self.method_class[fn_id]
             fn = self.nodes.owner(nodes[0])
+            if fn.name == "__del__" or not release_shaped(fn):
+                continue  # never a release method to the rule
             if fn.name in DEFAULT_RELEASE_METHODS:
                 judged[id(c)] = c
             else:

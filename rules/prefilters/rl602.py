@@ -11,6 +11,7 @@ from retainlint.core.config import DEFAULT_RELEASE_METHODS
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, absolute_import
 from retainlint.project.nodes import dotted as _dotted
 from retainlint.project.prefilter import Prefilter, words
+from retainlint.project.release_shape import exception_slots, release_shaped, releasing_owners
 
 
 # Calls that hand back an object that exists already: what they return is not built here.
@@ -51,16 +52,24 @@ def _annotation_makers(ann: Optional[ast.AST], wrappers: tuple = (), depth: int 
     return [("ann", name, wrappers)] if name else []
 
 
-def _release_shaped(fn: ast.AST) -> bool:
-    """Might `_is_release` accept it (decorators and stub bodies are not judged here)?"""
-    args = fn.args
-    first = (args.posonlyargs or args.args)[:1]
-    if not first or first[0].arg != "self":
-        return False
-    if fn.name in ("__exit__", "__aexit__"):
-        return True
-    positional = [*args.posonlyargs, *args.args]
-    return len(args.defaults) >= len(positional) - 1 and all(d is not None for d in args.kw_defaults)
+def _unreleasable_part(summary, settings, index) -> bool:
+    """A class of the file with no method of a release name, held by a project class whose
+    release method releases its other parts in place (`releasing_owners`)."""
+    names = tuple(n for n in settings.release_methods if n != "__del__")
+    return any(
+        not any(n in c.methods for n in names) and index.ask(releasing_owners, (c.qualname, names))
+        for c in summary.classes.values()
+    )
+
+
+def _stores_exception(summary, settings, index) -> bool:
+    """A class of the file with a method of a release name that stores, or inherits a
+    method storing, an exception handed to it (`exception_slots`)."""
+    names = [n for n in settings.release_methods if n != "__del__"]
+    return any(
+        any(n in c.methods for n in names) and index.ask(exception_slots, c.qualname)
+        for c in summary.classes.values()
+    )
 
 
 def _names_heavy_type(data: bytes, settings, index) -> bool:
@@ -98,7 +107,7 @@ class _Scan:
         unjudged: set[str] = set()
         for c in classes:
             methods = [s for s in c.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            releases = tuple(sorted({m.name for m in methods if _release_shaped(m)}))
+            releases = tuple(sorted({m.name for m in methods if release_shaped(m)}))
             if not any(r in DEFAULT_RELEASE_METHODS and r != "__del__" for r in releases):
                 unjudged.update(releases)
                 continue
@@ -336,6 +345,11 @@ class ReleaseKeepsHeavyAttributePrefilter(Prefilter):
         assigned a call that may build a heavy object: a tensor factory, a heavy type or
         project class, a function annotated to return one, or annotated heavy itself."""
         summary = getattr(data, "summary", None)
+        if summary is not None:
+            index.offer_source(summary.path, bytes(data))  # the questions below read it
+        if summary is not None and (_unreleasable_part(summary, settings, index)
+                                    or _stores_exception(summary, settings, index)):
+            return True
         found = summary.scans.get(cls.code) if summary is not None else None
         if found is None:
             # No `ast`, or no method with a default release name: the byte test, for

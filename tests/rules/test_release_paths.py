@@ -1,0 +1,129 @@
+"""One judgement of release paths (`analysis/release.py`) for RL601, RL602 and RL603:
+what a release method is, and what it drops through helpers and project base classes
+in other files - run as a user runs retainlint, on a small project."""
+
+import json
+import textwrap
+
+from conftest import run_cli
+
+
+def _findings(root, codes: str) -> list[tuple[str, str, int]]:
+    done = run_cli("check", ".", "--no-cache", "--select", codes, "--output-format", "json",
+                   "--exit-zero", cwd=root)
+    assert done.returncode == 0, done.stderr
+    return sorted((f["code"], f["filename"], f["location"]["row"]) for f in json.loads(done.stdout))
+
+
+def _write(root, files: dict) -> None:
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text))
+
+
+BASE = """
+    class Releasing:
+        def _drop_state(self):
+            self.state = None
+            self.kv = None
+"""
+
+
+def test_a_helper_of_a_base_class_in_another_file_drops_for_every_rule(tmp_path):
+    _write(tmp_path, {
+        "base.py": BASE,
+        "runner.py": """
+            import torch
+            import torch.nn as nn
+            from base import Releasing
+
+            class Runner(Releasing):
+                def load(self):
+                    self.model = nn.Linear(4096, 4096)
+                    self.kv = torch.empty(64, 4096, 4096)
+                    self.state = State(self.model)
+
+                def shutdown(self):
+                    del self.model
+                    self._drop_state()
+        """,
+    })
+    assert _findings(tmp_path, "RL601,RL602,RL603") == []
+    # without the base's helper, both rules see what is left
+    (tmp_path / "base.py").write_text("class Releasing:\n    def _drop_state(self):\n        pass\n")
+    assert _findings(tmp_path, "RL601,RL602") == [("RL601", "runner.py", 13), ("RL602", "runner.py", 12)]
+
+
+def test_per_item_and_finalizer_methods_are_not_release_methods(tmp_path):
+    _write(tmp_path, {"pool.py": """
+        class Pool:
+            def __init__(self, model):
+                self.model = model
+                self.state = State(self.model)
+
+            def stop(self, action_name):
+                self.model = None
+
+            def __del__(self):
+                self.model = None
+
+            def close(self):
+                self.model = None
+    """})
+    # only close() releases the whole object
+    assert _findings(tmp_path, "RL601") == [("RL601", "pool.py", 14)]
+
+
+def test_an_exception_stored_by_a_base_in_another_file(tmp_path):
+    _write(tmp_path, {
+        "queue.py": """
+            class DataQueue:
+                def set_exception(self, exc):
+                    self._exception = exc
+        """,
+        "proto.py": """
+            from queue import DataQueue
+
+            class Protocol(DataQueue):
+                def __init__(self):
+                    self.transport = None
+
+                def close(self):
+                    self.transport = None
+        """,
+    })
+    done = run_cli("check", ".", "--no-cache", "--select", "RL602", "--output-format", "json",
+                   "--exit-zero", cwd=tmp_path)
+    [finding] = json.loads(done.stdout)
+    assert (finding["filename"], finding["location"]["row"]) == ("proto.py", 8)
+    assert "`self._exception`" in finding["message"]
+    assert [(r["filename"], r["location"]["row"]) for r in finding["related"]] == [("queue.py", 4)]
+    assert finding["fix"]["applicability"] == "unsafe"
+
+
+def test_a_part_with_no_release_method_held_by_an_owner_in_another_file(tmp_path):
+    _write(tmp_path, {
+        "drafter.py": """
+            import torch.nn as nn
+
+            class Drafter:
+                def __init__(self):
+                    self.model = nn.Linear(4096, 4096)
+        """,
+        "worker.py": """
+            from drafter import Drafter
+
+            class Worker:
+                def __init__(self):
+                    self.drafter = Drafter()
+                    self.profiler = Profiler()
+
+                def shutdown(self):
+                    self.profiler.shutdown()
+        """,
+    })
+    assert _findings(tmp_path, "RL602") == [("RL602", "drafter.py", 4), ("RL602", "worker.py", 9)]
+    # once the owner drops it, neither is reported
+    worker = (tmp_path / "worker.py").read_text().replace(
+        "self.profiler.shutdown()", "self.profiler.shutdown()\n        self.drafter = None")
+    (tmp_path / "worker.py").write_text(worker)
+    assert _findings(tmp_path, "RL602") == []
