@@ -1,5 +1,6 @@
 """One verifier run in a fresh process: `python -m retainlint.verify.child --scenario FILE
---module NAME --model M --device D --out RESULT.json`.
+--module NAME --model M --device D --out RESULT.json`, or, for the user's own object,
+`--target pkg.module:factory [--release METHOD] --path DIR` (DIR first on sys.path).
 
 Steps: import torch and the scenario (slow imports happen before the baseline), warm up
 (build, exercise and drop a throwaway model), baseline, run `lifecycle(ctx)` (its frame dies
@@ -27,9 +28,28 @@ def _load(path: str, name: str):
     return module
 
 
-def _run_lifecycle(module, ctx) -> str | None:
+def _target(spec: str, release: str | None, path: str):
+    """(module, lifecycle) for `pkg.module:factory`: build the object, call its release
+    method (if named), drop it."""
+    module_name, _, attr = spec.partition(":")
+    sys.path.insert(0, path)
+    module = importlib.import_module(module_name)
+    factory = module
+    for part in attr.split("."):
+        factory = getattr(factory, part)
+
+    def lifecycle(ctx):
+        obj = factory()
+        ctx.expect_freed(obj, spec)
+        if release:
+            getattr(obj, release)()
+
+    return module, lifecycle
+
+
+def _run_lifecycle(lifecycle, ctx) -> str | None:
     try:
-        module.lifecycle(ctx)
+        lifecycle(ctx)
     except BaseException:  # keep text only: a stored exception pins frames and the model
         return traceback.format_exc()
     finally:
@@ -39,9 +59,12 @@ def _run_lifecycle(module, ctx) -> str | None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", required=True)
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--scenario")
+    ap.add_argument("--module")
+    ap.add_argument("--model")
+    ap.add_argument("--target")
+    ap.add_argument("--release")
+    ap.add_argument("--path")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
@@ -65,13 +88,17 @@ def _measure(args) -> dict:
 
     device = probe.choose_device(args.device, torch.cuda.is_available())
     kind = probe.choose_probe(device)
-    build, exercise = factory(args.model, device)
-    module = _load(args.scenario, args.module)
-
-    # Warm-up: lazy imports, tokenizer, allocator pools, cuBLAS workspaces.
-    warm = build()
-    exercise(warm)
-    del warm
+    if args.target:  # the user's own object: their factory builds it, nothing to warm up
+        build = exercise = None
+        module, lifecycle = _target(args.target, args.release, args.path)
+    else:
+        build, exercise = factory(args.model, device)
+        module = _load(args.scenario, args.module)
+        lifecycle = module.lifecycle
+        # Warm-up: lazy imports, tokenizer, allocator pools, cuBLAS workspaces.
+        warm = build()
+        exercise(warm)
+        del warm
     probe.collect()
     t_warm = time.perf_counter()
     base_cuda = probe.cuda_allocated(torch) if kind == "cuda_memory_allocated" else None
@@ -81,7 +108,7 @@ def _measure(args) -> dict:
     # No automatic collection from here on: a cycle is freed only by our own collection,
     # never by chance, and nothing may collect between the measurements and the analysis.
     gc.disable()
-    error = _run_lifecycle(module, ctx)
+    error = _run_lifecycle(lifecycle, ctx)
     trackers = ctx.trackers
     promptly = any(t.promptly for t in trackers)
     if not promptly:  # else judged as reference counting left it: a cycle is the bug

@@ -43,11 +43,9 @@ def child_env() -> dict:
     return env
 
 
-def run_child(path: Path, module: str, model: str, device: str, workdir: Path, tag: str,
-              timeout: float) -> dict:
+def run_child(args: list[str], workdir: Path, tag: str, timeout: float) -> dict:
     out = workdir / f"{tag}.json"
-    cmd = [sys.executable, "-m", "retainlint.verify.child", "--scenario", str(path), "--module",
-           module, "--model", model, "--device", device, "--out", str(out)]
+    cmd = [sys.executable, "-m", "retainlint.verify.child", *args, "--out", str(out)]
     try:
         proc = subprocess.run(cmd, env=child_env(), cwd=workdir, capture_output=True, text=True,
                               timeout=timeout)
@@ -78,18 +76,29 @@ def _split(values) -> list[str]:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Subprocesses at a time (default: CPU count, at most 4). Verdicts do not depend on it.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per subprocess.")
-def verify(rules, model, device, repeat, output_format, scenario_root, jobs, timeout) -> None:
+@click.option("--target", metavar="PKG.MODULE:FACTORY", default=None,
+              help="Check your own object instead of the scenarios: import PKG.MODULE (your working "
+                   "directory first on sys.path) in a fresh subprocess, call FACTORY(), call its "
+                   "--release method, drop it, and report what is still alive and who holds it.")
+@click.option("--release", metavar="METHOD", default=None,
+              help="With --target: the method that releases the object (e.g. shutdown); "
+                   "default: just drop it.")
+def verify(rules, model, device, repeat, output_format, scenario_root, jobs, timeout, target, release) -> None:
     """Prove that each autofix frees what the bug pinned: run every rule's buggy scenario and
     the same scenario after retainlint's own autofix in fresh subprocesses with a real model.
+    With --target, check your own object the same way.
 
     Exit 1 if any verdict is not `freed`."""
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per error, never wrapped
     missing = [m for m in _NEEDS[model] if importlib.util.find_spec(m) is None]
     if missing:
+        # markup=False: rich would take `[verify]` for a style tag and print nothing of it
         err.print(f"retainlint: error: --model {model} needs {', '.join(missing)}: "
                   "pip install 'retainlint[verify]' (pin torch with a constraint, e.g. "
-                  "-c <(echo torch==2.13.0), so no other torch build is downloaded)")
+                  "-c <(echo torch==2.13.0), so no other torch build is downloaded)", markup=False)
         sys.exit(2)
+    if target is not None:
+        verify_target(target, release, device, repeat, output_format, timeout, err)
     root = scenario_root or DEFAULT_ROOT
     try:
         scenarios = discover(root, _split(rules))
@@ -114,8 +123,9 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
 
     def one(task):
         r, s, _how, variant = task
-        return run_child(work / s.rule / variant / f"{s.name}.py", s.module, model, device, work,
-                         f"{s.rule}-{s.name}-{variant}-{r}", timeout)
+        args = ["--scenario", str(work / s.rule / variant / f"{s.name}.py"), "--module", s.module,
+                "--model", model, "--device", device]
+        return run_child(args, work, f"{s.rule}-{s.name}-{variant}-{r}", timeout)
 
     jobs = jobs or max(1, min(os.cpu_count() or 1, 4))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -145,4 +155,27 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
     sys.exit(0 if all(r["verdict"] == report.FREED for r in rows) else 1)
 
 
-__all__ = ["verify", "Scenario"]
+def verify_target(target: str, release, device: str, repeat: int, output_format: str, timeout: float,
+                  err: Console) -> None:
+    """`--target pkg.module:factory`: the user's own object, in fresh subprocesses (it runs
+    the user's code, as pytest does: only what the user names)."""
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr or not all(p.isidentifier() for p in module_name.split(".") + attr.split(".")):
+        err.print(f"retainlint: error: --target {target!r}: expected PKG.MODULE:FACTORY "
+                  "(a module importable from the working directory, and a callable in it)", markup=False)
+        sys.exit(2)
+    work = Path(tempfile.mkdtemp(prefix="retainlint-verify-"))
+    here = os.getcwd()
+    args = ["--target", target, "--path", here, "--device", device] + (["--release", release] if release else [])
+    results = [run_child(args, work, f"target-{r}", timeout) for r in range(1, repeat + 1)]
+    for res in results:
+        attribution.cover(res.get("holder"), [Path(here)])
+    rows = [report.target_row(target, release, r, res) for r, res in enumerate(results, 1)]
+    if output_format == "json":
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        report.target_text(Console(highlight=False, soft_wrap=True), rows)
+    sys.exit(0 if all(r["verdict"] == report.FREED for r in rows) else 1)
+
+
+__all__ = ["verify", "verify_target", "Scenario"]

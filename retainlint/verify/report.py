@@ -140,3 +140,55 @@ def table(console, rows: list[dict]) -> None:
     console.print(f"{len(rows)} run pair(s): {summary}. Retained = "
                   f"{'CUDA memory_allocated delta' if rows and rows[0]['probe'] == 'cuda_memory_allocated' else 'bytes of the tracked tensor storages still alive'}"
                   "; RSS is reported in --output-format json only, never judged.", highlight=False)
+
+
+# -- --target: the user's own object -------------------------------------------------------------
+RETAINED = "retained"
+
+
+def target_row(target: str, release: Optional[str], repeat: int, result: dict) -> dict:
+    """`freed`: the object is dead and its tensors too (within the CUDA tolerance);
+    `retained`: something still holds it; `error`: the import, the factory or the release
+    failed."""
+    side = _side(result)
+    target_bytes = result.get("target_bytes") or 0
+    if result.get("error"):
+        verdict = ERROR
+    elif side["alive"] or (side["retained_bytes"] or 0) > tolerance_bytes(target_bytes):
+        verdict = RETAINED
+    else:
+        verdict = FREED
+    kinds = [t["kind"] for t in result.get("targets") or ()]
+    return {
+        "target": target, "release": release, "repeat": repeat,
+        "object": kinds[0] if kinds else None,
+        "device": result.get("device"), "probe": result.get("probe"),
+        "target_bytes": result.get("target_bytes"),
+        **{k: side[k] for k in ("alive", "retained_bytes", "scan_bytes", "cuda_bytes", "error")},
+        "verdict": verdict,
+        "holder": side["holder"] if verdict == RETAINED else None,
+        "holder_rule": side["holder_rule"] if verdict == RETAINED else None,
+        "holder_finding": side["holder_finding"] if verdict == RETAINED else None,
+    }
+
+
+def target_text(console, rows: list[dict]) -> None:
+    first = rows[0]
+    after = f"after {first['release']}()" if first["release"] else "after it was dropped"
+    same = len({(r["verdict"], r["retained_bytes"], r["holder"]) for r in rows}) == 1
+    for r in rows[:1] if same else rows:
+        runs = f"{len(rows)}/{len(rows)} runs identical" if same and len(rows) > 1 else f"run {r['repeat']}"
+        if r["verdict"] == ERROR:
+            last = (r["error"] or "").strip().splitlines()[-1:] or ["?"]
+            console.print(f"{r['target']}: error: {last[0]} ({runs})", markup=False)
+            continue
+        probe = "CUDA memory_allocated" if r["probe"] == "cuda_memory_allocated" else "tensor storage"
+        what = f"{r['object']} on {r['device']}, {_mib(r['target_bytes'])} MiB of tensors"
+        if r["verdict"] == FREED:
+            console.print(f"{r['target']}: freed {after}: {what}; 0.0 MiB left ({probe}) ({runs})", markup=False)
+            continue
+        console.print(f"{r['target']}: still held {after}: {what}, {_mib(r['retained_bytes'])} MiB retained "
+                      f"({probe}), object {'alive' if r['alive'] else 'dead'} ({runs})", markup=False)
+        rule = f"  [{r['holder_rule']}" + (f", {r['holder_finding']}" if r["holder_finding"] else "") + "]" \
+            if r["holder_rule"] else ""
+        console.print(f"  held by: {r['holder'] or '-'}{rule}", markup=False)

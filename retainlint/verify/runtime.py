@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from retainlint.verify.probe import Tracker
 
@@ -12,7 +12,8 @@ PROCESS_STATE: list = []
 
 
 class Context:
-    def __init__(self, build: Callable[[], Any], exercise: Callable[[Any], None], device: str):
+    def __init__(self, build: Optional[Callable[[], Any]], exercise: Optional[Callable[[Any], None]],
+                 device: str):
         self._build = build
         self._exercise = exercise
         self.device = device
@@ -20,10 +21,12 @@ class Context:
 
     def build_model(self) -> Any:
         """A fresh model on the verifier's device (minilm, llama-tiny or torch-mlp)."""
+        assert self._build is not None, "no model for a --target run"
         return self._build()
 
     def exercise(self, model: Any) -> None:
         """One inference with the model (no autograd graph is kept)."""
+        assert self._exercise is not None, "no model for a --target run"
         self._exercise(model)
 
     def expect_freed(self, obj: Any, label: str = "model", promptly: bool = False) -> None:
