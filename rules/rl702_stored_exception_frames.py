@@ -50,6 +50,7 @@ class _Handler:
     containers: set = field(default_factory=set)  # of those, local containers
     dropped: bool = False
     reraised: bool = False  # an alias is raised after the handler
+    assigned: dict = field(default_factory=dict)  # alias -> its assignment in the handler
 
 
 class StoredExceptionFrames(Rule):
@@ -77,8 +78,22 @@ it outlives the handler, when its traceback is not dropped first:
   the result and raises or logs it does not keep the frames, and neither does a
   function that raises the collected exception before it returns;
 - the same through a local alias (`err = e` in the handler, `self.err = err` later),
-  wrapped in a container or a class instance (`self.failure = Failure(e)`), and for
-  `e.__traceback__` itself.
+  wrapped in a container or a class instance (`self.failure = Failure(e)`; for a class of
+  this file, only when its `__init__` keeps the argument and does not clear its
+  traceback), and for `e.__traceback__` itself;
+- in a local of a serving loop: a handler of a `try` that a `while True:` loop runs again
+  after success (a worker's or a server's loop) assigning the exception, or an object
+  built around it (`failure = _RemoteError(e, e.__traceback__)`), to a local that nothing
+  deletes or rebinds: the last failure's frames stay alive until the next failure
+  replaces it (Python unbinds `e` at the end of the handler, not the local);
+- `sys.exc_info()` in a local of the handler's function (`exc_info = sys.exc_info()`,
+  `etype, value, tb = sys.exc_info()`, `exc = sys.exc_info()[1]`, `exc = sys.exception()`)
+  that no `finally` deletes or sets to None: the traceback references the function's own
+  frame, whose local references the traceback - a cycle that keeps every frame of the
+  traceback and their locals until the cycle collector runs (a reset after a call that
+  may raise, as in `self.gen.throw(*exc_info); exc_info = None`, is not enough). Only the
+  type (`sys.exc_info()[0]`), or the call made in a helper whose frame is not in the
+  traceback, is fine.
 
 Not reported: a traceback dropped first (`e.__traceback__ = None`, `e.with_traceback(None)`,
 `traceback.clear_frames(e.__traceback__)`, a helper named for it such as
@@ -90,13 +105,16 @@ method, and a slot another function takes it out of (`self._results.pop(k)`, `de
 self._jobs[k]`); handlers at module level and import probes (a `try` of only imports, or
 `except ImportError as e`): their frames are import machinery.
 
-Nor an exception kept for a reader that re-raises it, as a hand-written future, a
-worker thread's error or a run-once initialiser's terminal failure do: the slot it is
-stored in (`self._error`, `self._results[i]`, a module global) is read and raised
+Nor an exception kept for a reader that re-raises or returns it, as a hand-written
+future, a worker thread's error or a run-once initialiser's terminal failure do: the slot
+it is stored in (`self._error`, `self._results[i]`, a module global) is read and raised
 somewhere in the file (`self._error` by the class, a base or a subclass; `obj._error` by
 any code) - `raise self._error`, `raise RuntimeError(...) from _init_error`,
 or through a local, an entry or a getter (`exc = self._result.get("exception"); raise
-exc`, `for item in self.thread.results(): raise item`). Such a store is still reported,
+exc`, `for item in self.thread.results(): raise item`) - or returned by a getter (`def
+error(self): return self.error_`, as `Future.exception()` does). Nor what the `run()` of a
+`threading.Thread` subclass records on `self`: a thread runs once, and its failure is its
+outcome, read by whoever joined it. Such a store is still reported,
 as an error, when the handler's function has a heavy parameter or local: the reader
 needs the exception, not the frames that pin them. Nor a value stored only where an
 `isinstance` test has ruled the exception out (`if isinstance(v, Exception): raise v`
@@ -126,7 +144,8 @@ class Worker:
 Store what is needed - the type, the message, `traceback.format_exc()` - or clear the
 traceback first (`self.error = e.with_traceback(None)`). When the exception must be
 re-raised elsewhere, clear the attribute when it is handed off, and keep heavy locals
-out of the frames it keeps.
+out of the frames it keeps. Delete a local holding `sys.exc_info()` in a `finally`
+(`try: ... finally: del exc_info`), and a serving loop's local once it is handed on.
 """
 
     valid = [
@@ -193,6 +212,30 @@ class Pipe:
             err = self._error
             self._error = None
             raise err
+""",
+        # sys.exc_info() cleared in a finally; a retry loop that leaves on success
+        """
+import sys
+
+class Runner:
+    def step(self, future):
+        try:
+            return future.result()
+        except Exception:
+            exc_info = sys.exc_info()
+            try:
+                self.gen.throw(*exc_info)
+            finally:
+                del exc_info
+
+def retry(fn):
+    while True:
+        try:
+            return fn()
+        except OSError as e:
+            last = e
+            if fn.attempts > 3:
+                raise RuntimeError("gave up") from last
 """,
         # kept for a reader that re-raises it; stored only once ruled out as an exception
         """
@@ -284,6 +327,29 @@ def forward(model: torch.nn.Module, x):
 """,
             lines=[11],
         ),
+        # sys.exc_info() in a local: a cycle through this frame; a serving loop's local
+        Example(
+            """
+import sys
+
+def render(template, context):
+    try:
+        return template.render(context)
+    except Exception:
+        etype, value, tb = sys.exc_info()
+        raise RuntimeError(str(value))
+
+def worker(inbox, outbox):
+    while True:
+        job = inbox.get()
+        try:
+            outbox.put(job())
+        except Exception as e:
+            failure = e
+            outbox.put(repr(failure))
+""",
+            lines=[8, 17],
+        ),
         # re-raised later, but the frames pin a tensor: an error
         Example(
             """
@@ -327,6 +393,7 @@ class Pool:
             return
         cls, owner = self._self_owner()
         for handler in node.handlers:
+            self._exc_info_locals(handler, fn, cls, owner)
             if handler.name is None or not isinstance(handler.name.name, cst.Name):
                 continue
             if self._import_error_only(handler):
@@ -338,9 +405,86 @@ class Pool:
                 # the alias lives on in the function: stores of it anywhere count
                 rest = _StoreFinder(self, h, set(h.aliases), skip=handler)
                 visit(fn.body, rest)
-            if h.dropped or not h.stores:
+            if h.dropped:
                 continue
-            self._judge(h)
+            if not h.stores and h.assigned:
+                self._serving_loop_locals(node, h)
+            if h.stores:
+                self._judge(h)
+
+    def _exc_info_locals(self, handler: cst.ExceptHandler, fn: cst.FunctionDef,
+                         cls: Optional[cst.ClassDef], owner: Optional[cst.FunctionDef]) -> None:
+        """`exc_info = sys.exc_info()`, `etype, value, tb = sys.exc_info()`, `exc =
+        sys.exception()` in a handler: the traceback references this function's frame, and
+        the local references the traceback - a cycle, unless a `finally` clears it."""
+        found = _ExcInfoBindings(self.ctx)
+        visit(handler.body, found)
+        if not found.bound:
+            return
+        b = self._scopes.bindings(fn)
+        cleared = _FinallyClears()
+        visit(fn.body, cleared)
+        for statement, assign, names in found.bound:
+            kept = [n for n in names if n not in cleared.names and n not in b.globals
+                    and n not in b.nonlocals]
+            if not kept:
+                continue
+            named = handler.name.name.value if handler.name is not None and isinstance(
+                handler.name.name, cst.Name) else "the exception"
+            h = _Handler(named, handler, fn, cls, owner)
+            listed = ", ".join(f"`{n}`" for n in kept)
+            self.report(
+                assign,
+                f"{listed} {'keeps' if len(kept) == 1 else 'keep'} what `sys.exc_info()` returned in a local of "
+                f"`{fn.name.value}()`, whose frame its traceback references: a reference "
+                f"cycle that keeps every frame of the traceback and their locals alive until "
+                f"the cycle collector runs (unlike `except ... as e`, nothing unbinds it at "
+                f"the end of the handler); `del` it in a `finally`, or keep only the text",
+                severity=Severity.ERROR if self._heavy_frames(h) else Severity.WARNING,
+                statement=statement,
+            )
+
+    def _serving_loop_locals(self, node, h: _Handler) -> None:
+        """A local assigned the exception in a handler of a `try` that a `while True:` loop
+        runs again after success: it keeps the last failure's frames until the next
+        failure replaces it (Python unbinds only the `as` name)."""
+        loop = self._serving_loop(node)
+        if loop is None:
+            return
+        for name, (assign, line) in h.assigned.items():
+            rebound = _Rebinds(name, assign)
+            visit(loop.body, rebound)
+            if rebound.found:
+                continue
+            self.report(
+                assign,
+                f"`{name}` keeps exception `{h.name}` in a local of `{h.function.name.value}()`, "
+                f"whose `while True:` loop keeps serving: until the next failure replaces it, "
+                f"every frame of its traceback and their locals stay alive (Python unbinds "
+                f"`{h.name}` at the end of the handler, not `{name}`); `del {name}` once it "
+                f"is handed on, or clear `{h.name}.__traceback__` first",
+                severity=Severity.ERROR if self._heavy_frames(h) else Severity.WARNING,
+                related=[RelatedNode(f"`{h.name}` bound here", h.node.name)],
+                statement=line,
+            )
+
+    def _serving_loop(self, node) -> Optional[cst.While]:
+        """The `while True:` loop the `try` is directly in (no inner loop, same function),
+        when the `try` neither returns nor breaks out of it on success."""
+        for stmt in reversed(self.ctx.scope.statements):
+            if stmt is node:
+                continue
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef, cst.For)):
+                return None
+            if isinstance(stmt, cst.While):
+                if ctx_code(self.ctx, stmt.test) not in ("True", "1"):
+                    return None
+                leaves = _Leaves()
+                visit(node.body, leaves)
+                if node.orelse is not None:
+                    visit(node.orelse, leaves)
+                return None if leaves.found else stmt
+        return None
 
     def _self_owner(self) -> tuple[Optional[cst.ClassDef], Optional[cst.FunctionDef]]:
         """The innermost enclosing method (this function or one it is nested in) and its
@@ -836,6 +980,158 @@ class _FunctionBody(OwnScopeVisitor):
                 self.taken.append(t.value)
 
 
+class _DropsTraceback(OwnScopeVisitor):
+    """`x.__traceback__ = None`, `del x.__traceback__`, `x.with_traceback(None)`,
+    `traceback.clear_frames(...)` anywhere in a body."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.found = False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if ctx_code(self.ctx, node.value) == "None" and any(
+                isinstance(t.target, cst.Attribute) and t.target.attr.value == "__traceback__"
+                for t in node.targets):
+            self.found = True
+
+    def visit_Del(self, node: cst.Del) -> None:
+        if isinstance(node.target, cst.Attribute) and node.target.attr.value == "__traceback__":
+            self.found = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "with_traceback" and node.args \
+                and ctx_code(self.ctx, node.args[0].value) == "None":
+            self.found = True
+        elif self.ctx.qualname(func) == "traceback.clear_frames":
+            self.found = True
+
+
+class _Leaves(OwnScopeVisitor):
+    """A `return`, or a `break` not inside an inner loop."""
+
+    def __init__(self) -> None:
+        self.found = False
+        self._loops = 0
+
+    def visit_For(self, node) -> None:
+        self._loops += 1
+
+    def leave_For(self, node) -> None:
+        self._loops -= 1
+
+    def visit_While(self, node) -> None:
+        self._loops += 1
+
+    def leave_While(self, node) -> None:
+        self._loops -= 1
+
+    def visit_Return(self, node) -> None:
+        self.found = True
+
+    def visit_Break(self, node) -> None:
+        if not self._loops:
+            self.found = True
+
+
+class _Rebinds(OwnScopeVisitor):
+    """Is `name` assigned (but by `assignment`), deleted or a loop target?"""
+
+    def __init__(self, name: str, assignment: cst.CSTNode) -> None:
+        self.name = name
+        self.assignment = assignment
+        self.found = False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        return node is not self.assignment
+
+    def _check(self, target) -> None:
+        if self.name in _target_names(target):
+            self.found = True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._check(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._check(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._check(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._check(node.target)
+
+
+# -- `sys.exc_info()` in locals ------------------------------------------------------------
+def _exc_info_parts(ctx, value: cst.BaseExpression) -> set:
+    """Which parts of `sys.exc_info()` (0 type, 1 exception, 2 traceback) `value` is."""
+    if isinstance(value, cst.Call):
+        name = ctx.qualname(value.func)
+        return {0, 1, 2} if name == "sys.exc_info" else {1} if name == "sys.exception" else set()
+    if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.value, cst.Call) \
+            and ctx.qualname(value.value.func) == "sys.exc_info":
+        index = value.slice[0].slice
+        if isinstance(index, cst.Index):
+            text = ctx_code(ctx, index.value).replace(" ", "")
+            position = {"0": 0, "1": 1, "2": 2, "-1": 2, "-2": 1, "-3": 0}.get(text)
+            return {position} if position is not None else {0, 1, 2}
+    return set()
+
+
+class _ExcInfoBindings(OwnScopeVisitor):
+    """Locals bound to the exception or traceback part of `sys.exc_info()` (or to
+    `sys.exception()`): (statement, assignment, names)."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.bound: list[tuple] = []
+        self._line: Optional[cst.CSTNode] = None
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self._line = node
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        parts = _exc_info_parts(self.ctx, node.value)
+        if not parts & {1, 2}:
+            return
+        names = []
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Name):
+                names.append(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)) and parts == {0, 1, 2} and len(target.elements) == 3:
+                names.extend(e.value.value for i, e in enumerate(target.elements)
+                             if i and isinstance(e.value, cst.Name))
+        if names:
+            self.bound.append((self._line, node, names))
+
+
+class _FinallyClears(OwnScopeVisitor):
+    """Names a `finally:` of the function deletes or sets to None."""
+
+    def __init__(self) -> None:
+        self.names: set = set()
+        self._depth = 0
+
+    def visit_Finally(self, node) -> None:
+        self._depth += 1
+
+    def leave_Finally(self, node) -> None:
+        self._depth -= 1
+
+    def visit_Del(self, node: cst.Del) -> None:
+        if self._depth:
+            self.names.update(_target_names(node.target))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._depth and isinstance(node.value, cst.Name) and node.value.value == "None":
+            for t in node.targets:
+                self.names.update(_target_names(t.target))
+
+
 def _only_imports(body) -> bool:
     statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
     for stmt in statements:
@@ -997,9 +1293,22 @@ class _StoreFinder(OwnScopeVisitor):
                 isinstance(value.value, cst.Name) and value.value.value == n
             ):
                 return n
-            if _reaches_exc(self.ctx, value, key, self.h.function):
+            if _reaches_exc(self.ctx, value, key, self.h.function) and not self._wrapper_drops(value):
                 return n
         return None
+
+    def _wrapper_drops(self, value) -> bool:
+        """`_RemoteError(e, e.__traceback__)` where the class (of this file) clears the
+        traceback of what it keeps in its `__init__` (`self.exc.__traceback__ = None`)."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return False
+        cls = self.ctx.classes.get(value.func.value)
+        init = self.ctx.methods(cls).get("__init__") if cls is not None else None
+        if init is None:
+            return False
+        drops = _DropsTraceback(self.ctx)
+        visit(init.body, drops)
+        return drops.found
 
     def _store(self, node, value, target, exc) -> None:
         if not self.active:
@@ -1024,6 +1333,7 @@ class _StoreFinder(OwnScopeVisitor):
                     self._store(node, node.value, target, exc)
                 elif self.skip is None:
                     self.h.aliases.add(target.value)
+                    self.h.assigned.setdefault(target.value, (node, self.line))
                     if not isinstance(node.value, cst.Name):
                         self.h.containers.add(target.value)
             else:

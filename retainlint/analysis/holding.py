@@ -20,6 +20,9 @@ _NON_HOLDING = frozenset(
         "all", "getattr", "vars", "dir", "hex", "oct", "bin", "abs", "round", "ascii",
         "weakref.ref", "weakref.proxy", "weakref.WeakMethod", "weakref.finalize",
         "copy.copy", "copy.deepcopy", "pickle.dumps", "json.dumps",
+        # text of an exception or traceback
+        "traceback.format_exception", "traceback.format_exception_only", "traceback.format_tb",
+        "traceback.print_exception", "traceback.extract_tb",
     }
 )
 _MAX_DEPTH = 4
@@ -125,7 +128,7 @@ class _RawUse(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> bool:
         func = node.func
         plain = func.value if isinstance(func, cst.Name) else self.ctx.qualname(func)
-        if plain in _NON_HOLDING:
+        if plain in _NON_HOLDING or self.ctx.qualname(func) in _NON_HOLDING:
             for a in node.args:
                 if not self._is_name(a.value):
                     visit(a.value, self)
@@ -193,7 +196,8 @@ def reaches(ctx, value: Optional[cst.BaseExpression], key: cst.BaseExpression,
         if not callee or callee in _NON_HOLDING or callee.startswith("builtins."):
             return None
         last = callee.rsplit(".", 1)[-1]
-        if callee in WRAPPING_CALLS or last[:1].isupper():
+        # a class: capitalised by convention, or any class of this file (`_RemoteError`)
+        if callee in WRAPPING_CALLS or last[:1].isupper() or callee in ctx.classes:
             positional = 0
             for arg in value.args:
                 index = None

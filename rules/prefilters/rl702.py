@@ -65,6 +65,10 @@ _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.La
 
 _TRIES = tuple(k for k in (ast.Try, getattr(ast, "TryStar", None)) if k is not None)
 
+_EXC_INFO = frozenset({"exc_info", "exception"})  # `sys.` functions returning the exception
+
+_EXC_INFO_BOUND = re.compile(rb"=[ \t]*(?:sys\.)?exc_info\(\)|=[ \t]*sys\.exception\(\)")
+
 _WRAPPER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in WRAPPING_CALLS)
 
 
@@ -80,6 +84,7 @@ class _Scan:
         self.nodes = nodes
         self._imported: Optional[dict[str, str]] = None
         self._methods: Optional[set[str]] = None
+        self._classes: Optional[set[str]] = None
 
     @property
     def imported(self) -> dict[str, str]:
@@ -96,6 +101,13 @@ class _Scan:
         return self._imported
 
     @property
+    def classes(self) -> set[str]:
+        """Names of the file's classes (`_RemoteError(e)` builds an instance)."""
+        if self._classes is None:
+            self._classes = {c.name for c in self.nodes.of(ast.ClassDef)}
+        return self._classes
+
+    @property
     def methods(self) -> set[str]:
         """Names of the methods of the file's classes (`_is_bound_method`)."""
         if self._methods is None:
@@ -107,6 +119,7 @@ class _Scan:
 
     def found(self) -> bool:
         nodes = self.nodes
+        serving = self.serving_tries()
         for kind in _TRIES:
             for node in nodes.of(kind):
                 fn = next((o for o in nodes.owners(node) if type(o) in _FUNCTION_KINDS), None)
@@ -115,24 +128,69 @@ class _Scan:
                 if all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in node.body):
                     continue
                 for handler in node.handlers:
+                    if self.binds_exc_info(handler.body):
+                        return True
                     if handler.name and not self.import_error_only(handler.type) and \
-                            self.handler_stores(handler, fn):
+                            self.handler_stores(handler, fn, id(node) in serving):
                         return True
         return False
+
+    def serving_tries(self) -> set[int]:
+        """ids of the `try` statements directly in a `while True:` loop's body (a local
+        assigned in their handlers lives until the next failure replaces it)."""
+        found: set[int] = set()
+        for loop in self.nodes.of(ast.While):
+            if not (type(loop.test) is ast.Constant and loop.test.value in (True, 1)):
+                continue
+            todo = list(loop.body)
+            while todo:
+                node = todo.pop()
+                if isinstance(node, _TRIES):
+                    found.add(id(node))
+                if type(node) in _SCOPES or type(node) in (ast.For, ast.AsyncFor, ast.While):
+                    continue
+                todo.extend(ast.iter_child_nodes(node))
+        return found
+
+    def binds_exc_info(self, body: list) -> bool:
+        """Does a handler body (not counting nested scopes) assign `sys.exc_info()` (or
+        an item of it, or `sys.exception()`) to something?"""
+        todo = list(body)
+        while todo:
+            node = todo.pop()
+            kind = type(node)
+            if kind is ast.Assign or kind is ast.AnnAssign:
+                value = node.value
+                if type(value) is ast.Subscript:
+                    value = value.value
+                if type(value) is ast.Call and self.exc_info_call(value.func):
+                    return True
+            if kind in _SCOPES:
+                continue
+            todo.extend(ast.iter_child_nodes(node))
+        return False
+
+    def exc_info_call(self, func: ast.AST) -> bool:
+        if type(func) is ast.Attribute:
+            return type(func.value) is ast.Name and func.value.id == "sys" and func.attr in _EXC_INFO
+        return type(func) is ast.Name and self.imported.get(func.id) in _EXC_INFO
 
     def import_error_only(self, kind: Optional[ast.AST]) -> bool:
         kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
         return all(isinstance(k, ast.Name) and k.id in ("ImportError", "ModuleNotFoundError")
                    for k in kinds) and not any(k.id in self.imported for k in kinds)
 
-    def handler_stores(self, handler: ast.ExceptHandler, fn: ast.AST) -> bool:
+    def handler_stores(self, handler: ast.ExceptHandler, fn: ast.AST, serving: bool = False) -> bool:
         """Does the handler store its exception where it outlives the handler, directly
-        or through a local alias (or local container) the function stores later?"""
+        or through a local alias (or local container) the function stores later, or keep
+        it in a local of a serving loop?"""
         names: set[str] = set()  # the exception under local names, or names that may be globals
         if self.stores(handler.body, {handler.name}, names):
             return True
         if not names:
             return False
+        if serving:
+            return True
         # the alias pass, over the whole function: a later store of an alias, or a name
         # held in the handler that is a global (declared, or never bound in the function)
         later: set[str] = set()
@@ -211,7 +269,7 @@ class _Scan:
                 last = self.imported.get(func.id, func.id)
             else:
                 return False
-            if not (last[:1].isupper() or last in _WRAPPER_NAMES):
+            if not (last[:1].isupper() or last in _WRAPPER_NAMES or last in self.classes):
                 return False  # `str(e)`, `repr(e)`, `format_error(e)`: text
             return any(self.holds(a, name) for a in (*value.args, *(k.value for k in value.keywords)))
         return False
@@ -274,6 +332,8 @@ class StoredExceptionFramesPrefilter(Prefilter):
         summary = getattr(data, "summary", None)
         if summary is not None:
             return bool(summary.scans.get(cls.code))
+        if _EXC_INFO_BOUND.search(data) is not None:
+            return True
         if b"except" not in data or b" as " not in data:
             return False
         for m in _HANDLER_NAME.finditer(data):
