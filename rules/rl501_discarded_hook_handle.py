@@ -13,6 +13,7 @@ from retainlint.analysis.cstutil import (
     releases_whole_object,
     unique_self_attribute,
 )
+from retainlint.analysis.heavy import find_param
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
 from retainlint.analysis.hooks import (
@@ -299,6 +300,9 @@ class Probe:
             return None
         if not hook_holds_self(fn, hook) or not reaches_passed_in(self.ctx, cls, fn, call.func.value):
             return None
+        if call.func.attr.value in _TENSOR_HOOKS and isinstance(call.func.value, cst.Name) \
+                and find_param(fn, call.func.value.value) is not None:
+            return None  # a tensor handed in as such is a per-step value: the hook dies with it
         removers = removes_hooks_by_identity(self.ctx, cls)
         # `__del__` cannot run while the hook holds the instance itself (a bound method,
         # a closure): only a hook object kept on `self` leaves it free to run
@@ -403,6 +407,9 @@ class Probe:
                         return True
         return False
 
+
+# Hooks on a tensor (kept in the tensor, or its gradient accumulator).
+_TENSOR_HOOKS = frozenset({"register_hook", "register_post_accumulate_grad_hook"})
 
 _ATTRS_SLOTTED = frozenset({
     "attrs.define", "attrs.frozen", "attrs.mutable", "attr.define", "attr.frozen", "attr.mutable",
