@@ -349,7 +349,7 @@ class _Sites(cst.CSTVisitor):
 class SelfCycleCallback(Rule):
     prefilter = SelfCycleCallbackPrefilter
     name = "self-cycle-callback"
-    summary = "A heavy object stores a callback that references it back, making a reference cycle"
+    summary = "An object keeps a callback that references it back, making a reference cycle"
     severity = Severity.WARNING
     fix_applicability = Applicability.NONE
 
@@ -367,7 +367,25 @@ on `self` or on an object or parameter reached from it
 `p.register_hook(self.on_grad)` for `p` in `self.parameters()`), set with
 `setattr(...)`, or handed to a `register_callback`-style method of such an object.
 
-Only classes whose instances hold something heavy themselves are reported: a tensor,
+Three shapes are reported in any class, heavy or not, because what they keep does not
+depend on the class holding tensors:
+
+- a per-instance cache around the instance's own method stored on it
+  (`self.get_coord = lru_cache()(self.get_coord)`, `functools.cache(self.m)`): the cache
+  holds the bound method, hence the instance, and every result it computed;
+- a callback over `self` registered on the autograd node of a tensor made per call
+  (`out.grad_fn.register_hook(closure)`) in a class that keeps values it is handed per
+  call (`self.saved = output` in a hook method): the C++ node holds the instance, the
+  instance holds tensors whose graph holds the node, and the collector sees none of it;
+- a callback handed to a holder kept on `self` - built around it
+  (`self._timer = PeriodicCallback(self._tick, 500)`) or given it through a setter
+  (`self._multi.setopt(KEY, self._on_socket)`) - in a class whose release method uses that
+  holder (stops, closes it) but keeps it: after release the instance stays in the cycle,
+  for ever when the holder is a C object. A thread (`threading.Thread(target=self.run)`)
+  drops its target once it has run and is not reported; dropping the holder on release
+  (`self._timer = None`) breaks the cycle.
+
+Otherwise only classes whose instances hold something heavy themselves are reported: a tensor,
 parameter or buffer, a layer with weights, an instance of a project class that holds one,
 a model handed in (a parameter annotated as a model, or named `model`/`module`), or a
 configured heavy type. A module with no state of its own (an activation, a sampler) in a
@@ -427,6 +445,26 @@ class Handler:
         self.fn = self.handle
 
     def handle(self):
+        pass
+""",
+        # a timer dropped on close; a cache that does not hold `self`; a thread
+        """
+import functools
+import threading
+from tornado import ioloop
+
+class Client:
+    def start(self):
+        self._timer = ioloop.PeriodicCallback(self._tick, 1000)
+        self._parse = functools.lru_cache()(str.split)
+        self._thread = threading.Thread(target=self._tick)
+
+    def close(self):
+        self._timer.stop()
+        self._timer = None
+        self._thread.join()
+
+    def _tick(self):
         pass
 """,
         # weak references and staticmethods do not make a cycle
@@ -533,6 +571,59 @@ class Trainer:
 """,
             lines=[8],
             settings={"heavy_types": ["example.Trainer"]},
+        ),
+        # a per-instance cache around the instance's own method, in any class
+        Example(
+            """
+from functools import lru_cache
+
+class Grid:
+    def __init__(self, shape):
+        self.shape = shape
+        self.coords = lru_cache()(self.coords)
+
+    def coords(self, mode="center"):
+        return [[0.0] * self.shape[1] for _ in range(self.shape[0])]
+""",
+            lines=[7],
+        ),
+        # a timer built around a bound method, stopped on close but kept
+        Example(
+            """
+from tornado import ioloop
+
+class Client:
+    def start(self):
+        self._timer = ioloop.PeriodicCallback(self._tick, 1000)
+        self._timer.start()
+
+    def close(self):
+        self._timer.stop()
+
+    def _tick(self):
+        pass
+""",
+            lines=[6],
+        ),
+        # a closure over `self` on a per-call tensor's grad_fn, in a class keeping activations
+        Example(
+            """
+class Relevance:
+    def pre_forward(self, module, inputs):
+        def on_backward(grad_input, grad_output):
+            return self.rule(grad_input, self.saved)
+
+        out = inputs[0].clone()
+        out.grad_fn.register_hook(on_backward)
+        return (out,)
+
+    def forward(self, module, inputs, output):
+        self.saved = output
+
+    def rule(self, grad, saved):
+        return grad
+""",
+            lines=[8],
         ),
         # a closure over `self` on an object the instance reaches, the value on its own line
         Example(
