@@ -282,8 +282,8 @@ class Reader:
         self._root = dist.root
         try:
             return self._verdict(qualified, 0)
-        except (RecursionError, ValueError, AttributeError) as e:  # odd source: no verdict
-            log.info("installed types: %s not read: %s", qualified, e)
+        except Exception as e:  # noqa: BLE001 - a package's odd source costs its verdict, not the run
+            log.info("installed types: %s not read: %s: %s", qualified, type(e).__name__, e)
             return NOTHING
         finally:
             self.seconds += time.process_time() - started

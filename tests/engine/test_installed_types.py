@@ -49,6 +49,29 @@ PACKAGE = {
         def make_plain():
             return Plain()
         """,
+    # a lazy package, as diffusers and transformers are: names bound for type checkers,
+    # loaded on first use at runtime
+    "netpkg/zoo/__init__.py": """\
+        import sys
+        from typing import TYPE_CHECKING
+
+        if TYPE_CHECKING:
+            from .big import BigNet, build
+        else:
+            sys.modules[__name__] = object()  # stands in for a _LazyModule
+        """,
+    "netpkg/zoo/big.py": """\
+        from torch import nn
+
+
+        class BigNet(nn.Sequential):
+            pass
+
+
+        def build(depth):
+            model = BigNet(*[nn.Linear(8, 8) for _ in range(depth)])
+            return model
+        """,
     "netpkg/cache.py": """\
         import functools
 
@@ -72,6 +95,7 @@ USER = """\
 import weakref
 
 from netpkg import Net, Plain, make_net, make_plain, memo
+from netpkg.zoo import build
 
 _by_net: dict[Net, int] = {}
 _by_plain: dict[Plain, int] = {}
@@ -98,9 +122,15 @@ class Service:
     @memo
     def predict(self, x):
         return x
+
+
+class Owner:
+    def __init__(self):
+        self.model = build(4)  # unannotated: judged by what it returns
+        weakref.finalize(self, cleanup, self.model)
 """
 
-FOUND = ["user.py:5:1: RL301", "user.py:22:41: RL201", "user.py:27:5: RL102"]
+FOUND = ["user.py:6:1: RL301", "user.py:23:41: RL201", "user.py:28:5: RL102", "user.py:36:41: RL201"]
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -148,7 +178,8 @@ def test_a_class_and_a_factory_of_an_installed_package_are_heavy(site, project, 
     done = run_cli("check", "--output-format", "concise", ".", cwd=project, env=_env(tmp_path, site))
     assert done.returncode == 1, done.stdout + done.stderr
     # Net derives from torch.nn.Module through a private base, re-exported by a star
-    # import; make_net is annotated `-> nn.Module`; memo applies functools.lru_cache.
+    # import; make_net is annotated `-> nn.Module`; memo applies functools.lru_cache;
+    # build, bound only for type checkers in a lazy package, returns a BigNet it made.
     # Plain and make_plain are not heavy: nothing about them is reported.
     assert _codes(done.stdout) == FOUND
     assert done.stderr == ""  # nothing said without -v
