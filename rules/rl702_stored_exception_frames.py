@@ -792,7 +792,8 @@ class _Consumers:
     """The slots (`_slot`) this file hands to a consumer: read and raised somewhere
     (`raise self._error`, `raise RuntimeError(...) from _init_error`, `err =
     self._result.get("exception"); raise err`, `for item in self.thread.results(): raise
-    item` through a getter), or taken out (`self._results.pop(k)`, `del self._jobs[k]`).
+    item` through a getter), returned (`def error(self): return self.error_`), or taken
+    out (`self._results.pop(k)`, `del self._jobs[k]`).
     Such an exception is a result kept for its reader, as `future.set_exception(e)` is.
     A read is ("a", attr, class) - the class for `self.attr` read in one of its methods,
     None for `other.attr` - or ("g", name) for a module global."""

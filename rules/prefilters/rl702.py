@@ -78,7 +78,8 @@ class _Scan:
     a value that may hold NAME (`_reaches_exc`: the name, `NAME.__traceback__` or a bound
     method of it, containers, class instances, wrappers and lambdas around it). Every
     store the rule reports starts there (directly, or as a local alias or container
-    assigned there)."""
+    assigned there; in a `while True:` loop a local alias is enough). Or any handler
+    whose body assigns `sys.exc_info()` or `sys.exception()`."""
 
     def __init__(self, nodes) -> None:
         self.nodes = nodes
