@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from retainlint.analysis.cstutil import proven_module_ref
+from retainlint.analysis.heavy import find_param
+from retainlint.analysis.holding import reaches
+from retainlint.project.names import UNION_WRAPPERS
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.module_caches import Candidate, ContainerTracker, Event, annotation_text
 from retainlint.rules.prefilters.rl301 import StrongModuleKeyedCachePrefilter
@@ -21,7 +26,7 @@ _BUILTIN_VALUES = frozenset(
 class StrongModuleKeyedCache(ContainerTracker, Rule):
     prefilter = StrongModuleKeyedCachePrefilter
     name = "strong-module-keyed-cache"
-    summary = "A module-level or class-level dict/set keyed by models or tensors keeps them alive forever"
+    summary = "A module-level or class-level dict/set keyed by models or tensors keeps them alive forever (also object-keyed memos on an instance)"
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
 
@@ -41,6 +46,15 @@ the file ever takes entries out of it. The keys are known to be heavy when:
   of an `nn.Module` subclass, `_cache[model] = ...` where `model` is annotated or
   inferred heavy, `_cache.setdefault(model, ...)`, `_seen.add(tensor)`; for class-level
   containers also through `cls._cache`, `ClassName._cache` and `self._cache`.
+
+An instance attribute made a container in `__init__` (`self._memo = {}`) is reported
+when a method fills it under a parameter it was passed and reads it back by that key (a
+memo), and either the key is heavy or the value stored is built around the key
+(`self._memo[context] = Executor(context, self)` where `Executor` keeps `context`): every
+object passed stays alive as long as the memo's owner, which is often itself long-lived
+(held by another cache). A warning unless the key is heavy. Keys annotated as plain
+values (`str`, `int`, `tuple`, `torch.device`), parameters rebound before the write,
+values that do not hold the key and memos never read back are not reported.
 
 A container is not reported when the file removes entries from it (`del c[k]`, `.pop`,
 `.popitem`, `.clear`, `.discard`, `.remove`, `-=`), rebinds it from a function
@@ -72,6 +86,19 @@ class Wrapper(nn.Module):
         if self not in _language_model_by_module:
             _language_model_by_module[self] = self.language_model
         return _language_model_by_module[self]
+```
+
+An instance memo keyed by the objects a method is passed:
+
+```python
+class TranslationUnit:
+    def __init__(self):
+        self._executors = {}  # RL301: every context ever passed stays alive
+
+    def executor(self, context):
+        if context not in self._executors:
+            self._executors[context] = Executor(context, self)  # keeps `context`
+        return self._executors[context]
 ```
 
 ## Fix (safe)
@@ -155,6 +182,23 @@ import weakref
 import torch.nn as nn
 
 _cache: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
+""",
+        # an instance memo keyed by a plain value, or whose values do not hold the key
+        """
+class Program:
+    def __init__(self):
+        self._by_name = {}
+        self._sizes = {}
+
+    def named(self, name: str):
+        if name not in self._by_name:
+            self._by_name[name] = Executor(name)
+        return self._by_name[name]
+
+    def size_of(self, context):
+        if context not in self._sizes:
+            self._sizes[context] = len(context.devices)
+        return self._sizes[context]
 """,
         # a local of the same name shadows the global
         """
@@ -291,10 +335,33 @@ def track(model: nn.Module):
 """,
             lines=[6, 7, 8],
         ),
+        # an instance memo whose values keep the key they were made for
+        Example(
+            """
+class Executor:
+    def __init__(self, context):
+        self.context = context
+
+class TranslationUnit:
+    def __init__(self):
+        self._executors = {}
+
+    def executor(self, context):
+        if context not in self._executors:
+            self._executors[context] = Executor(context)
+        return self._executors[context]
+""",
+            lines=[8],
+        ),
     ]
+
+    _scopes = ("module", "class", "instance")
 
     def _judge(self, c: Candidate, events: list[Event]) -> None:
         if any(e.kind in ("remove", "escape") for e in events):
+            return
+        if c.scope[0] == "instance":
+            self._judge_instance(c, events)
             return
         annotation = c.annotation
         if annotation is None:
@@ -335,6 +402,45 @@ def track(model: nn.Module):
             message += f" (no automatic fix: {why_not})"
         related = [RelatedNode("heavy key written here", e.node) for e in heavy_writes[:1] if e.node]
         self.report(c.target, message, fix=fix, related=related, statement=c.statement)
+
+    def _judge_instance(self, c: Candidate, events: list[Event]) -> None:
+        """`self.memo = {}` in `__init__`, filled by a method under a key it was passed
+        and looked up there by the same key: an object-keyed memo. Each object passed
+        stays alive as long as the instance - reported when the key is heavy, or when
+        the stored value is built around the key (`self.memo[ctx] = Executor(ctx)`: an
+        object made for each key, that keeps it)."""
+        written = {id(e.node) for e in events if e.kind == "write"}
+        for e in events:
+            fn = e.function
+            if e.kind != "write" or fn is None or not isinstance(e.key, cst.Name):
+                continue
+            name = e.key.value
+            param = find_param(fn, name)
+            if (param is None or name in ("self", "cls") or fn.name.value == "__init__"
+                    or _plain_annotation(self.ctx, param.annotation)
+                    or name in self.ctx.heavy.local_assignments(fn)):
+                continue
+            if not any(x.kind == "lookup" and x.function is fn and id(x.node) not in written
+                       and isinstance(x.key, cst.Name) and x.key.value == name for x in events):
+                continue  # not read back by this key: not a memo
+            kinds = self._value_kinds(e.key, fn, e.cls, 0)
+            holds = e.value is not None and reaches(self.ctx, e.value, e.key, fn, e.cls) is not None
+            if not kinds and not holds:
+                continue
+            described = ("`nn.Module`" if kinds == {"module"} else "`torch.Tensor`" if kinds == {"tensor"}
+                         else "heavy" if kinds else "")
+            method = fn.name.value
+            message = (f"`self.{c.name}` (instance attribute of `{c.scope[1]}`) keeps every "
+                       f"{described + ' ' if described else ''}`{name}` passed to `{method}()` alive "
+                       f"as long as the instance: entries are never removed"
+                       + ("" if kinds else f", and each value stored is built around its `{name}`"))
+            fix, why_not = self._fix(c, kinds, set(), events)
+            if fix is None and why_not:
+                message += f" (no automatic fix: {why_not})"
+            self.report(c.target, message, fix=fix, statement=c.statement,
+                        severity=Severity.ERROR if kinds else Severity.WARNING,
+                        related=[RelatedNode("written here", e.node)] if e.node else [])
+            return
 
     # -- fix -----------------------------------------------------------------------
     def _fix(self, c: Candidate, kinds: set[str], annotated: set[str], events: list[Event]):
@@ -390,3 +496,34 @@ def track(model: nn.Module):
             return self.ctx.qualname(key.func) not in _BUILTIN_VALUES
         return isinstance(key, (cst.Name, cst.Attribute, cst.Subscript)) and not (
             isinstance(key, cst.Name) and key.value in ("None", "True", "False"))
+
+
+# parameter annotations of plain values: a memo keyed by them holds no object
+_PLAIN_KEYS = frozenset(
+    {"str", "int", "float", "bool", "bytes", "tuple", "frozenset", "builtins.str", "builtins.int",
+     "torch.device", "torch.dtype", "typing.Tuple", "typing.FrozenSet", "typing.Hashable",
+     "collections.abc.Hashable"}
+)
+
+
+def _plain_annotation(ctx, annotation: Optional[cst.Annotation]) -> bool:
+    """Is a parameter annotated as a plain value (`str`, `int | None`, `tuple[int, ...]`,
+    `torch.device`)?"""
+    if annotation is None:
+        return False
+    ann = annotation.annotation
+    if isinstance(ann, cst.SimpleString):
+        try:
+            ann = cst.parse_expression(ann.evaluated_value)
+        except Exception:
+            return False
+    parts = [ann]
+    while isinstance(parts[-1], cst.BinaryOperation):
+        parts[-1:] = [parts[-1].left, parts[-1].right]
+    if isinstance(ann, cst.Subscript) and ctx.qualname(ann.value) in UNION_WRAPPERS:
+        parts = [e.slice.value for e in ann.slice if isinstance(e.slice, cst.Index)]
+    return all(
+        (isinstance(p, cst.Name) and p.value == "None")
+        or ctx.qualname(p.value if isinstance(p, cst.Subscript) else p) in _PLAIN_KEYS
+        for p in parts
+    )

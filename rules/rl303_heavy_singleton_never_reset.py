@@ -9,11 +9,13 @@ import libcst as cst
 
 from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl303 import (
+    SAME_OBJECT_METHODS,
     HeavySingletonNeverResetPrefilter,
     imported_as_module,
     used_anywhere,
 )
-from retainlint.analysis.module_caches import builds_own
+from retainlint.analysis.cstutil import OwnScopeVisitor
+from retainlint.analysis.module_caches import builds_own, cache_decorator, cleared_in_project
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.weight import substantial_value
 from retainlint.analysis.walk import visit
@@ -114,7 +116,7 @@ class _Global:
 class HeavySingletonNeverReset(Rule):
     prefilter = HeavySingletonNeverResetPrefilter
     name = "heavy-singleton-never-reset"
-    summary = "A module global assigned a heavy object by a function is never reset"
+    summary = "A module global assigned a heavy object by a function (or a cached function's heavy result) is never reset"
     severity = Severity.WARNING
     fix_applicability = Applicability.NONE
 
@@ -125,6 +127,18 @@ Reports a module-level global that a function assigns a heavy object
 a model, a tensor, the result of a function annotated to return one) while nothing ever
 resets it: no function sets it to another value (`_manager = None`), deletes it
 (`del _manager`, `globals()["_manager"] = None`) or clears it (`_manager.clear()`).
+
+A module-level function memoized for the process (`@functools.cache`,
+`@lru_cache(...)`, however imported) is the same singleton, one per argument tuple: it is
+reported when a value it returns is heavy and nothing in the project calls
+`<function>.cache_clear()`. A layer or model the function builds or loads
+(`return Encoder(dim).eval()`) is an error; a buffer or workspace object it allocates
+itself from plain inputs (`@cache def get_workspace(device): return Workspace(device)`,
+holding GPU buffers) is a warning: bounded by its arguments, but pinned past every
+shutdown. Tiny constants and weightless objects are not reported, and neither are
+functions with heavy parameters (the cache's keys: RL101), nor tensors the function
+computes itself from plain inputs (`return torch.tensor(LUT[bits], device=device)`, a
+per-device table: process scratch, like RL302's per-device memos).
 
 A reset only counts when it can run: a module-level reset function whose name is never
 called, imported or otherwise used anywhere in the project (its file included) is dead
@@ -164,9 +178,19 @@ def init_workspace_manager(device):
     _manager = WorkspaceManager(device)  # RL303: nothing ever resets `_manager`
 ```
 
+```python
+import functools
+
+@functools.cache
+def get_workspace(device):
+    return Workspace(device)  # RL303: nothing calls `get_workspace.cache_clear()`
+```
+
 ## Suggestion (no automatic fix)
 Add a reset function (`global _manager; _manager = None`) and call it from the release
-path of whatever created the singleton (an engine's or model runner's `shutdown()`).
+path of whatever created the singleton (an engine's or model runner's `shutdown()`); for
+a cached function, call `get_workspace.cache_clear()` there, or keep the object on its
+owner instead of in a process-wide cache.
 """
 
     valid = [
@@ -198,6 +222,22 @@ def get_scratch(rows: int, device):
     if _scratch is None or _scratch.shape[0] < rows:
         _scratch = torch.empty((rows, 128), dtype=torch.uint8, device=device)
     return _scratch[:rows]
+""",
+        # a cached function: tiny constants, or cleared on shutdown
+        """
+import functools
+import torch
+
+@functools.cache
+def levels(device):
+    return torch.tensor([0.0, 0.5, 1.0], device=device)
+
+@functools.cache
+def scratch(device):
+    return torch.empty(1 << 20, device=device)
+
+def shutdown():
+    scratch.cache_clear()
 """,
         # not heavy; and a local that only shares the name
         """
@@ -246,6 +286,18 @@ def reset_buffers():
 """,
             lines=[8],
         ),
+        # a cached function returning a model it builds, never cleared
+        Example(
+            """
+import functools
+import torch.nn as nn
+
+@functools.lru_cache(maxsize=None)
+def load_head(dim: int):
+    return nn.Linear(dim, dim).eval()
+""",
+            lines=[7],
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -253,6 +305,17 @@ def reset_buffers():
         self._declared: dict[int, set[str]] = {}  # id(function) -> its `global` names
         self._globals: dict[str, _Global] = {}
         self._dynamic = False
+        self._cached: list[tuple[cst.FunctionDef, cst.Decorator]] = []  # `@cache` functions
+        self._cleared: set[str] = set()  # names `X.cache_clear()` is called on in this file
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        scope = self.ctx.scope  # `node` itself is on it already
+        if len(scope.functions) > 1 or scope.classes:
+            return  # methods are RL102's; nested functions die with their caller
+        for d in node.decorators:
+            if cache_decorator(self.ctx, d.decorator):
+                self._cached.append((node, d))
+                return
 
     # -- collection (during the shared traversal) -----------------------------------
     def _declared_here(self) -> tuple[Optional[cst.FunctionDef], set[str]]:
@@ -335,9 +398,13 @@ def reset_buffers():
             return
         if fn is not None and isinstance(func.value, cst.Name) and func.attr.value == "clear":
             self._entry(func.value.value).resets.append(fn)
+        if isinstance(func.value, cst.Name) and func.attr.value == "cache_clear":
+            self._cleared.add(func.value.value)
 
     # -- verdict -------------------------------------------------------------------
     def leave_Module(self, node: cst.Module) -> None:
+        for fn, decorator in self._cached:
+            self._judge_cached(fn, decorator)
         if self._dynamic:
             return
         for name, entry in self._globals.items():
@@ -369,6 +436,71 @@ def reset_buffers():
                     imported_as_module, (self.ctx.module_name, self.ctx.module_name)):
                 continue
             self._report(name, entry, unused)
+
+    # -- cached functions ------------------------------------------------------------
+    def _judge_cached(self, fn: cst.FunctionDef, decorator: cst.Decorator) -> None:
+        """`@functools.cache def get_x(...)`: each result is a singleton per argument
+        tuple, kept until `get_x.cache_clear()`. Reported when a result is heavy and
+        nothing in the project ever clears the cache. A layer or model the function loads
+        is an error; a buffer or workspace it allocates itself from plain inputs is a
+        warning (bounded by its arguments, but pinned past any shutdown); tensors it
+        computes itself (per-device tables), tiny constants and weightless objects are not
+        reported. Heavy arguments are RL101's (keys)."""
+        name = fn.name.value
+        params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
+        if name in self._cleared or any(
+                self.ctx.heavy.is_heavy_annotation(p.annotation.annotation if p.annotation else None)
+                for p in params):
+            return
+        if self.ctx.index.ask(cleared_in_project, f"{self.ctx.module_name}.{name}"):
+            return
+        returns = _ReturnValues()
+        visit(fn.body, returns)
+        for ret in returns.found:
+            returned = _unchained(ret.value)
+            value = self._followed(returned, fn)
+            if value is None or not self.ctx.heavy.is_heavy_value(returned, fn, None):
+                continue
+            if isinstance(value, cst.Call) and not substantial_value(self.ctx, value, fn):
+                continue
+            own = builds_own(self.ctx, returned, fn, None)
+            if own and not self._project_object(value):
+                continue  # a per-device / per-shape table of its own: process scratch
+            deco = " ".join(self.ctx.code(decorator.decorator).split())
+            what = (f"the `{' '.join(self.ctx.code(value.func).split())}(...)`"
+                    if isinstance(value, cst.Call) else "a heavy object")
+            self.report(
+                ret,
+                f"`{name}()` is cached by `@{deco}`: {what} it returns stays alive until the "
+                f"interpreter exits, one per distinct argument tuple, and nothing in the project "
+                f"calls `{name}.cache_clear()`. Clear it on the release path of whatever uses "
+                "it (or keep the object on its owner instead)",
+                severity=Severity.WARNING if own else Severity.ERROR,
+                related=[RelatedNode("cached here", decorator)],
+            )
+            return
+
+    def _project_object(self, value: cst.BaseExpression) -> bool:
+        """An instance of a project class (a workspace object owning buffers), rather
+        than a bare tensor or a function's result."""
+        if not isinstance(value, cst.Call):
+            return False
+        qualified = self.ctx.absolute(self.ctx.qualname(value.func))
+        index = self.ctx.index
+        return qualified is not None and (
+            qualified.split(".")[-1] in self.ctx.classes
+            or (index.resolve(qualified) or qualified) in index.classes)
+
+    def _followed(self, value: Optional[cst.BaseExpression], fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+        """A returned value, followed through locals assigned once (`ws = Ws(d); return ws`)."""
+        for _ in range(6):
+            if not isinstance(value, cst.Name):
+                break
+            entries = [v for v, _ in self.ctx.heavy.local_assignments(fn).get(value.value, ())]
+            if len(entries) != 1 or entries[0] is None:
+                return None
+            value = entries[0]
+        return value
 
     def _origin(self, assignment: _Assignment) -> Optional[cst.BaseExpression]:
         """The value assigned, followed through locals (`t = torch.zeros(n); _t = t`)."""
@@ -451,3 +583,23 @@ def reset_buffers():
             related=related,
             statement=first.statement,
         )
+
+
+class _ReturnValues(OwnScopeVisitor):
+    """`return <value>` statements of one function (not of nested ones)."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.Return] = []
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.found.append(node)
+
+
+
+def _unchained(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`Model(...)` for `Model(...).to(device).eval()`."""
+    while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+           and expr.func.attr.value in SAME_OBJECT_METHODS):
+        expr = expr.func.value
+    return expr

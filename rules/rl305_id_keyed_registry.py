@@ -487,7 +487,8 @@ class Client:
                             and small.target.value == attr and isinstance(small.value, cst.Call)):
                         values += [a.value for a in small.value.args
                                    if a.keyword is not None and a.keyword.value == "default_factory"]
-        return bool(values) and all(v is not None and _unique_value(self.ctx, v) for v in values)
+        return bool(values) and all(v is not None and _unique_value(self.ctx, v, owner_id=True)
+                                    for v in values)
 
     def _immortal(self, obj: cst.BaseExpression, function) -> bool:
         """Objects that live as long as the process anyway: module namespaces
@@ -550,24 +551,28 @@ def _id_argument(ctx, key: Optional[cst.BaseExpression]) -> Optional[cst.BaseExp
 
 
 
-# calls whose result is new for every call: a key made of one names one object
-_UNIQUE_CALLS = frozenset(
-    {"uuid.uuid1", "uuid.uuid4", "id", "builtins.id", "next", "builtins.next",
-     "secrets.token_hex", "secrets.token_urlsafe", "os.urandom"}
+# calls whose result is new for every call: a key made of one names one entry
+_FRESH_CALLS = frozenset(
+    {"uuid.uuid1", "uuid.uuid4", "next", "builtins.next", "secrets.token_hex",
+     "secrets.token_urlsafe", "os.urandom"}
 )
 
 
-def _unique_value(ctx, value: cst.BaseExpression) -> bool:
+def _unique_value(ctx, value: cst.BaseExpression, owner_id: bool = False) -> bool:
     """Is `value` made by a call fresh for every call (`uuid.uuid4().hex`,
     `str(uuid4())`, `next(_counter)`, `lambda: uuid.uuid4().hex`, `uuid.uuid4` itself as a
-    factory)?"""
+    factory)? With `owner_id`, `id(self)` counts too (an attribute naming its object)."""
     if isinstance(value, cst.Lambda):
         value = value.body
-    if ctx.qualname(value) in _UNIQUE_CALLS and isinstance(value, (cst.Name, cst.Attribute)):
+    if ctx.qualname(value) in _FRESH_CALLS and isinstance(value, (cst.Name, cst.Attribute)):
         return True  # `default_factory=uuid.uuid4`
     calls = _Calls()
     visit(value, calls)
-    return any(ctx.qualname(c.func) in _UNIQUE_CALLS for c in calls.found)
+    return any(
+        ctx.qualname(c.func) in _FRESH_CALLS or (
+            owner_id and ctx.qualname(c.func) in _ID and len(c.args) == 1
+            and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value == "self")
+        for c in calls.found)
 
 
 class _Calls(cst.CSTVisitor):

@@ -84,7 +84,7 @@ _MAX_DEPTH = 6
 @dataclass
 class Candidate:
     name: str
-    scope: tuple  # ("module",) or ("class", class name)
+    scope: tuple  # ("module",), ("class", class name) or ("instance", class name)
     target: cst.Name
     small: cst.BaseSmallStatement  # the Assign / AnnAssign
     statement: Optional[cst.CSTNode]
@@ -187,6 +187,19 @@ def function_bindings(fn: cst.FunctionDef) -> FunctionNames:
     return collector.found
 
 
+def instance_definitions(init: cst.FunctionDef) -> list:
+    """The `self.x = ...` statements directly in the body of `__init__`."""
+    found = []
+    body = init.body.body if isinstance(init.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            found += [s for s in stmt.body if isinstance(s, cst.Assign) and len(s.targets) == 1
+                      and isinstance(s.targets[0].target, cst.Attribute)
+                      and isinstance(s.targets[0].target.value, cst.Name)
+                      and s.targets[0].target.value.value == "self"]
+    return found
+
+
 def first_slice(sub: cst.Subscript) -> Optional[cst.BaseExpression]:
     if sub.slice and isinstance(sub.slice[0].slice, cst.Index):
         return sub.slice[0].slice.value
@@ -217,10 +230,38 @@ def _globals_removed_from(index) -> set[str]:
     return removed
 
 
+# -- memoizing decorators ------------------------------------------------------------
+_CACHE_DECORATORS = frozenset({"functools.cache", "functools.lru_cache"})
+
+
+def cache_decorator(ctx, expr: cst.BaseExpression) -> bool:
+    """`@functools.cache`, `@lru_cache`, `@lru_cache(maxsize=None)`, however imported."""
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    return ctx.qualname(expr) in _CACHE_DECORATORS
+
+
+def cleared_in_project(index, qualified: str) -> bool:
+    """Does a function anywhere in the project call `cache_clear()` on the cached
+    function `qualified` (`from pkg.mod import get_x` then `get_x.cache_clear()`)?"""
+    cleared = index.memo("cached functions cleared", lambda: _cleared_anywhere(index))
+    return (index.resolve(qualified) or qualified) in cleared
+
+
+def _cleared_anywhere(index) -> set[str]:
+    cleared = set()
+    for function in index.functions.values():
+        for call in function.calls:
+            owner, _, method = call.rpartition(".")
+            if method == "cache_clear" and owner:
+                cleared.add(index.resolve(owner) or owner)
+    return cleared
+
+
 class ContainerTracker:
     """Rule mixin (list it before `Rule`): collects candidates and events; the rule
     implements `_judge(candidate, events)`. `_scopes`: the definition scopes that make
-    candidates ("module", "class")."""
+    candidates ("module", "class", and "instance": `self.x = {}` directly in `__init__`)."""
 
     _scopes: tuple[str, ...] = ("module", "class")
 
@@ -231,11 +272,13 @@ class ContainerTracker:
                 if isinstance(stmt, cst.SimpleStatementLine):
                     if ("class" if in_class else "module") in self._scopes:
                         yield from stmt.body
-                elif (
-                    isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock)
-                    and "class" in self._scopes
-                ):
-                    yield from statements(stmt.body.body, True)
+                elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+                    if "class" in self._scopes:
+                        yield from statements(stmt.body.body, True)
+                    if "instance" in self._scopes:
+                        init = self.ctx.methods(stmt).get("__init__")
+                        if init is not None:
+                            yield from instance_definitions(init)
 
         return any(
             isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None
@@ -260,7 +303,29 @@ class ContainerTracker:
             return ("class", scope.classes[-1].name.value)
         return ("module",)
 
+    def _instance_definition(self, node: cst.Assign) -> bool:
+        """`self.x = {}` directly in `__init__`, for rules that look at instance
+        containers: counted as a binding of ("instance", class), never as a removal."""
+        scope = self.ctx.scope
+        fn, cls = scope.function, scope.method_class
+        if ("instance" not in self._scopes or fn is None or cls is None
+                or fn.name.value != "__init__" or len(node.targets) != 1
+                or not any(node is d for d in instance_definitions(fn))):
+            return False
+        target = node.targets[0].target
+        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                and target.value.value == "self"):
+            return False
+        where = ("instance", cls.name.value)
+        key = (where, target.attr.value)
+        self._bindings[key] = self._bindings.get(key, 0) + 1
+        self._candidate(where, target.attr, node, node.value, None, True)
+        return True
+
     def visit_Assign(self, node: cst.Assign) -> None:
+        if self._instance_definition(node):
+            self._maybe_escape(node.value)
+            return
         where = self._definition_scope()
         if where is not None:
             names = [t.target for t in node.targets if isinstance(t.target, cst.Name)]
@@ -558,6 +623,9 @@ class ContainerTracker:
                 return key
             if self._bindings.get(key):
                 return None
+            key = (("instance", name), ref[2])
+            if key in by_key or self._bindings.get(key):
+                return key if key in by_key else None
             cls = self.ctx.classes.get(name)
             if cls is not None:
                 pending.extend(b.value.value for b in cls.bases if isinstance(b.value, cst.Name))

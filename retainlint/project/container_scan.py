@@ -541,3 +541,50 @@ def _base_name(expr: ast.AST) -> Optional[str]:
     return None
 
 
+
+
+# -- instance memos (RL301) ---------------------------------------------------------------
+_CONTAINER_CALLS = frozenset({"dict", "set", "defaultdict", "OrderedDict"})
+
+
+def instance_memo(nodes) -> bool:
+    """Does a class make `self.x = {}` (or dict/set/defaultdict/OrderedDict) in its
+    `__init__` and write `self.x[p] = v` in another method, `p` a parameter of that
+    method? (RL301's object-keyed instance memos, read coarsely from the `ast`.)"""
+    for cls in nodes.of(ast.ClassDef):
+        made = set()
+        for fn in cls.body:
+            if isinstance(fn, _AST_FUNCTIONS) and fn.name == "__init__":
+                for stmt in fn.body:
+                    if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                            and _self_attribute(stmt.targets[0]) and _new_container(stmt.value)):
+                        made.add(stmt.targets[0].attr)
+        if not made:
+            continue
+        for fn in cls.body:
+            if not isinstance(fn, _AST_FUNCTIONS) or fn.name == "__init__":
+                continue
+            params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if (isinstance(t, ast.Subscript) and _self_attribute(t.value)
+                                and t.value.attr in made and isinstance(t.slice, ast.Name)
+                                and t.slice.id in params):
+                            return True
+    return False
+
+
+def _self_attribute(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "self")
+
+
+def _new_container(value: ast.AST) -> bool:
+    if isinstance(value, (ast.Dict, ast.Set)):
+        return True
+    if isinstance(value, ast.Call):
+        func = value.func.value if isinstance(value.func, ast.Subscript) else value.func
+        name = ast_dotted(func)
+        return name is not None and name.rpartition(".")[2] in _CONTAINER_CALLS
+    return False

@@ -7,11 +7,16 @@ import ast
 
 from retainlint.project.container_scan import (
     container_facts,
+    instance_memo,
     might_be_heavy,
     might_define_container,
     names_heavy_type,
 )
 from retainlint.project.prefilter import Prefilter
+
+
+# the scan's answer for a file with an object-keyed instance memo (judged by the rule)
+INSTANCE_MEMO = "instance memo"
 
 
 class StrongModuleKeyedCachePrefilter(Prefilter):
@@ -27,7 +32,10 @@ class StrongModuleKeyedCachePrefilter(Prefilter):
     def scan(cls, nodes):
         """The names that would make a key heavy: the key types annotated on containers
         defined outside functions and bound once, and what keys written to a container of
-        such a name are (see `Evidence`)."""
+        such a name are (see `Evidence`); or `INSTANCE_MEMO` when a class fills an
+        instance container from its `__init__` under a method's parameter."""
+        if instance_memo(nodes):
+            return INSTANCE_MEMO
         facts = container_facts(nodes)
         if not facts.candidates:
             return None
@@ -49,6 +57,9 @@ class StrongModuleKeyedCachePrefilter(Prefilter):
         type or written keys may be heavy (a heavy type, a heavy project class, ...)."""
         summary = getattr(data, "summary", None)
         if summary is None:
-            return might_define_container(data) and names_heavy_type(data, ("torch", "transformers"), settings, index)
+            return (might_define_container(data) and names_heavy_type(data, ("torch", "transformers"), settings, index)) \
+                or b"self." in data
         found = summary.scans.get(cls.code)
+        if found == INSTANCE_MEMO:
+            return True
         return found is not None and might_be_heavy(found, summary, settings, index)

@@ -11,6 +11,7 @@ from retainlint.project.container_scan import (
     might_be_heavy,
     names_heavy_type,
 )
+from retainlint.project.nodes import dotted as ast_dotted
 from retainlint.project.prefilter import Prefilter
 
 
@@ -47,7 +48,8 @@ def imported_as_module(index, key: tuple[str, str]) -> bool:
 class HeavySingletonNeverResetPrefilter(Prefilter):
     code = "RL303"
 
-    triggers = ("global ",)
+    # `global _x` in a function; `@functools.cache` / `@lru_cache` on a module-level one
+    triggers = ("global ", "cache")
 
     scans = True
 
@@ -57,6 +59,7 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
         and the names that would make the value heavy: see `Evidence`), and the resets
         `leave_Module` counts (`del X`, `X, Y = ...`, `X.clear()`). Resets through
         `globals()` are left out: fewer resets only let more files through."""
+        cached = _cached_returns(nodes)
         declared: dict[int, set[str]] = {}
         spans = set()
         for node in nodes.of(ast.Global):
@@ -65,7 +68,7 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
                 declared.setdefault(id(fn), set()).update(node.names)
                 spans.add((fn.lineno, fn.end_lineno))
         if not declared:
-            return None
+            return ((), frozenset(), cached) if cached else None
         evidence = Evidence(nodes)
         top = evidence.functions
         assigns: dict[str, list] = {}
@@ -110,7 +113,7 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
                 else:
                     reset(target, fn, names)
         if not assigns:
-            return None
+            return ((), frozenset(), cached) if cached else None
         resetters = {top_name for entries in (*assigns.values(), *resets.values())
                      for _, top_name, *_ in entries if top_name}
         used: set[str] = set()
@@ -129,7 +132,7 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
                     if name in resetters:
                         used.add(name)
         return tuple(sorted((name, tuple(entries), tuple(resets.get(name, ())))
-                            for name, entries in assigns.items())), frozenset(used)
+                            for name, entries in assigns.items())), frozenset(used), cached
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
@@ -138,11 +141,14 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
         one called or imported somewhere)."""
         summary = getattr(data, "summary", None)
         if summary is None:
-            return b"global " in data and names_heavy_type(data, ("torch", "transformers"), settings, index)
+            return (b"global " in data or b"cache" in data) and names_heavy_type(
+                data, ("torch", "transformers"), settings, index)
         found = summary.scans.get(cls.code)
         if not found:
             return False
-        entries, used = found
+        entries, used, *more = found
+        if more and any(might_be_heavy(names, summary, settings, index) for names in more[0]):
+            return True  # a cached function that may return something heavy
         for name, assigns, resets in entries:
             heavy = {fn for fn, _, names in assigns if might_be_heavy(names, summary, settings, index)}
             if not heavy:
@@ -158,3 +164,42 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
                 continue
             return True
         return False
+
+
+# decorators that memoize a function's results for the life of the process
+CACHE_DECORATORS = frozenset({"cache", "lru_cache"})
+# methods that hand back the object they are called on (`model.eval()`), or a copy of
+# it as heavy as itself (`t.to(device)`)
+SAME_OBJECT_METHODS = frozenset(
+    {"eval", "train", "to", "cuda", "cpu", "half", "float", "bfloat16", "requires_grad_",
+     "share_memory", "contiguous"}
+)
+
+
+def _cached_returns(nodes) -> tuple:
+    """For each module-level function decorated `@cache` / `@lru_cache(...)`: the names
+    that would make one of its returned values heavy (`Evidence.result`)."""
+    found = []
+    for fn in nodes.tree.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not any(
+                _cache_decorator(d) for d in fn.decorator_list):
+            continue
+        evidence = Evidence(nodes)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                       and value.func.attr in SAME_OBJECT_METHODS):
+                    value = value.func.value
+                evidence.value(value, fn, None)
+        result = evidence.result()
+        if result is not None:
+            found.append(result)
+    return tuple(found)
+
+
+def _cache_decorator(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):
+        node = node.func
+    name = ast_dotted(node)
+    return name is not None and name.rpartition(".")[2] in CACHE_DECORATORS
