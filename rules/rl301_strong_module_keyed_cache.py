@@ -8,7 +8,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import proven_module_ref
 from retainlint.analysis.heavy import find_param
-from retainlint.analysis.holding import reaches
+from retainlint.analysis.holding import keeps_argument
 from retainlint.project.names import UNION_WRAPPERS
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.module_caches import Candidate, ContainerTracker, Event, annotation_text
@@ -424,8 +424,7 @@ class TranslationUnit:
                        and isinstance(x.key, cst.Name) and x.key.value == name for x in events):
                 continue  # not read back by this key: not a memo
             kinds = self._value_kinds(e.key, fn, e.cls, 0)
-            holds = e.value is not None and reaches(self.ctx, e.value, e.key, fn, e.cls) is not None
-            if not kinds and not holds:
+            if not kinds and not self._built_around(e.value, name, fn):
                 continue
             described = ("`nn.Module`" if kinds == {"module"} else "`torch.Tensor`" if kinds == {"tensor"}
                          else "heavy" if kinds else "")
@@ -441,6 +440,15 @@ class TranslationUnit:
                         severity=Severity.ERROR if kinds else Severity.WARNING,
                         related=[RelatedNode("written here", e.node)] if e.node else [])
             return
+
+    def _built_around(self, value: Optional[cst.BaseExpression], key: str, fn: cst.FunctionDef) -> bool:
+        """Is the stored value (or the one local it comes from) an object of a class of
+        this file whose `__init__` keeps the key (`Executor(context, self)` storing
+        `self.context = context`)? Proof from the class, not from the name alone."""
+        if isinstance(value, cst.Name):
+            assigned = [v for v, _ in self.ctx.heavy.local_assignments(fn).get(value.value, ())]
+            value = assigned[0] if len(assigned) == 1 else None
+        return isinstance(value, cst.Call) and keeps_argument(self.ctx, value, key)
 
     # -- fix -----------------------------------------------------------------------
     def _fix(self, c: Candidate, kinds: set[str], annotated: set[str], events: list[Event]):

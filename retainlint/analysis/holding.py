@@ -80,6 +80,24 @@ def _constructor_keeps(ctx, callee: str, index: Optional[int], arg: cst.Arg) -> 
     return use.found
 
 
+def keeps_argument(ctx, call: cst.Call, name: str) -> bool:
+    """Is `call` a constructor of a class of this file whose `__init__` keeps the
+    argument given as the plain name `name` (`Executor(context, self)` storing
+    `self.context = context`)? Unknown classes say no: this asks for proof."""
+    callee = _callee_name(ctx, call.func)
+    if callee is None or callee not in ctx.classes or "__init__" not in ctx.methods(ctx.classes[callee]):
+        return False
+    positional = 0
+    for arg in call.args:
+        index = None
+        if arg.keyword is None and not arg.star:
+            index, positional = positional, positional + 1
+        if isinstance(arg.value, cst.Name) and arg.value.value == name and not arg.star:
+            if _constructor_keeps(ctx, callee, index, arg):
+                return True
+    return False
+
+
 class _RawUse(cst.CSTVisitor):
     """Is `name` used other than through its attributes (`name.x`), as the argument of
     a call whose result never holds it (`len(name)`, `weakref.ref(name)`), or in a test
