@@ -55,9 +55,10 @@ def choose_probe(device: str) -> str:
 
 # -- CUDA ------------------------------------------------------------------------------------
 def cuda_allocated(torch: Any) -> int:
-    """Live tensor bytes in the caching allocator over all devices, after synchronizing and
-    clearing the cuBLAS workspaces (they are allocated by the first GEMM and persist).
-    `memory_reserved()`/nvidia-smi also count cached blocks and the context: not used."""
+    """Live tensor bytes in the caching allocator over all devices, after synchronizing
+    (pending kernels and frees land), clearing the cuBLAS workspaces (allocated by the first
+    GEMM, they persist) and emptying the cache (so that nvidia-smi shows the same).
+    `memory_reserved()`/nvidia-smi also count cached blocks and the context: not judged."""
     cuda = torch.cuda
     total = 0
     for index in range(cuda.device_count()):
@@ -65,6 +66,7 @@ def cuda_allocated(torch: Any) -> int:
     clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
     if clear is not None:
         clear()
+    cuda.empty_cache()
     for index in range(cuda.device_count()):
         total += cuda.memory_allocated(index)
     return total
