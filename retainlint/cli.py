@@ -11,7 +11,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import IO, Optional
 
 import click
 from rich.console import Console
@@ -27,7 +27,7 @@ from retainlint.core.errors import ConfigError
 from retainlint.engine.discover import excluded, project_context, project_root
 from retainlint.engine.projects import (Overrides, Project, ignored_here, plan, selection,
                                         settings_for)
-from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Severity
+from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Severity
 from retainlint.engine.registry import all_rules, lookup
 from retainlint.engine.runner import Mode, RunResult, run
 
@@ -49,11 +49,11 @@ def _color(flag: str) -> bool:
     return sys.stdout.isatty()
 
 
-def _console(color: bool, stderr: bool = False) -> Console:
+def _console(color: bool, stderr: bool = False, file: Optional[IO[str]] = None) -> Console:
     if color:
         return Console(force_terminal=True, stderr=stderr, highlight=False, soft_wrap=True)
     return Console(color_system=None, force_terminal=False, no_color=True, stderr=stderr,
-                   highlight=False, soft_wrap=True, width=10_000)
+                   highlight=False, soft_wrap=True, width=10_000, file=file)
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -131,6 +131,13 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("--output-format", type=click.Choice(list(FORMATS)),
               envvar="RETAINLINT_OUTPUT_FORMAT", default="full", show_default=True,
               help="github: workflow-command annotations; sarif: SARIF 2.1.0 for code scanning.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True),
+              envvar="RETAINLINT_OUTPUT_FILE", default=None,
+              help="Write the report to this file instead of standard output.")
+@click.option("--show-source/--no-show-source", default=None,
+              help="Code frames (--output-format full) or one line a finding (concise).")
+@click.option("--show-fixes", is_flag=True,
+              help="List the fixes applied (with --fix), or those --fix would apply, per file.")
 @click.option("--changed-since", "changed_since_ref", metavar="REF", default=None,
               help="Report only findings on lines added or changed since the merge base of REF "
                    "and HEAD (working tree included; new files count whole). All files are "
@@ -167,7 +174,7 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
               help="Print the settings the (first) file named is checked under, and exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what the run did besides checking (on stderr).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
-          output_format, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
+          output_format, output_file, show_source, show_fixes, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
           force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
           write_baseline, stdin_filename, show_settings, verbose) -> None:
     """Check PATHS (default: the current directory)."""
@@ -196,6 +203,8 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         except ChangedError as e:
             _fail(str(e))
             return
+    if show_source is not None and output_format in ("full", "concise"):
+        output_format = "full" if show_source else "concise"
     shown = FORMATS[output_format]
     machine = shown.machine
     files = [f for p in projects for f in p.files]
@@ -225,8 +234,9 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
             sys.stdout.buffer.write(fixed_source)
         sys.exit(EXIT_CLEAN)
 
-    colored = _color(color) and not machine
-    out, err = _console(colored), _console(colored and sys.stderr.isatty(), stderr=True)
+    colored = _color(color) and not machine and output_file is None
+    err = _console(colored and sys.stderr.isatty(), stderr=True)
+    out = _console(colored, file=_open_output(output_file)) if output_file else _console(colored)
     if from_stdin and fix and not diff:  # stdout is the fixed source; the report goes to stderr
         sys.stdout.buffer.write(fixed_source or b"")
         sys.stdout.flush()
@@ -260,6 +270,13 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         for chunk in result.diffs:
             out.out(chunk, end="", highlight=False)
         err.print(f"Would fix {result.fixed} finding{'s' if result.fixed != 1 else ''}.", highlight=False)
+        unsafe_only = sum(1 for f in findings if f.fix is not None
+                          and f.fix.applicability is Applicability.UNSAFE)
+        if not result.diffs and unsafe_only and not (unsafe_fixes or projects[0].settings.unsafe_fixes):
+            err.print(f"No safe fixes; {unsafe_only} unsafe fix{'es' if unsafe_only != 1 else ''} "
+                      f"available: see them with --diff --unsafe-fixes.", highlight=False)
+        if show_fixes:
+            text.show_fixes(err, result.fixed_codes, findings, applied=True)
         sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
 
     if statistics:
@@ -268,7 +285,10 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         shown.show(out, findings, changed.root if changed else repo_root())
     if not machine:
         unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-        out.print(text.summary(findings, result.fixed, unsafe), highlight=False)
+        before = sum(1 for rank in result.before if rank <= floor) if result.fixed else None
+        if show_fixes:
+            text.show_fixes(out, result.fixed_codes, findings, applied=bool(fix))
+        out.print(text.summary(findings, result.fixed, unsafe, before), highlight=False)
 
     if internal:
         sys.exit(EXIT_ERROR)
@@ -277,6 +297,15 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     if findings or (exit_non_zero_on_fix and result.fixed):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _open_output(path: str) -> IO[str]:
+    """The --output-file, open for the report (closed when the process exits)."""
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as e:
+        _fail(f"{path}: cannot write the report: {e.strerror or e}")
+        raise  # not reached: _fail exits
 
 
 def _stdin_project(name: str, overrides: Overrides, config_path: Optional[Path]) -> Project:
@@ -373,13 +402,17 @@ def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
             for r in rules
         ], indent=2))
         return
+    pages = [f"# {r.code} {r.name}\n\n{r.summary}.\n\n"
+             f"Fix: {r.fix_applicability.value}. "
+             f"Default: {'on' if r.default_enabled else 'off'}.\n{r.docs}" for r in rules]
+    if not sys.stdout.isatty():  # a pipe or a file: the markdown itself, as `ruff rule` does
+        click.echo("\n\n".join(page.strip() for page in pages))
+        return
     from rich.markdown import Markdown  # only here: it costs start-up time
 
     console = _console(_color("auto"))
-    for r in rules:
-        console.print(Markdown(f"# {r.code} {r.name}\n\n{r.summary}.\n\n"
-                               f"Fix: {r.fix_applicability.value}. "
-                               f"Default: {'on' if r.default_enabled else 'off'}.\n{r.docs}"))
+    for page in pages:
+        console.print(Markdown(page))
 
 
 main.add_command(verify)

@@ -28,6 +28,20 @@ BUGGY = textwrap.dedent(
 
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"
 
+# `pytest -m "not slow"` leaves these out (the edit-test loop): each runs for many seconds
+# (pre-commit installs the hook from the package index; the verifier runs models).
+SLOW_MODULES = {
+    "test_precommit.py", "test_precommit_project.py", "test_verify_runtime.py",
+    "test_verify_isolation.py", "test_verify_wheel.py", "test_verify_target.py", "test_fuzz.py",
+    "test_corpus_fix.py", "test_packaging.py", "test_benchmark_smoke.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
 
 def run_cli(*args, cwd=None, env=None, input=None):
     """retainlint as a user runs it: a real subprocess."""

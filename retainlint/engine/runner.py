@@ -53,6 +53,8 @@ class FileOutcome:
     fixed: int = 0
     diff: str = ""
     fix_errors: list[Finding] = field(default_factory=list)  # unwritable file, broken fix
+    fixed_codes: list[str] = field(default_factory=list)  # the rule of each fix applied
+    before: list[int] = field(default_factory=list)  # severity ranks of the findings before fixing
     consulted: Optional[Consulted] = None  # other files' facts its lint used (for the cache)
 
 
@@ -63,6 +65,8 @@ class RunResult:
     fixed: int
     diffs: list[str]
     notes: list[str] = field(default_factory=list)  # warnings for stderr
+    fixed_codes: dict[str, list[str]] = field(default_factory=dict)  # per file, with --fix/--diff
+    before: list[int] = field(default_factory=list)  # severity ranks of findings before fixes
 
     @classmethod
     def merged(cls, results: Sequence["RunResult"]) -> "RunResult":
@@ -70,7 +74,9 @@ class RunResult:
         return cls(sum(r.files for r in results),
                    sorted((f for r in results for f in r.findings), key=Finding.sort_key),
                    sum(r.fixed for r in results), [d for r in results for d in r.diffs],
-                   [n for r in results for n in r.notes])
+                   [n for r in results for n in r.notes],
+                   {p: c for r in results for p, c in r.fixed_codes.items()},
+                   [b for r in results for b in r.before])
 
 
 def _applies(finding: Finding, mode: Mode) -> bool:
@@ -126,10 +132,12 @@ def fix_bytes(path: str, data: bytes, rules: Sequence[type[Rule]], settings: Set
     from retainlint.engine.lint import lint_bytes, parse
 
     result = lint_bytes(path, data, rules, settings, keep_module=True, index=index)
+    outcome.before = [f.severity.rank for f in result.findings]
     for _ in range(fixer.MAX_ROUNDS):
         fixes = [f.fix for f in result.findings if f.fix is not None and _applies(f, mode)]
         if not fixes or result.module is None:
             break
+        code_of = {id(f.fix): f.code for f in result.findings if f.fix is not None}
         new_module, applied = fixer.apply(result.module, fixes)
         if not applied:
             break
@@ -141,6 +149,7 @@ def fix_bytes(path: str, data: bytes, rules: Sequence[type[Rule]], settings: Set
             break
         data = new_data
         outcome.fixed += len(applied)
+        outcome.fixed_codes += [code_of[id(fix)] for fix in applied]
         result = lint_bytes(path, data, rules, settings, keep_module=True, index=index)
     return result, data
 
@@ -163,6 +172,7 @@ def _fix_and_write(path: str, original: bytes, rules: Sequence[type[Rule]], sett
         write_atomic(path, data, expected=original)  # not over an edit saved meanwhile
     except WriteError as e:
         outcome.fixed = 0
+        outcome.fixed_codes = []
         outcome.fix_errors.append(source_error(path, str(e)))
         return lint_bytes(path, original, rules, settings, keep_module=mode.edits, index=index)
     return result
@@ -613,4 +623,6 @@ def _result(paths: Sequence[str], outcomes: list[FileOutcome],
     diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
     notes = [f"{path}:{line}: `# noqa` names no rule of retainlint: {code}"
              for path, data in readable.items() for line, code in unknown_noqa_codes(data, catalog())]
-    return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs, notes)
+    return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs, notes,
+                     {o.path: o.fixed_codes for o in outcomes if o.fixed_codes},
+                     [rank for o in outcomes for rank in o.before])

@@ -199,6 +199,35 @@ def _append(path: Optional[str], text: str) -> None:
             f.write(text)
 
 
+# Arguments that change what `retainlint check` prints, or make it write or exit 0: the
+# Action reads its JSON findings and decides the outcome itself, so they are left out
+# (with a note) rather than crash the step or let a finding pass.
+_OUTPUT_FLAGS = {"--statistics", "--diff", "--show-fixes", "--show-source", "--no-show-source",
+                 "--show-settings", "--fix", "--add-noqa", "-e", "--exit-zero",
+                 "--exit-non-zero-on-fix", "-V", "--version", "-h", "--help"}
+_OUTPUT_OPTIONS = {"--output-format", "-o", "--output-file", "--write-baseline", "--color",
+                   "--stdin-filename"}
+
+
+def safe_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the arguments kept, those left out) for a check whose output the Action reads."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        name = arg.split("=", 1)[0]
+        if arg == "--":
+            kept.append(arg)
+            kept.extend(rest)
+        elif name in _OUTPUT_FLAGS and "=" not in arg:
+            dropped.append(arg)
+        elif name in _OUTPUT_OPTIONS:
+            dropped.append(arg if "=" in arg else f"{arg} {next(rest, '')}".rstrip())
+        else:
+            kept.append(arg)
+    return kept, dropped
+
+
 def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str
               ) -> tuple[int, Optional[list[Finding]], str]:
     """`retainlint check` over the whole tree, as json: (exit code, findings or None when
@@ -215,7 +244,10 @@ def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str
         items = None
     if not isinstance(items, list):
         return proc.returncode, None, proc.stderr or proc.stdout
-    return proc.returncode, from_json(items), proc.stderr
+    try:
+        return proc.returncode, from_json(items), proc.stderr
+    except (KeyError, TypeError, ValueError, AttributeError):  # a list, but not of findings
+        return proc.returncode, None, proc.stderr or "the check printed no findings list"
 
 
 def _failure(rc: int, stderr: str) -> str:
@@ -250,6 +282,9 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
         return 2
     print(f"retainlint: {base_note}", flush=True)
 
+    args, dropped = safe_args(args)
+    for arg in dropped:
+        print(f"::notice title=retainlint::{gh_escape_data(f'args: {arg} left out (the Action reads the findings as JSON and decides the outcome itself)')}")
     rc, findings, stderr = run_check(sys.executable, paths, args, cwd)
     if stderr.strip():
         print(printable(stderr.rstrip(), keep="\n"), file=sys.stderr, flush=True)

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 from rich.console import Console
 
 from retainlint.core.finding import Finding
-from retainlint.output import github, json_report, sarif, text
+from retainlint.output import github, json_report, machine, sarif, text
 
 
 @dataclass(frozen=True)
@@ -38,4 +38,12 @@ FORMATS: dict[str, Format] = {
                      machine=True),
     "sarif": Format(lambda out, findings, root: _print_json(out, sarif.sarif(findings, root)),
                     machine=True, line_edits=True),  # SARIF fixes carry the line edits
+    "json-lines": Format(lambda out, findings, root: _print_lines(out, machine.json_lines(findings)),
+                         machine=True, line_edits=True),
+    "junit": Format(lambda out, findings, root: out.out(machine.junit(findings), highlight=False),
+                    machine=True),
+    "gitlab": Format(lambda out, findings, root: _print_json(out, machine.gitlab(findings, root)),
+                     machine=True),
+    "pylint": Format(lambda out, findings, root: _print_lines(out, machine.pylint(findings)),
+                     machine=True),
 }

@@ -9,7 +9,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from retainlint.core.finding import Applicability, Finding
+from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Finding
 from retainlint.core.source import read_source
 from retainlint.output.escape import printable
 
@@ -26,6 +26,42 @@ def _header(f: Finding) -> Text:
     text.append(_marker(f) + " ")
     text.append(printable(f.message))
     return text
+
+
+def _headline(f: Finding) -> Text:
+    """`full`'s first line: where, the rule by code and name, its severity in words, and
+    the message up to its first `: ` (the rest follows on the next line). A file that
+    could not be checked (RL000, RL999: not rules) keeps its one line."""
+    if f.code in (SOURCE_ERROR[0], INTERNAL_ERROR[0]):
+        return _header(f)
+    text = Text()
+    text.append(printable(f.path), style="bold")
+    text.append(f":{f.start.line}:{f.start.column}: ", style="cyan")
+    text.append(f.code, style="bold red" if f.severity.value == "error" else "bold yellow")
+    text.append(f" {f.name} ", style="bold")
+    text.append(f"[{f.severity.value}]", style="red" if f.severity.value == "error" else "yellow")
+    text.append(_marker(f) + " ")
+    text.append(printable(_split_message(f.message)[0]))
+    return text
+
+
+def _split_message(message: str) -> tuple[str, str]:
+    """(what, why): the message cut at its first `: ` outside backquotes."""
+    quoted = False
+    for i, ch in enumerate(message):
+        if ch == "`":
+            quoted = not quoted
+        elif not quoted and message.startswith(": ", i):
+            return message[:i], message[i + 2:]
+    return message, ""
+
+
+def _about(code: str) -> str | None:
+    """A rule's one-line summary (None for RL000/RL999/RL100, which are not rules)."""
+    from retainlint.engine.registry import all_rules
+
+    rule = next((r for r in all_rules() if r.code == code), None)
+    return f"{rule.summary} (`retainlint rule {rule.name}` explains it)" if rule is not None else None
 
 
 def concise(console: Console, findings: Sequence[Finding]) -> None:
@@ -51,8 +87,12 @@ class _Sources:
 
 def full(console: Console, findings: Sequence[Finding]) -> None:
     sources = _Sources()
+    explained: set[str] = set()
     for f in findings:
-        console.print(_header(f), highlight=False, soft_wrap=True)
+        console.print(_headline(f), highlight=False, soft_wrap=True)
+        why = _split_message(f.message)[1] if f.code not in (SOURCE_ERROR[0], INTERNAL_ERROR[0]) else ""
+        if why:
+            console.print(Text("  " + printable(why)), highlight=False, soft_wrap=True)
         lines = sources.lines(f.path)
         if lines and f.start.line <= len(lines):
             _frame(console, lines, f)
@@ -72,6 +112,11 @@ def full(console: Console, findings: Sequence[Finding]) -> None:
                     f"{rel.message} ({rel.path}:{rel.start.line}:{rel.start.column})")),
                 highlight=False, soft_wrap=True,
             )
+        about = _about(f.code) if f.code not in explained else None
+        explained.add(f.code)
+        if about:  # once per rule: the findings after it need not repeat it
+            console.print(Text("  about the rule: ", style="bold") + Text(printable(about)),
+                          highlight=False, soft_wrap=True)
         console.print()
 
 
@@ -110,20 +155,56 @@ def print_statistics(console: Console, findings: Sequence[Finding], as_json: boo
     if as_json:
         console.out(json.dumps(rows, indent=2), highlight=False)
         return
+    safe = {f.code for f in findings if _marker(f)}
     width = max((len(str(r["count"])) for r in rows), default=1)
     for r in rows:
-        mark = "[*]" if r["fixable"] else "[ ]"
+        mark = "[*]" if r["code"] in safe else "[ ]"  # as in the listing: safe fixes only
         console.print(f"{r['count']:>{width}}\t{r['code']}\t{mark} {r['name']}", highlight=False)
 
 
-def summary(findings: Sequence[Finding], fixed: int, unsafe_enabled: bool) -> str:
+def show_fixes(console: Console, fixed_codes: dict[str, list[str]], findings: Sequence[Finding],
+               applied: bool) -> None:
+    """--show-fixes: per file, the fixes applied (`applied`), or the safe fixes --fix
+    would apply."""
+    per_file = fixed_codes if applied else {}
+    if not applied:
+        for f in findings:
+            if _marker(f):
+                per_file.setdefault(f.path, []).append(f.code)
+    if not per_file:
+        console.print("No fixes applied." if applied else "No safe fixes available.", highlight=False)
+        return
+    total = sum(len(c) for c in per_file.values())
+    console.print(f"{'Fixed' if applied else 'Would fix'} {total} finding{'s' if total != 1 else ''}:",
+                  highlight=False)
+    names = {f.code: f.name for f in findings}
+    for path in sorted(per_file):
+        console.print(Text(f"- {printable(path)}:", style="bold"), highlight=False)
+        for code, count in sorted(Counter(per_file[path]).items()):
+            name = names.get(code) or _name(code)
+            console.print(f"    {count} x {code} ({name})", highlight=False)
+
+
+def _name(code: str) -> str:
+    from retainlint.engine.registry import catalog
+
+    return dict(catalog()).get(code, "")
+
+
+def summary(findings: Sequence[Finding], fixed: int, unsafe_enabled: bool,
+            before: int | None = None) -> str:
+    """`before`: how many findings there were before --fix (the fixes applied may have
+    resolved more findings than one each: a facade that frees every caller)."""
     n = len(findings)
     if n == 0 and fixed == 0:
         return "All checks passed!"
     noun = "finding" if n == 1 else "findings"
     if fixed:
-        total = n + fixed
-        return f"Found {total} finding{'s' if total != 1 else ''} ({fixed} fixed, {n} remaining)."
+        total = max(before if before is not None else n + fixed, n)
+        resolved = total - n
+        applied = f" by {fixed} fix{'es' if fixed != 1 else ''}" if fixed != resolved else ""
+        return (f"Found {total} finding{'s' if total != 1 else ''} "
+                f"({resolved} fixed{applied}, {n} remaining).")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
     parts = []

@@ -1,0 +1,104 @@
+"""The report as users and their tools read it, through the real CLI: json-lines, junit,
+gitlab, pylint, --output-file; the text report's first lines, severity in words, the
+rule's advice once; --show-fixes, fix counts that add up, the --diff hint; `rule` piped."""
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from conftest import BUGGY, run_cli
+
+CROSS = Path(__file__).resolve().parents[2] / "fixtures" / "RL101" / "cross_file"
+
+
+def test_json_lines_one_object_per_finding(tree):
+    root = tree({"a.py": BUGGY, "b.py": BUGGY})
+    r = run_cli("check", "--output-format", "json-lines", cwd=root)
+    assert r.returncode == 1
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["filename"], x["code"], x["location"]["row"]) for x in rows] == [
+        ("a.py", "RL501", 7), ("b.py", "RL501", 7)]
+
+
+def test_junit_is_xml_with_a_failure_per_finding(tree):
+    root = tree({"a.py": BUGGY, "sub/b.py": BUGGY})
+    r = run_cli("check", "--output-format", "junit", cwd=root)
+    assert r.returncode == 1
+    suites = ET.fromstring(r.stdout)
+    assert suites.get("tests") == "2" and suites.get("failures") == "2"
+    cases = suites.findall("./testsuite/testcase")
+    assert [(c.get("classname"), c.get("line")) for c in cases] == [("a.py", "7"), ("sub/b.py", "7")]
+    assert cases[0].get("name") == "retainlint.RL501.discarded-hook-handle"
+    assert cases[0].find("failure").text.startswith("line 7, col 9, handle returned by")
+    clean = run_cli("check", "--output-format", "junit", "c.py", cwd=tree({"c.py": "x = 1\n"}))
+    assert clean.returncode == 0 and ET.fromstring(clean.stdout).get("failures") == "0"
+
+
+def test_gitlab_code_quality(tree):
+    root = tree({"a.py": BUGGY})
+    r = run_cli("check", "--output-format", "gitlab", cwd=root)
+    [issue] = json.loads(r.stdout)
+    assert issue["check_name"] == "RL501" and issue["severity"] == "major"
+    assert issue["location"] == {"path": "a.py", "lines": {"begin": 7, "end": 7}}
+    assert len(issue["fingerprint"]) == 32
+    (root / "a.py").write_text("# moved\n" + BUGGY)  # the fingerprint does not follow line numbers
+    moved = json.loads(run_cli("check", "--output-format", "gitlab", cwd=root).stdout)[0]
+    assert moved["fingerprint"] == issue["fingerprint"] and moved["location"]["lines"]["begin"] == 8
+
+
+def test_pylint_and_output_file(tree):
+    root = tree({"a.py": BUGGY})
+    r = run_cli("check", "--output-format", "pylint", cwd=root)
+    assert r.stdout.startswith("a.py:7: [RL501(discarded-hook-handle)] handle returned by")
+    r = run_cli("check", "--output-format", "pylint", "--output-file", "report.txt", cwd=root)
+    assert r.returncode == 1 and r.stdout == ""
+    assert (root / "report.txt").read_text().startswith("a.py:7: [RL501(discarded-hook-handle)]")
+    r = run_cli("check", "-o", "missing/report.txt", cwd=root)
+    assert r.returncode == 2 and "cannot write the report" in r.stderr
+
+
+def test_full_text_names_the_rule_says_the_severity_and_explains_once(tree):
+    root = tree({"a.py": BUGGY, "b.py": BUGGY})
+    r = run_cli("check", cwd=root)
+    lines = r.stdout.splitlines()
+    heads = [line for line in lines if line.startswith(("a.py:", "b.py:"))]
+    assert heads == [
+        "a.py:7:9: RL501 discarded-hook-handle [error] [*] handle returned by `register_bytecode_hook` is discarded",
+        "b.py:7:9: RL501 discarded-hook-handle [error] [*] handle returned by `register_bytecode_hook` is discarded",
+    ]
+    # The rest of the message on the next line; the rule's advice once for both findings.
+    assert lines[1].startswith("  the global hook registry keeps the hook `self.hook`")
+    assert sum(line.startswith("  about the rule: ") for line in lines) == 1
+    assert "`retainlint rule discarded-hook-handle` explains it" in r.stdout
+    # --no-show-source: one line each, as concise.
+    short = run_cli("check", "--no-show-source", cwd=root)
+    assert short.stdout.splitlines()[0].startswith("a.py:7:9: RL501 [*] handle returned")
+
+
+def test_fix_counts_add_up_and_show_fixes(tmp_path):
+    work = tmp_path / "p"
+    shutil.copytree(CROSS, work)
+    # One unsafe fix (the cached function gets a facade) resolves all three findings.
+    r = run_cli("check", "--diff", cwd=work)
+    assert r.returncode == 0 and r.stdout == ""
+    assert "No safe fixes; 1 unsafe fix available: see them with --diff --unsafe-fixes." in r.stderr
+    r = run_cli("check", "--fix", "--unsafe-fixes", "--show-fixes", cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Found 3 findings (3 fixed by 1 fix, 0 remaining)." in r.stdout
+    assert "Fixed 1 finding:\n- pkg/utils/introspect.py:\n    1 x RL101 (cache-key-bound-method)" in r.stdout
+
+
+def test_statistics_marks_only_safe_fixes(tmp_path):
+    work = tmp_path / "p"
+    shutil.copytree(CROSS, work)
+    r = run_cli("check", "--statistics", cwd=work)
+    assert r.stdout.splitlines()[0].split() == ["3", "RL101", "[", "]", "cache-key-bound-method"]
+
+
+def test_rule_piped_is_plain_markdown():
+    r = run_cli("rule", "--all")
+    assert r.returncode == 0
+    assert r.stdout.startswith("# RL101 cache-key-bound-method\n")
+    assert max(len(line) for line in r.stdout.splitlines()) < 300  # no padding to the terminal width
+    assert len(r.stdout) < 200_000
