@@ -123,6 +123,34 @@ def releasing_owners(index, key: tuple[str, tuple[str, ...]]) -> tuple:
     return tuple(sorted(found))
 
 
+def may_release_parts(index, key: tuple[str, tuple[str, ...]]) -> bool:
+    """Might `releasing_owners` find an owner of the class `qualified`: a project class
+    holding an instance whose release method (or a method of its own it calls) calls a
+    releasing method on another attribute (`self.profiler.shutdown()`)? Told from the
+    index's call lists, reading no file: for prefilters. A question for
+    `ProjectIndex.ask`."""
+    qualified, names = key
+    holders = index.memo("release_shape holders", lambda: _holders(index)).get(qualified, {})
+    for owner, held in holders.items():
+        summary = index.classes[owner]
+        todo = [n for n in names if n in summary.methods and n != "__del__"]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            method = summary.methods.get(name)
+            if method is None or name in seen:
+                continue
+            seen.add(name)
+            for call in method.calls:
+                parts = call.split(".")
+                if len(parts) == 2 and parts[0] == "self":
+                    todo.append(parts[1])
+                elif len(parts) > 1 and (releases(parts[-1]) or parts[-1] in OFFLOADS) and not (
+                        len(parts) == 3 and parts[0] == "self" and parts[1] in held):
+                    return True  # `self.profiler.shutdown()`, or through a local: `r.close()`
+    return False
+
+
 def _holders(index) -> dict:
     """Class built -> {holder class: [attributes assigned an instance]}."""
     table: dict = {}
@@ -162,7 +190,7 @@ def _names_exception(ann: Optional[ast.AST]) -> bool:
     return bool(name) and (name in ("BaseException", "Exception") or name.endswith(("Error", "Exception")))
 
 
-def _stored_exceptions(cls: ast.ClassDef) -> tuple[list[tuple[str, int, str]], set[str]]:
+def stored_exceptions(cls: ast.ClassDef) -> tuple[list[tuple[str, int, str]], set[str]]:
     """(attr, line, method) for `self.attr = p` where `p` is a parameter of the method
     that is an exception by its annotation or its name; and the attributes a method other
     than `__init__` empties (`self.attr = None`: a reader taking it out, a release)."""
@@ -206,7 +234,7 @@ def exception_slots(index, qualified: str) -> tuple:
         seen.add(name)
         cls = _class_node(index, summary)
         if cls is not None:
-            stored, cleared = _stored_exceptions(cls)
+            stored, cleared = stored_exceptions(cls)
             found += [(attr, summary.path, line, name, method) for attr, line, method in stored]
             emptied |= cleared
         todo += [index.resolve(b) or b for b in summary.bases]

@@ -11,7 +11,7 @@ from retainlint.core.config import DEFAULT_RELEASE_METHODS
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, absolute_import
 from retainlint.project.nodes import dotted as _dotted
 from retainlint.project.prefilter import Prefilter, words
-from retainlint.project.release_shape import exception_slots, release_shaped, releasing_owners
+from retainlint.project.release_shape import exception_slots, may_release_parts, release_shaped, stored_exceptions
 
 
 # Calls that hand back an object that exists already: what they return is not built here.
@@ -54,22 +54,38 @@ def _annotation_makers(ann: Optional[ast.AST], wrappers: tuple = (), depth: int 
 
 def _unreleasable_part(summary, settings, index) -> bool:
     """A class of the file with no method of a release name, held by a project class whose
-    release method releases its other parts in place (`releasing_owners`)."""
+    release method may release its other parts in place (`may_release_parts`)."""
     names = tuple(n for n in settings.release_methods if n != "__del__")
     return any(
-        not any(n in c.methods for n in names) and index.ask(releasing_owners, (c.qualname, names))
+        not any(n in c.methods for n in names) and index.ask(may_release_parts, (c.qualname, names))
         for c in summary.classes.values()
     )
 
 
-def _stores_exception(summary, settings, index) -> bool:
+def _stores_exception(summary, scanned: tuple, settings, index) -> bool:
     """A class of the file with a method of a release name that stores, or inherits a
-    method storing, an exception handed to it (`exception_slots`)."""
+    method storing, an exception handed to it: its own or a base's of this file (the
+    scan), a base's in another file (`exception_slots`)."""
     names = [n for n in settings.release_methods if n != "__del__"]
-    return any(
-        any(n in c.methods for n in names) and index.ask(exception_slots, c.qualname)
-        for c in summary.classes.values()
-    )
+    storing = dict(scanned)
+    for c in summary.classes.values():
+        if not any(n in c.methods for n in names):
+            continue
+        todo, seen = [c.qualname], set()
+        while todo:
+            q = todo.pop()
+            base = index.classes.get(q)
+            if base is None or q in seen:
+                continue
+            seen.add(q)
+            if base.path != summary.path:
+                if index.ask(exception_slots, q):
+                    return True
+                continue
+            if q.rsplit(".", 1)[1] in storing:
+                return True
+            todo += [index.resolve(b) or b for b in base.bases]
+    return False
 
 
 def _names_heavy_type(data: bytes, settings, index) -> bool:
@@ -117,7 +133,7 @@ class _Scan:
                 candidates[id(m)] = entry
         unjudged.discard("__del__")
         if not entries:
-            return (), (), (), tuple(sorted(unjudged))
+            return (), (), (), tuple(sorted(unjudged)), self._exception_classes()
         # Assignments, by method of a judged class (nested scopes left out).
         spans = [(c.lineno, c.end_lineno) for c, *_ in entries]
         assigns: dict[int, list] = {}
@@ -147,7 +163,7 @@ class _Scan:
             if makers:
                 result.append((releases, tuple(sorted(makers))))
         if not result:
-            return (), (), (), tuple(sorted(unjudged))
+            return (), (), (), tuple(sorted(unjudged)), self._exception_classes()
         heads = {name.split(".")[0] for _, makers in result for _, name, wrappers in makers
                  for name in (name, *wrappers)}
         # Classes of this file named there, and their bases in this file: heavy by their
@@ -160,7 +176,15 @@ class _Scan:
                 bases[name] = tuple(d for d in map(_dotted, self.classes[name].bases) if d)
                 heads.update(d.split(".")[0] for d in bases[name])
                 todo.extend(d for d in bases[name] if d in self.classes)
-        return tuple(result), tuple(sorted(bases.items())), self._imports(heads), tuple(sorted(unjudged))
+        return (tuple(result), tuple(sorted(bases.items())), self._imports(heads), tuple(sorted(unjudged)),
+                self._exception_classes())
+
+    def _exception_classes(self) -> tuple:
+        """Top-level classes of the file that store an exception handed to a method
+        (`release_shape.stored_exceptions`), with their bases as written."""
+        return tuple(sorted(
+            (c.name, tuple(d for d in map(_dotted, c.bases) if d)) for c in self.classes.values()
+            if stored_exceptions(c)[0]))
 
     def _imports(self, heads: set) -> tuple:
         """Every import binding one of `heads`: (local, level, module or "", name or None
@@ -256,7 +280,7 @@ class _Heaviness:
     libcst import table would; index lookups are recorded as usual."""
 
     def __init__(self, data, summary, scanned, settings, index) -> None:
-        _, bases, imports, _ = scanned
+        _, bases, imports, *_ = scanned
         self.summary = summary
         self.index = index
         self.bases = dict(bases)
@@ -346,11 +370,12 @@ class ReleaseKeepsHeavyAttributePrefilter(Prefilter):
         project class, a function annotated to return one, or annotated heavy itself."""
         summary = getattr(data, "summary", None)
         if summary is not None:
-            index.offer_source(summary.path, bytes(data))  # the questions below read it
-        if summary is not None and (_unreleasable_part(summary, settings, index)
-                                    or _stores_exception(summary, settings, index)):
+            index.offer_source(summary.path, bytes(data))  # the questions below may read it
+        if summary is not None and _unreleasable_part(summary, settings, index):
             return True
         found = summary.scans.get(cls.code) if summary is not None else None
+        if found is not None and _stores_exception(summary, found[4], settings, index):
+            return True
         if found is None:
             # No `ast`, or no method with a default release name: the byte test, for
             # the configured names (only the other ones when there is a summary).
