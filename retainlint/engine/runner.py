@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 # linted: a run answered from the cache never needs them.
 from retainlint.core.source import WriteError, confine, read_source, write_atomic
 
+NOTEBOOK_SUFFIX = ".ipynb"
+NOTEBOOK_REFUSAL = ("Jupyter notebooks are not analysed yet: export it as a script "
+                    "(jupyter nbconvert --to script) to check it")
+
 # Below this many files to parse, a pool costs more than it saves.
 POOL_THRESHOLD = 8
 
@@ -425,6 +429,9 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     readable: dict[str, bytes] = {}
     confine(settings.root)  # this run reads and fixes only inside the project (symlinks too)
     for path in paths:
+        if path.endswith(NOTEBOOK_SUFFIX):  # named, so not passed over as if it were clean
+            outcomes.append(FileOutcome(path, [source_error(path, NOTEBOOK_REFUSAL)]))
+            continue
         try:
             readable[path] = read_source(path)
         except OSError as e:
