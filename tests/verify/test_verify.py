@@ -250,3 +250,20 @@ def test_check_and_verify_help_do_not_import_torch(tmp_path):
         "assert 'torch' not in sys.modules, 'the linter imported torch'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+
+
+def test_missing_torch_hint_keeps_the_extra_and_is_one_line():
+    # A Python where torch cannot be found: the hint must name the extra, `[verify]` included
+    # (rich markup would take it for a style tag and drop it).
+    code = (
+        "import importlib.util, sys\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else real(name, *a)\n"
+        "from retainlint.cli import main\n"
+        "sys.argv = ['retainlint', 'verify']\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "--model torch-mlp needs torch: pip install 'retainlint[verify]'" in proc.stderr
