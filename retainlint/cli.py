@@ -24,9 +24,9 @@ from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
 from retainlint.core.errors import ConfigError
-from retainlint.engine.discover import excluded, project_context, project_root
-from retainlint.engine.projects import (Overrides, Project, ignored_here, plan, selection,
-                                        settings_for)
+from retainlint.engine.discover import excluded
+from retainlint.engine.projects import (Overrides, Project, ignored_here, plan, project_of,
+                                        selection, settings_for)
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Severity
 from retainlint.engine.registry import all_rules, lookup
 from retainlint.engine.runner import Mode, RunResult, run
@@ -191,7 +191,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     if from_stdin and paths not in ((".",), ("-",)):
         _fail("source from standard input: give `-` alone, or no path, with --stdin-filename")
     try:
-        projects = [_stdin_project(stdin_filename or "-", overrides, config_path)] if from_stdin \
+        projects = [project_of(stdin_filename or "-", overrides, config_path)] if from_stdin \
             else plan(paths, overrides, config_path, force_exclude)
     except ConfigError as e:
         _fail(str(e))
@@ -308,14 +308,6 @@ def _open_output(path: str) -> IO[str]:
         raise  # not reached: _fail exits
 
 
-def _stdin_project(name: str, overrides: Overrides, config_path: Optional[Path]) -> Project:
-    """The file standard input stands for, as a project of one named file."""
-    settings, codes = selection(settings_for(name, overrides, config_path), overrides)
-    excludes = (*settings.excludes, *overrides.exclude)
-    root = project_root([name], settings.source, settings.root)
-    return Project(settings, codes, [name], project_context([name], [name], root, excludes))
-
-
 def _run_stdin(project: Project, mode: Mode, force_exclude: bool, diff: bool,
                cache: Optional[Path], jobs: Optional[int]) -> tuple[Optional[RunResult], Optional[bytes]]:
     """(the result, the source after fixes); no result when --force-exclude excludes the name."""
@@ -413,6 +405,18 @@ def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
     console = _console(_color("auto"))
     for page in pages:
         console.print(Markdown(page))
+
+
+@main.command()
+def server() -> None:
+    """Run the language server for editors (LSP over stdio): diagnostics on open and save,
+    safe fixes as quick fixes, rule documentation on hover."""
+    try:
+        from retainlint.server import serve
+    except ImportError as e:
+        _fail(f"`retainlint server` needs pygls ({e}): pip install 'retainlint[lsp]'")
+        return
+    serve()
 
 
 main.add_command(verify)

@@ -122,6 +122,15 @@ def _without_rl100(selectors: Optional[tuple[str, ...]]) -> Optional[tuple[str, 
     return tuple(s for s in selectors if not _unused_noqa(s))
 
 
+def project_of(name: str, overrides: Overrides, explicit: Optional[Path] = None) -> Project:
+    """The project one file belongs to, with that file alone to check (standard input, an
+    editor's buffer): its closest settings, the rest of its project as context."""
+    settings, codes = selection(settings_for(name, overrides, explicit), overrides)
+    excludes = (*settings.excludes, *overrides.exclude)
+    root = project_root([name], settings.source, settings.root)
+    return Project(settings, codes, [name], project_context([name], [name], root, excludes))
+
+
 def settings_for(file: str, overrides: Overrides, explicit: Optional[Path] = None) -> Settings:
     """The settings `file` is checked under (--show-settings)."""
     if explicit is not None:
