@@ -9,7 +9,8 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
-from retainlint.analysis.cstutil import call_args
+from retainlint.analysis.cstutil import body_functions, call_args, is_self
+from retainlint.analysis.hooks import iter_nodes
 from retainlint.analysis.weight import weigher
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.index import CACHE_DECORATORS, instantiated_in_functions
@@ -62,7 +63,9 @@ Bounded caches are reported too. The finding is an error when the class is heavy
 `torch.nn.Module` subclass, or a configured heavy type) and either holds weights or the
 cache can grow without bound (no `maxsize`, and keyed by more than a device or dtype); a
 warning otherwise - a weightless module such as a rotary embedding behind a bounded (or
-per-device) cache pins only the few small tables it returned. The message
+per-device) cache pins only the few small tables it returned. Weights of a project
+subclass count (an abstract base's cached method runs on its subclasses' instances), and
+so do children built from a class chosen at run time (`self.lm = lm_cls(config)`). The message
 says what stays alive: the instances and the values the method returned for them, and
 the class's weights only when it holds some (a rotary-embedding module has none).
 
@@ -278,7 +281,7 @@ class Engine:
             return
         decorator, qualified = cache
         heavy = self.ctx.heavy.is_heavy_class(cls)
-        weights = heavy and self._holds_weights(cls)
+        weights = heavy and (self._holds_weights(cls) or self._builds_unseen_children(cls))
         method = f"{cls.name.value}.{node.name.value}"
         size = self._size(decorator.decorator, qualified)
         spelled = "@" + self.ctx.code(
@@ -299,9 +302,37 @@ class Engine:
         )
 
     def _holds_weights(self, cls: cst.ClassDef) -> bool:
-        """Does a heavy class pin real memory of its own (parameters, buffers, tensors), or
-        is it a module with no weights? Unknown: it does."""
-        return weigher(self.ctx).class_substantial(f"{self.ctx.module_name}.{cls.name.value}")
+        """Does a heavy class - or one of the project's subclasses, whose instances the
+        method is called on too (an abstract `PreTrainedModel` base) - pin real memory
+        (parameters, buffers, tensors), or is it a module with no weights? Unknown: it does."""
+        qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        weights = weigher(self.ctx)
+        if weights.class_substantial(qualified):
+            return True
+        if self.ctx.classes.get(cls.name.value) is not cls:
+            return False  # a nested class: the index does not know its subclasses
+        return any(weights.class_substantial(q) for q in self.ctx.index.ask(class_family, qualified))
+
+    def _builds_unseen_children(self, cls: cst.ClassDef) -> bool:
+        """Does a method store on `self` what a class chosen at run time builds
+        (`self.language_model = language_model_cls(config)`, `self.proj =
+        self.PROJECTOR_TYPE(config)`)? Such a child is invisible to the weight judgement,
+        and in a model it is where the weights are: counted as weights."""
+        methods = {m.name.value for m in body_functions(cls)}
+        for method in body_functions(cls):
+            variables = set(self.ctx.heavy.local_assignments(method)) | {
+                p.name.value for p in (*method.params.params, *method.params.kwonly_params)}
+            for node in iter_nodes(method.body):
+                if not (isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
+                        and any(is_self(t.target.value) for t in node.targets
+                                if isinstance(t.target, cst.Attribute))):
+                    continue
+                func = node.value.func
+                if isinstance(func, cst.Name) and func.value in variables:
+                    return True
+                if isinstance(func, cst.Attribute) and is_self(func.value) and func.attr.value not in methods:
+                    return True
+        return False
 
     def _suggestion(self, fn: cst.FunctionDef, heavy: bool) -> str:
         p = fn.params
