@@ -53,11 +53,13 @@ def _annotation_makers(ann: Optional[ast.AST], wrappers: tuple = (), depth: int 
 
 
 def _unreleasable_part(summary, settings, index) -> bool:
-    """A class of the file with no method of a release name, held by a project class whose
-    release method may release its other parts in place (`may_release_parts`)."""
+    """A class of the file that the index calls heavy (a model is), with no method of a
+    release name, held by a project class whose release method may release its other
+    parts in place (`may_release_parts`)."""
     names = tuple(n for n in settings.release_methods if n != "__del__")
     return any(
-        not any(n in c.methods for n in names) and index.ask(may_release_parts, (c.qualname, names))
+        not any(n in c.methods for n in names) and index.is_heavy_class(c.qualname)
+        and index.ask(may_release_parts, (c.qualname, names))
         for c in summary.classes.values()
     )
 
@@ -79,10 +81,16 @@ def _stores_exception(summary, scanned: tuple, settings, index) -> bool:
                 continue
             seen.add(q)
             if base.path != summary.path:
-                if index.ask(exception_slots, q):
+                # another file: its scan when it has one, else read it (`exception_slots`)
+                other = index.files.get(os.path.abspath(base.path))
+                scan = other.scans.get(ReleaseKeepsHeavyAttributePrefilter.code) if other is not None else None
+                if scan is None:
+                    if index.ask(exception_slots, q):
+                        return True
+                    continue
+                if q.rsplit(".", 1)[1] in dict(scan[4]):
                     return True
-                continue
-            if q.rsplit(".", 1)[1] in storing:
+            elif q.rsplit(".", 1)[1] in storing:
                 return True
             todo += [index.resolve(b) or b for b in base.bases]
     return False
