@@ -93,8 +93,11 @@ Two more shapes:
   handed to a method and kept on `self` (`def set_exception(self, exc): self._exception =
   exc`, in the class or a project base class in any file; a parameter annotated as an
   exception, or named `exc`, `exception`, `exc_val` or `exc_value` without an annotation)
-  that a release path letting go of other state (it drops or releases at least one
-  attribute) does not drop.
+  that a release path letting go of other objects (it drops or releases at least one
+  attribute; flipping a flag such as `self._closed = True` is not enough) does not drop.
+  Not a class of exception (`type[Exception]`), and not a slot some method other than
+  `__init__` empties (`self.output = None`: a reader taking the exception out hands it
+  off).
 - **a part its owner cannot free**: a class that holds a model (a module with weights)
   it builds and has no release method at all (nor inherits one), reported at its name
   when a project class holds an instance (`self.drafter = DraftProposer(...)`) and its
