@@ -265,9 +265,9 @@ class Reader:
             def delayed_assattr(self, node: Any) -> None:
                 return None
 
-            def add_from_names_to_locals(self, node: Any, global_name: Any) -> None:
+            def add_from_names_to_locals(self, node: Any, *rest: Any) -> None:  # astroid 3 and 4
                 if node.names[0][0] != "*":
-                    super().add_from_names_to_locals(node, global_name)
+                    super().add_from_names_to_locals(node, *rest)
 
         self._builder = Builder(AstroidManager(), apply_transforms=False)
         self._modules: dict[str, Optional[nodes.Module]] = {}
