@@ -104,9 +104,10 @@ that keeps the instance alive:
 - `os.register_at_fork(after_in_child=self._reinit)` (any of its three hooks): there is
   no unregister at all, so no release method can undo it;
 - a process-wide event loop's triggers: Twisted's
-  `reactor.addSystemEventTrigger("during", "shutdown", self.close)` and asyncio's
-  `loop.add_signal_handler(sig, self.stop)`, undone only by `removeSystemEventTrigger` /
-  `remove_signal_handler` in a method of the class;
+  `reactor.addSystemEventTrigger("during", "shutdown", self.close)`, undone only by
+  `removeSystemEventTrigger` in a method of the class (asyncio's `loop.add_signal_handler`
+  is not reported: it replaces the signal's previous handler, and the loop drops them all
+  when it closes);
 - `_LIVE.append(self)`, `_CALLBACKS.append(self.on_event)`, `_SEEN.add(self)` where the
   list, set or deque is a module global of the same file that is read somewhere (in the
   file, or imported by another one: a container that is only ever added to is a

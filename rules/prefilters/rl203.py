@@ -20,13 +20,13 @@ SIGNAL = "signal.signal"
 AT_FORK = "os.register_at_fork"
 AT_FORK_KEYWORDS = ("before", "after_in_parent", "after_in_child")
 
-# methods of process-wide event loops that keep a callback until it is removed: the
-# callback's argument position, the method that removes it, and what the registry is
+# methods of process-wide event loops that keep a callback until it is removed (each call
+# adds one): the callback's argument position, the method that removes it, and what the
+# registry is. Not asyncio's `loop.add_signal_handler`: it replaces the previous handler of
+# the signal, and the loop (closed by `asyncio.run`) drops them all
 LOOP_TRIGGERS = {
     # Twisted: `reactor.addSystemEventTrigger("during", "shutdown", self.close)`
     "addSystemEventTrigger": (2, "removeSystemEventTrigger", "the reactor's system event triggers"),
-    # asyncio: `loop.add_signal_handler(signal.SIGTERM, self.stop)`
-    "add_signal_handler": (1, "remove_signal_handler", "the event loop's signal handlers"),
 }
 
 # module-level containers that hold what is put in them strongly
