@@ -24,7 +24,7 @@ MLP_BYTES = 4 * (2048 * 2048 + 2048) * 4
 def verify(*args, cwd=None):
     env = {**os.environ, "NO_COLOR": "1"}
     proc = subprocess.run([sys.executable, "-m", "retainlint", "verify", "--output-format", "json", *args],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=1800)
     assert proc.stdout.strip().startswith("["), proc.stderr[-3000:]
     return proc.returncode, json.loads(proc.stdout)
 
