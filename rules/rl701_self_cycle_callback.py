@@ -256,7 +256,6 @@ class _Sites(cst.CSTVisitor):
             if q in _PARTIAL or q in _METHOD_TYPE:
                 return any(is_self(a.value) or self.refers(a.value) for a in value.args)
             return self.cache_of_self(value)
-        return False
         if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
             return any(self.refers(e.value) for e in value.elements)
         if isinstance(value, cst.Dict):
