@@ -159,8 +159,8 @@ class Distribution:
 
     @property
     def may_define_models(self) -> bool:
-        """Does it depend on torch (or is it torch-free)? A package that requires neither
-        torch nor a package built on it cannot define a model, and is not read."""
+        """Is it torch, or does it require torch or a library built on it? Any other
+        package cannot define a model, and is not read for one."""
         return _requires_torch(self.info)
 
 
@@ -329,7 +329,8 @@ class Reader:
     def _module(self, name: str) -> Optional[nodes.Module]:
         if name not in self._modules:
             self._modules[name] = None
-            path = module_file(self._root, name)
+            owner = distribution_of(name.partition(".")[0])  # a base may live in another package
+            path = module_file(owner.root if owner is not None else self._root, name)
             if path is not None and os.path.getsize(path) <= _MAX_FILE_BYTES:
                 try:
                     self._modules[name] = self._builder.file_build(path, name)
