@@ -424,7 +424,7 @@ class Pool:
         b = self._scopes.bindings(fn)
         cleared = _FinallyClears()
         visit(fn.body, cleared)
-        for statement, assign, names in found.bound:
+        for statement, assign, names, call in found.bound:
             kept = [n for n in names if n not in cleared.names and n not in b.globals
                     and n not in b.nonlocals]
             if not kept:
@@ -435,7 +435,7 @@ class Pool:
             listed = ", ".join(f"`{n}`" for n in kept)
             self.report(
                 assign,
-                f"{listed} {'keeps' if len(kept) == 1 else 'keep'} what `sys.exc_info()` returned in a local of "
+                f"{listed} {'keeps' if len(kept) == 1 else 'keep'} what `{call}` returned in a local of "
                 f"`{fn.name.value}()`, whose frame its traceback references: a reference "
                 f"cycle that keeps every frame of the traceback and their locals alive until "
                 f"the cycle collector runs (unlike `except ... as e`, nothing unbinds it at "
@@ -1084,7 +1084,7 @@ def _exc_info_parts(ctx, value: cst.BaseExpression) -> set:
 
 class _ExcInfoBindings(OwnScopeVisitor):
     """Locals bound to the exception or traceback part of `sys.exc_info()` (or to
-    `sys.exception()`): (statement, assignment, names)."""
+    `sys.exception()`): (statement, assignment, names, the call as the message names it)."""
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx
@@ -1107,7 +1107,8 @@ class _ExcInfoBindings(OwnScopeVisitor):
                 names.extend(e.value.value for i, e in enumerate(target.elements)
                              if i and isinstance(e.value, cst.Name))
         if names:
-            self.bound.append((self._line, node, names))
+            call = "sys.exception()" if parts == {1} and isinstance(node.value, cst.Call) else "sys.exc_info()"
+            self.bound.append((self._line, node, names, call))
 
 
 class _FinallyClears(OwnScopeVisitor):
