@@ -37,8 +37,10 @@ _SELF_CALLABLES = (
 # built or set on `self` in a class with a release method.
 _METHOD_CACHE = re.compile(rb"cache\b(?:\([^()\n]*\))?\(\s*self\.\w+\s*\)")
 _GRAPH_HOOK = re.compile(rb"\.register_\w*hook\(")
-_HANDED_TO_HOLDER = re.compile(
-    rb"\.set\w*\([^\n]*\bself\.\w+\s*[,)]|=\s*[\w.]*\b[A-Z]\w*[a-z]\w*\([^\n]*\bself\.\w+\s*[,)]")
+# a constructor's result assigned, or a setter called (arguments may span lines, so the
+# argument `self.<name>` is looked for on its own)
+_HOLDER = re.compile(rb"=\s*[\w.]*\b[A-Z]\w*[a-z]\w*\(|\.set\w*\(")
+_SELF_ARGUMENT = re.compile(rb"\bself\.\w+\s*[,)]")
 
 
 def _light_shapes(data: bytes, settings) -> bool:
@@ -47,7 +49,7 @@ def _light_shapes(data: bytes, settings) -> bool:
     if b"grad_fn" in data and _GRAPH_HOOK.search(data):
         return True
     return any(b"def " + name.encode() + b"(" in data for name in settings.release_methods) \
-        and _HANDED_TO_HOLDER.search(data) is not None
+        and _HOLDER.search(data) is not None and _SELF_ARGUMENT.search(data) is not None
 
 
 _TOKENS = (b"append(self.", b"add(self.", b"extend([self.", b"insert(0, self.", b"callback(self.",
