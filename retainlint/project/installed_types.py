@@ -307,7 +307,7 @@ class Reader:
 
         found = self._definition(qualified, depth)
         if found is None:
-            return NOTHING
+            return FACTORY if self._heavy_constructor(qualified, depth) else NOTHING
         canonical, node = found
         if canonical != qualified:
             return self._verdict(canonical, depth + 1)
@@ -325,18 +325,77 @@ class Reader:
                 return CACHE  # `cache = functools.lru_cache(maxsize=None)`
         return NOTHING
 
+    def _heavy_constructor(self, qualified: str, depth: int) -> bool:
+        """`Model.from_pretrained`: a classmethod of a heavy class (or of its bases) that
+        returns an instance of the class it is called on (`-> Self`, a TypeVar, or
+        `cls(...)`)."""
+        from astroid import nodes
+
+        owner, _, method = qualified.rpartition(".")
+        if not owner or self._verdict(owner, depth + 1) != HEAVY:
+            return False
+        todo, seen = [owner], set()
+        while todo and len(seen) < _MAX_DEPTH:
+            name = todo.pop(0)
+            if name in seen or name.partition(".")[0] in _NOT_READ:
+                continue
+            seen.add(name)
+            found = self._definition(name, depth + 1)
+            while found is not None and found[1] is None:  # a re-export
+                name = found[0]
+                found = self._definition(name, depth + 1)
+            if found is None or not isinstance(found[1], nodes.ClassDef):
+                continue
+            cls = found[1]
+            for node in cls.locals.get(method, []):
+                if isinstance(node, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                    return node.type == "classmethod" and self._returns_own_class(node)
+            todo.extend(self._bases(cls))
+        return False
+
+    def _returns_own_class(self, fn: Any) -> bool:
+        from astroid import nodes
+
+        ann = fn.returns
+        if ann is not None:
+            if self._qualify(ann) in ("typing.Self", "typing_extensions.Self"):
+                return True
+            if isinstance(ann, nodes.Name):  # `-> ModelT`, a TypeVar bound to the class
+                return any(isinstance(d, nodes.AssignName) and isinstance(d.parent, nodes.Assign)
+                           and isinstance(d.parent.value, nodes.Call)
+                           and self._qualify(d.parent.value.func) in ("typing.TypeVar", "typing_extensions.TypeVar")
+                           for d in ann.root().locals.get(ann.name, []))
+            return False
+        cls_name = fn.args.args[0].name if fn.args.args else "cls"
+        made: set[str] = set()
+        for node in fn.nodes_of_class((nodes.Assign, nodes.Return)):
+            if node.scope() is not fn or node.value is None:
+                continue
+            value = node.value
+            builds = (isinstance(value, nodes.Call) and isinstance(value.func, nodes.Name)
+                      and value.func.name == cls_name)
+            if isinstance(node, nodes.Assign):
+                if builds:
+                    made.update(t.name for t in node.targets if isinstance(t, nodes.AssignName))
+            elif builds or (isinstance(value, nodes.Name) and value.name in made):
+                return True
+        return False
+
     # -- modules and names --------------------------------------------------------------
     def _module(self, name: str) -> Optional[nodes.Module]:
         if name not in self._modules:
             self._modules[name] = None
-            owner = distribution_of(name.partition(".")[0])  # a base may live in another package
-            path = module_file(owner.root if owner is not None else self._root, name)
+            path = self._file(name)
             if path is not None and os.path.getsize(path) <= _MAX_FILE_BYTES:
                 try:
                     self._modules[name] = self._builder.file_build(path, name)
                 except Exception as e:  # noqa: BLE001 - unparsable or undecodable source: unknown
                     log.info("installed types: cannot read %s: %s", path, e)
         return self._modules[name]
+
+    def _file(self, module: str) -> Optional[str]:
+        owner = distribution_of(module.partition(".")[0])  # a base may live in another package
+        return module_file(owner.root if owner is not None else self._root, module)
 
     def _definition(self, qualified: str, depth: int) -> Optional[tuple[str, Any]]:
         """(qualified name where it is defined, its node) for a class, function or
@@ -361,13 +420,29 @@ class Reader:
                     if target and target != qualified:
                         return target, None
                 return qualified, node
-        for node in module.body:  # `from .models import *`
-            if isinstance(node, nodes.ImportFrom) and node.names[0][0] == "*":
+        # `from .models import *`, also under `if TYPE_CHECKING:` (lazy packages)
+        for node in module.nodes_of_class(nodes.ImportFrom):
+            if node.names[0][0] == "*" and node.scope() is module:
                 base = module.relative_to_absolute_name(node.modname, node.level)
+                if not self._might_define(base, name):
+                    continue
                 found = self._definition(f"{base}.{name}", depth + 1)
                 if found is not None:
                     return found
         return None
+
+    def _might_define(self, module: str, name: str) -> bool:
+        """Whether `module`'s text names `name` or star-imports something: a lazy package
+        star-imports hundreds of modules, and only those that mention the name are parsed."""
+        if module in self._modules:
+            return True
+        path = self._file(module)
+        try:
+            with open(path or "", "rb") as f:
+                data = f.read(_MAX_FILE_BYTES + 1)
+        except OSError:
+            return False
+        return name.encode() in data or b"import *" in data
 
     @staticmethod
     def _import_target(module: nodes.Module, node: Any, name: str) -> Optional[str]:

@@ -29,7 +29,10 @@ PACKAGE = {
 
 
         class _Base(torch.nn.Module):
-            pass
+            @classmethod
+            def from_file(cls, path):
+                model = cls()
+                return model
 
 
         class Net(_Base):
@@ -56,7 +59,7 @@ PACKAGE = {
         from typing import TYPE_CHECKING
 
         if TYPE_CHECKING:
-            from .big import BigNet, build
+            from .big import *
         else:
             sys.modules[__name__] = object()  # stands in for a _LazyModule
         """,
@@ -128,9 +131,12 @@ class Owner:
     def __init__(self):
         self.model = build(4)  # unannotated: judged by what it returns
         weakref.finalize(self, cleanup, self.model)
+        self.loaded = Net.from_file("w.pt")  # a classmethod making `cls()`
+        weakref.finalize(self, cleanup, self.loaded)
 """
 
-FOUND = ["user.py:6:1: RL301", "user.py:23:41: RL201", "user.py:28:5: RL102", "user.py:36:41: RL201"]
+FOUND = ["user.py:6:1: RL301", "user.py:23:41: RL201", "user.py:28:5: RL102", "user.py:36:41: RL201",
+         "user.py:38:41: RL201"]
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -179,7 +185,8 @@ def test_a_class_and_a_factory_of_an_installed_package_are_heavy(site, project, 
     assert done.returncode == 1, done.stdout + done.stderr
     # Net derives from torch.nn.Module through a private base, re-exported by a star
     # import; make_net is annotated `-> nn.Module`; memo applies functools.lru_cache;
-    # build, bound only for type checkers in a lazy package, returns a BigNet it made.
+    # build, bound only for type checkers in a lazy package, returns a BigNet it made;
+    # Net.from_file, a classmethod of its base, returns `cls()`.
     # Plain and make_plain are not heavy: nothing about them is reported.
     assert _codes(done.stdout) == FOUND
     assert done.stderr == ""  # nothing said without -v
