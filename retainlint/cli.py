@@ -170,13 +170,16 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("--stdin-filename", metavar="PATH", default=None,
               help="Read the source from standard input and check it as PATH (`-` or no path "
                    "given); with --fix, write the fixed source to standard output.")
+@click.option("--no-project", is_flag=True,
+              help="Index only the paths named, not the rest of the project they belong to "
+                   "(examples checked one by one).")
 @click.option("--show-settings", is_flag=True,
               help="Print the settings the (first) file named is checked under, and exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what the run did besides checking (on stderr).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
           output_format, output_file, show_source, show_fixes, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
           force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
-          write_baseline, stdin_filename, show_settings, verbose) -> None:
+          write_baseline, stdin_filename, no_project, show_settings, verbose) -> None:
     """Check PATHS (default: the current directory)."""
     if verbose:
         logging.basicConfig(level=logging.INFO, format="retainlint: %(message)s")
@@ -192,7 +195,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         _fail("source from standard input: give `-` alone, or no path, with --stdin-filename")
     try:
         projects = [project_of(stdin_filename or "-", overrides, config_path)] if from_stdin \
-            else plan(paths, overrides, config_path, force_exclude)
+            else plan(paths, overrides, config_path, force_exclude, not no_project)
     except ConfigError as e:
         _fail(str(e))
         return

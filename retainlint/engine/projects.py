@@ -62,9 +62,10 @@ class _Configs:
 
 
 def plan(paths: Iterable[str], overrides: Overrides, explicit: Optional[Path] = None,
-         force_exclude: bool = False) -> list[Project]:
+         force_exclude: bool = False, whole_project: bool = True) -> list[Project]:
     """The projects the named paths hold, each with its files. `explicit`: one
-    configuration for everything (--config), as before hierarchies."""
+    configuration for everything (--config), as before hierarchies. `whole_project`
+    False (--no-project): the named files are all the index covers."""
     paths = list(paths)
     first = Path(paths[0])
     top = overrides.adjust(load_settings(first if first.is_dir() else first.parent, explicit))
@@ -89,7 +90,7 @@ def plan(paths: Iterable[str], overrides: Overrides, explicit: Optional[Path] = 
         excludes = (*settings.excludes, *overrides.exclude)
         # Named files are checked as part of their project: its other files feed the index.
         root = project_root(group or paths, settings.source, settings.root)
-        context = project_context(paths, group, root, excludes) if group else []
+        context = project_context(paths, group, root, excludes) if group and whole_project else []
         projects.append(Project(settings, codes, group, context))
     return projects
 

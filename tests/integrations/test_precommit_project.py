@@ -84,3 +84,9 @@ def test_outside_git_and_without_configuration_the_named_files_are_the_project(t
     (tmp_path / "p" / "retainlint.toml").write_text("")
     r = run_cli("check", "app/runner.py", cwd=tmp_path / "p")
     assert r.returncode == 1 and "app/runner.py:9:39: RL101" in r.stdout, r.stdout + r.stderr
+
+
+def test_no_project_checks_the_named_files_alone(project):
+    # Examples checked one by one (the incident fixtures): nothing else feeds the index.
+    r = run_cli("check", "--no-project", "app/runner.py", cwd=project)
+    assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout + r.stderr
