@@ -190,6 +190,14 @@ def _names_exception(ann: Optional[ast.AST]) -> bool:
     return bool(name) and (name in ("BaseException", "Exception") or name.endswith(("Error", "Exception")))
 
 
+def exception_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters of a method (after `self`) that are exceptions by their annotation, or
+    by their name when not annotated."""
+    args = fn.args
+    return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)[1:]
+            if _names_exception(a.annotation) or (a.annotation is None and a.arg in _EXCEPTION_PARAMS)}
+
+
 def stored_exceptions(cls: ast.ClassDef) -> tuple[list[tuple[str, int, str]], set[str]]:
     """(attr, line, method) for `self.attr = p` where `p` is a parameter of the method
     that is an exception by its annotation or its name; and the attributes a method other
@@ -203,9 +211,7 @@ def stored_exceptions(cls: ast.ClassDef) -> tuple[list[tuple[str, int, str]], se
                     emptied.update(a for a in map(_self_attr, node.targets) if a)
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        args = fn.args
-        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)[1:]
-                  if _names_exception(a.annotation) or (a.annotation is None and a.arg in _EXCEPTION_PARAMS)}
+        params = exception_params(fn)
         if not params:
             continue
         for node in ast.walk(fn):

@@ -11,7 +11,7 @@ from retainlint.core.config import DEFAULT_RELEASE_METHODS
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS, absolute_import
 from retainlint.project.nodes import dotted as _dotted
 from retainlint.project.prefilter import Prefilter, words
-from retainlint.project.release_shape import exception_slots, may_release_parts, release_shaped, stored_exceptions
+from retainlint.project.release_shape import exception_params, exception_slots, may_release_parts, release_shaped
 
 
 # Calls that hand back an object that exists already: what they return is not built here.
@@ -188,11 +188,21 @@ class _Scan:
                 self._exception_classes())
 
     def _exception_classes(self) -> tuple:
-        """Top-level classes of the file that store an exception handed to a method
-        (`release_shape.stored_exceptions`), with their bases as written."""
-        return tuple(sorted(
-            (c.name, tuple(d for d in map(_dotted, c.bases) if d)) for c in self.classes.values()
-            if stored_exceptions(c)[0]))
+        """Top-level classes of the file whose methods store an exception handed to them
+        (`self.x = exc`, `release_shape.exception_params`), with their bases as written."""
+        found: dict[str, tuple] = {}
+        owner = self.nodes.owner
+        for node in self.nodes.of(ast.Assign):
+            if type(node.value) is not ast.Name or not any(
+                    type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self"
+                    for t in node.targets):
+                continue
+            fn = owner(node)
+            cls = owner(fn) if fn is not None else None
+            if type(cls) is ast.ClassDef and self.classes.get(cls.name) is cls \
+                    and node.value.id in exception_params(fn):
+                found[cls.name] = tuple(d for d in map(_dotted, cls.bases) if d)
+        return tuple(sorted(found.items()))
 
     def _imports(self, heads: set) -> tuple:
         """Every import binding one of `heads`: (local, level, module or "", name or None
