@@ -24,7 +24,7 @@ from retainlint.project.names import HEAVY_TYPES
 from retainlint.project.release_shape import exception_slots, releasing_owners
 from retainlint.analysis.release import FINALIZER, release_methods
 from retainlint.analysis.weight import sources, substantial_value, weigher, weightless_layer
-from retainlint.rules.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, ACCESSORS
+from retainlint.rules.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, ACCESSORS, may_store_exception
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
 
@@ -417,6 +417,11 @@ class Worker:
         if self.ctx.classes.get(cls.name.value) is not cls:
             return []
         qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        index = self.ctx.index
+        summary = index.files.get(os.path.abspath(self.ctx.path))
+        scanned = summary.scans.get(self.code) if summary is not None else None
+        if scanned is not None and not may_store_exception(qualified, summary, scanned, index):
+            return []  # what the scans tell, without reading the files again
         slots: dict[str, tuple] = {}
         for slot in self.ctx.index.ask(exception_slots, qualified):
             slots.setdefault(slot[0], slot)

@@ -450,9 +450,6 @@ class Worker:
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         methods = self.ctx.methods(node)
         for release in release_methods(self.ctx, node, finalizer=True):
-            drops = self.ctx.release.drops(node, [release])
-            if drops is None:
-                continue  # drops what we cannot name: who still holds the old container is unknown
             for line in iter_nodes(release.body):
                 if not isinstance(line, cst.Assign) or len(line.targets) != 1:
                     continue
@@ -462,6 +459,9 @@ class Worker:
                 kind = self._empty_container(line.value)
                 if kind is None:
                     continue
+                drops = self.ctx.release.drops(node, [release])
+                if drops is None:
+                    break  # drops what we cannot name: who still holds the old container is unknown
                 attr = target.attr.value
                 holder = self._shared_with(methods, release, attr, drops.all)
                 if holder is None:

@@ -65,34 +65,37 @@ def _unreleasable_part(summary, settings, index) -> bool:
 
 
 def _stores_exception(summary, scanned: tuple, settings, index) -> bool:
-    """A class of the file with a method of a release name that stores, or inherits a
-    method storing, an exception handed to it: its own or a base's of this file (the
-    scan), a base's in another file (`exception_slots`)."""
+    """A class of the file with a method of a release name that may store, or inherit a
+    method storing, an exception handed to it (`may_store_exception`)."""
     names = [n for n in settings.release_methods if n != "__del__"]
-    storing = dict(scanned)
-    for c in summary.classes.values():
-        if not any(n in c.methods for n in names):
+    return any(any(n in c.methods for n in names) and may_store_exception(c.qualname, summary, scanned, index)
+               for c in summary.classes.values())
+
+
+def may_store_exception(qualified: str, summary, scanned: tuple, index) -> bool:
+    """Might the class `qualified` of the file `summary` (scanned: its RL602 scan) store,
+    or inherit a method storing, an exception handed to it: its own or a base's of this
+    file (the scan), a base's in another file (that file's scan, else `exception_slots`)?"""
+    storing = dict(scanned[4])
+    todo, seen = [qualified], set()
+    while todo:
+        q = todo.pop()
+        base = index.classes.get(q)
+        if base is None or q in seen:
             continue
-        todo, seen = [c.qualname], set()
-        while todo:
-            q = todo.pop()
-            base = index.classes.get(q)
-            if base is None or q in seen:
-                continue
-            seen.add(q)
-            if base.path != summary.path:
-                # another file: its scan when it has one, else read it (`exception_slots`)
-                other = index.files.get(os.path.abspath(base.path))
-                scan = other.scans.get(ReleaseKeepsHeavyAttributePrefilter.code) if other is not None else None
-                if scan is None:
-                    if index.ask(exception_slots, q):
-                        return True
-                    continue
-                if q.rsplit(".", 1)[1] in dict(scan[4]):
+        seen.add(q)
+        if base.path != summary.path:
+            other = index.files.get(os.path.abspath(base.path))
+            scan = other.scans.get(ReleaseKeepsHeavyAttributePrefilter.code) if other is not None else None
+            if scan is None:
+                if index.ask(exception_slots, q):
                     return True
-            elif q.rsplit(".", 1)[1] in storing:
+                continue
+            if q.rsplit(".", 1)[1] in dict(scan[4]):
                 return True
-            todo += [index.resolve(b) or b for b in base.bases]
+        elif q.rsplit(".", 1)[1] in storing:
+            return True
+        todo += [index.resolve(b) or b for b in base.bases]
     return False
 
 
@@ -392,7 +395,7 @@ class ReleaseKeepsHeavyAttributePrefilter(Prefilter):
         if summary is not None and _unreleasable_part(summary, settings, index):
             return True
         found = summary.scans.get(cls.code) if summary is not None else None
-        if found is not None and _stores_exception(summary, found[4], settings, index):
+        if found is not None and _stores_exception(summary, found, settings, index):
             return True
         if found is None:
             # No `ast`, or no method with a default release name: the byte test, for
