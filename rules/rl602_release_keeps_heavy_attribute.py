@@ -21,7 +21,7 @@ from retainlint.core.paths import display_path
 from retainlint.analysis.heavy import find_param
 from retainlint.project.index import qualified_in
 from retainlint.project.names import HEAVY_TYPES
-from retainlint.project.release_shape import exception_slots, releasing_owners
+from retainlint.project.release_shape import exception_slots, may_release_parts, releasing_owners
 from retainlint.analysis.release import FINALIZER, release_methods
 from retainlint.analysis.weight import sources, substantial_value, weigher, weightless_layer
 from retainlint.rules.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, ACCESSORS, may_store_exception
@@ -464,6 +464,11 @@ class Worker:
         if self.ctx.classes.get(cls.name.value) is not cls:
             return  # a nested class: the index does not know who holds it
         names = tuple(n for n in self.ctx.settings.release_methods if n != FINALIZER)
+        qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        index = self.ctx.index
+        # first what the index tells (as the prefilter does), then the class itself
+        if not index.is_heavy_class(qualified) or not index.ask(may_release_parts, (qualified, names)):
+            return
         if any(self.ctx.release.lookup(cls, n) is not None for n in names):
             return
         heavy = self._heavy_attributes(cls, methods)
@@ -473,8 +478,7 @@ class Worker:
         kept = [h for h in heavy.values() if self._substantial(h)]
         if not any(self._is_model(h) for h in kept) or self._is_actor(cls):
             return
-        qualified = f"{self.ctx.module_name}.{cls.name.value}"
-        owners = self.ctx.index.ask(releasing_owners, (qualified, names))
+        owners = index.ask(releasing_owners, (qualified, names))
         if not owners:
             return
         owner, path, line, column, attr, method, others = owners[0]
