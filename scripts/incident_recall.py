@@ -4,7 +4,7 @@ Every buggy fixture `fixtures/incidents/<CODE>/<name>.py` marks the lines the ru
 report with `# expect: <CODE>`; its twin `<name>.fixed.py` holds the fixed shape and should
 be silent. This script runs the CLI only (never imports retainlint), one file at a time:
 
-    retainlint check --no-cache --select <CODE> --output-format json --exit-zero <file>
+    retainlint check --no-cache --no-project --select <CODE> --output-format json --exit-zero <file>
 
 and prints, per rule family (RL1 ... RL9), how many incidents are flagged (every expected
 line reported with that code), the incidents missed or only partly flagged, and the clean
@@ -72,7 +72,8 @@ def reported_lines(path: Path, code: str) -> set[int] | None:
     package is being edited) is retried like an ImportError."""
     rel = path.relative_to(REPO)
     for attempt in range(RETRIES):
-        out = _run([*_cli(), "check", "--no-cache", "--select", code,
+        # --no-project: each fixture on its own, not indexed with the rest of this checkout.
+        out = _run([*_cli(), "check", "--no-cache", "--no-project", "--select", code,
                     "--output-format", "json", "--exit-zero", str(rel)])
         if out is None:
             return None
