@@ -77,6 +77,8 @@ HEAVY, FACTORY, CACHE, NOTHING = "heavy", "factory", "cache", ""
 # its two thousand modules would take the whole budget.
 _NOT_READ = frozenset({"torch", "builtins", "__future__", "typing", "typing_extensions"})
 _MAX_FILE_BYTES = 4 << 20
+_TEXTS_KEPT = 32 << 20  # bytes of source text kept for _might_define
+_STAR_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\*", re.M)
 _MAX_DEPTH = 12
 DEFAULT_BUDGET_S = 5.0
 
@@ -272,6 +274,8 @@ class Reader:
         self._builder = Builder(AstroidManager(), apply_transforms=False)
         self._modules: dict[str, Optional[nodes.Module]] = {}
         self._verdicts: dict[str, str] = {}
+        self._texts: dict[str, Optional[bytes]] = {}  # see _might_define
+        self._text_bytes = 0
         self._root = ""
         self.asked = 0
         self.seconds = 0.0
@@ -431,18 +435,37 @@ class Reader:
                     return found
         return None
 
-    def _might_define(self, module: str, name: str) -> bool:
-        """Whether `module`'s text names `name` or star-imports something: a lazy package
-        star-imports hundreds of modules, and only those that mention the name are parsed."""
-        if module in self._modules:
-            return True
-        path = self._file(module)
-        try:
-            with open(path or "", "rb") as f:
-                data = f.read(_MAX_FILE_BYTES + 1)
-        except OSError:
+    def _might_define(self, module: str, name: str, depth: int = 0) -> bool:
+        """Does `module`'s text, or that of a module it star-imports, name `name`? A lazy
+        package star-imports hundreds of modules: only those on the way to the name are
+        parsed, and each file is read once."""
+        text = self._text(module)
+        if text is None or depth > _MAX_DEPTH:
             return False
-        return name.encode() in data or b"import *" in data
+        if name.encode() in text:
+            return True
+        package = module if (self._file(module) or "").endswith(("__init__.py", "__init__.pyi")) else module.rpartition(".")[0]
+        for dots, target in _STAR_IMPORT.findall(text):
+            base = package
+            for _ in range(len(dots) - 1):
+                base = base.rpartition(".")[0]
+            full = (f"{base}.{target.decode()}" if base else target.decode()) if dots else target.decode()
+            if full.strip(".") and self._might_define(full.rstrip("."), name, depth + 1):
+                return True
+        return False
+
+    def _text(self, module: str) -> Optional[bytes]:
+        if module in self._texts:
+            return self._texts[module]
+        try:
+            with open(self._file(module) or "", "rb") as f:
+                text: Optional[bytes] = f.read(_MAX_FILE_BYTES + 1)
+        except OSError:
+            text = None
+        if self._text_bytes < _TEXTS_KEPT:  # past that, read again when asked
+            self._texts[module] = text
+            self._text_bytes += len(text or b"")
+        return text
 
     @staticmethod
     def _import_target(module: nodes.Module, node: Any, name: str) -> Optional[str]:
