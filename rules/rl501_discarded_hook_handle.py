@@ -108,7 +108,8 @@ is appended to it (guarded by `getattr(self, ..., None)` when the registration i
 conditional or outside `__init__`; never to `__del__` when the hook holds the instance,
 as `__del__` cannot run then) - never to a per-item method such as
 `free(self, block_id)`, nor to a class or static method. Outside methods, in a loop (one
-attribute would keep only the last handle), and on classes that cannot take a new
+attribute would keep only the last handle), for a hook on an object handed in outside
+`__init__` (such a method often runs once per module), and on classes that cannot take a new
 attribute (`__slots__`, slotted or frozen dataclasses), there is no fix.
 """
 
@@ -266,8 +267,12 @@ class Probe:
                        f"the `{cls.name.value if cls else '?'}` instance was handed, which outlives it; the hook "
                        f"`{short(installed)}` keeps the instance (or what it holds) alive as long as that "
                        "object lives, every new instance adds another hook, and nothing can remove them")
-            # a warning: how long the object lives after the instance is the caller's choice
-            self.report(call, message, severity=Severity.WARNING, fix=self._fix(node, hook))
+            # a warning: how long the object lives after the instance is the caller's choice.
+            # A fix only in `__init__`: another method taking the object is often called once
+            # per object (`model.apply(self._hook_one)`), and one attribute keeps the last handle.
+            fn = self.ctx.scope.function
+            fix = self._fix(node, hook) if fn is not None and fn.name.value == "__init__" else None
+            self.report(call, message, severity=Severity.WARNING, fix=fix)
             return
         hook = self._per_object_hook(call)
         if hook is not None:
