@@ -1,0 +1,223 @@
+"""RL901 per-call-value-kept-on-self."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions
+from retainlint.analysis.heavy import find_param
+from retainlint.analysis.rule import Example, Rule
+from retainlint.analysis.walk import visit
+from retainlint.core.finding import Applicability, Severity
+from retainlint.rules.prefilters.rl901 import PerCallValueKeptOnSelfPrefilter
+
+# Calls that take an item out of a container: the call now owns it.
+_TAKERS = frozenset({"pop", "popleft"})
+
+
+class PerCallValueKeptOnSelf(Rule):
+    prefilter = PerCallValueKeptOnSelfPrefilter
+    name = "per-call-value-kept-on-self"
+    summary = "A method keeps what one call was handed on a private attribute nothing reads back"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+
+    docs = """
+## What it does
+Reports a method (not `__init__`) that stores what one call was handed - an item it took
+out of a container (`self._args = args = self._queue.pop(0)`, `.popleft()`), or a
+parameter annotated as heavy (`batch: torch.Tensor`) - on a private attribute of `self`
+that nothing in the file reads back outside an exception handler (no getter, no later
+call uses it: the attribute only serves error reports or debugging) and that no
+`finally` resets.
+
+Not reported: attributes the file reads (state: the next call or a getter uses them),
+attributes reset or deleted in a `finally`, plain (not heavy) parameters, and whatever
+`__init__` keeps.
+
+An error when the value is a heavy argument, a warning otherwise.
+
+## Why it leaks
+The call is over, but the object still holds what it was handed: the last item taken
+out of the queue, the last batch - and everything they reference - stays alive for as
+long as the object, which is often long-lived (a signal, a model wrapper, a server).
+Nothing needs it, since nothing reads it back.
+
+## Example
+```python
+class Signal:
+    def _run(self):
+        self._args = args = self._queue.pop(0)  # RL901: the last emitted args stay alive
+        for slot in self._slots:
+            try:
+                slot(*args)
+            except Exception as e:
+                raise RuntimeError(f"slot failed with {self._args!r}") from e
+```
+
+## Fix (suggestion only)
+Keep the value in a local, or reset the attribute in a `finally` around the work
+(`try: ... finally: self._args = ()`).
+"""
+
+    valid = [
+        """
+class Signal:
+    def emit(self):
+        try:
+            self._run()
+        finally:
+            self._args = ()
+
+    def _run(self):
+        self._args = args = self._queue.pop(0)
+        for slot in self._slots:
+            slot(*args)
+
+class Collector:
+    def next(self):
+        self._output = self._backlog.pop(0)
+        return self._output
+""",
+    ]
+    invalid = [
+        Example(
+            """
+import torch
+
+class Signal:
+    def _run(self):
+        self._args = args = self._queue.pop(0)
+        for slot in self._slots:
+            slot(*args)
+
+class Stepper:
+    def step(self, batch: torch.Tensor):
+        self._last_batch = batch
+        return self.model(batch)
+""",
+            lines=[6, 12],
+        ),
+    ]
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        stores = []
+        for method in body_functions(node):
+            if method.name.value == "__init__":
+                continue
+            found = _PerCallStores(self, method)
+            visit(method.body, found)
+            stores.extend(found.stores)
+        if not stores:
+            return
+        resets = _FinallyResets()
+        visit(node, resets)
+        for line, assign, attr, method, heavy, what in stores:
+            if attr in resets.names or _read_back(self.ctx.module, attr):
+                continue
+            self.report(
+                assign,
+                f"`self.{attr}` keeps {what} one call of `{method.name.value}()` was handed after "
+                f"the call: nothing in this file reads it back (outside error handlers) and no "
+                f"`finally` resets it, so the last call's value stays alive as long as the "
+                f"object; keep it in a local, or reset it in a `finally`",
+                severity=Severity.ERROR if heavy else Severity.WARNING,
+                statement=line,
+            )
+
+
+class _PerCallStores(OwnScopeVisitor):
+    """`self._x = <taken out of a container | heavy parameter>` in one method:
+    (statement, assignment, attr, method, heavy, what the message calls it)."""
+
+    def __init__(self, rule: PerCallValueKeptOnSelf, method: cst.FunctionDef) -> None:
+        self.rule = rule
+        self.method = method
+        self.stores: list[tuple] = []
+        self._line: Optional[cst.CSTNode] = None
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._line = node
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        kind = self._per_call(node.value)
+        if kind is None:
+            return
+        heavy, what = kind
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                    and target.value.value == "self" and _private(target.attr.value):
+                self.stores.append((self._line, node, target.attr.value, self.method, heavy, what))
+
+    def _per_call(self, value: cst.BaseExpression) -> Optional[tuple[bool, str]]:
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in _TAKERS:
+            return False, "the item"
+        if isinstance(value, cst.Name):
+            param = find_param(self.method, value.value)
+            if param is not None and self.rule.ctx.heavy.is_heavy_annotation(param.annotation):
+                return True, f"the heavy argument `{value.value}`"
+        return None
+
+
+def _private(attr: str) -> bool:
+    return attr.startswith("_") and not attr.startswith("__")
+
+
+class _FinallyResets(cst.CSTVisitor):
+    """`self.<attr>` assigned or deleted inside a `finally:` of the class."""
+
+    def __init__(self) -> None:
+        self.names: set = set()
+        self._depth = 0
+
+    def visit_Finally(self, node) -> None:
+        self._depth += 1
+
+    def leave_Finally(self, node) -> None:
+        self._depth -= 1
+
+    def _note(self, target) -> None:
+        if self._depth and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == "self":
+            self.names.add(target.attr.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._note(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._note(node.target)
+
+
+def _read_back(module: cst.Module, attr: str) -> bool:
+    reads = _Reads(attr)
+    visit(module, reads)
+    return reads.found
+
+
+class _Reads(cst.CSTVisitor):
+    """Is `<x>.<attr>` read anywhere outside an exception handler (or named in a string,
+    as `getattr(self, "attr")` does)?"""
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+        self.found = False
+
+    def visit_ExceptHandler(self, node) -> bool:
+        return False  # error reports: not a use that needs the value kept
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        # `self.attr = ...` writes it; `self.attr[k] = ...` reads it
+        target = node.target
+        return not (isinstance(target, cst.Attribute) and target.attr.value == self.attr)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == self.attr:
+            self.found = True
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if node.value.strip("\"'") == self.attr:
+            self.found = True
