@@ -211,31 +211,32 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
     shown = FORMATS[output_format]
     machine = shown.machine
     files = [f for p in projects for f in p.files]
-    results = []
     fixed_source = None
     if from_stdin:
         project = projects[0]
         stdin_mode = Mode(fix=fix or diff, unsafe_fixes=project.settings.unsafe_fixes
                           if unsafe_fixes is None else unsafe_fixes, edits=shown.line_edits)
-        result, fixed_source = _run_stdin(project, stdin_mode, force_exclude, diff,
-                                          None if no_cache else cache_dir or
-                                          default_cache_dir(project.settings.root), jobs)
-        projects = [project] if result is not None else []
-    with _progress_bar(sys.stderr.isatty() and not machine and len(files) >= PROGRESS_MIN_FILES) as bar:
-        for project in projects if not from_stdin else []:
-            settings = project.settings
-            unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-            mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
-                        edits=shown.line_edits)
-            where = None if no_cache else cache_dir or default_cache_dir(settings.root)
-            results.append(run(project.files, list(project.codes), settings, mode, jobs, where,
-                               bar, project.context))
-    if not from_stdin:
+        checked, fixed_source = _run_stdin(project, stdin_mode, force_exclude, diff,
+                                           None if no_cache else cache_dir or
+                                           default_cache_dir(project.settings.root), jobs)
+        if checked is None:  # excluded (--force-exclude): the source goes back untouched
+            if fix and fixed_source is not None:
+                sys.stdout.buffer.write(fixed_source)
+            sys.exit(EXIT_CLEAN)
+        result = checked
+    else:
+        results = []
+        with _progress_bar(sys.stderr.isatty() and not machine
+                           and len(files) >= PROGRESS_MIN_FILES) as bar:
+            for project in projects:
+                settings = project.settings
+                unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+                mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
+                            edits=shown.line_edits)
+                where = None if no_cache else cache_dir or default_cache_dir(settings.root)
+                results.append(run(project.files, list(project.codes), settings, mode, jobs,
+                                   where, bar, project.context))
         result = RunResult.merged(results)
-    elif result is None:  # excluded (--force-exclude): the source goes back untouched
-        if fix and fixed_source is not None:
-            sys.stdout.buffer.write(fixed_source)
-        sys.exit(EXIT_CLEAN)
 
     colored = _color(color) and not machine and output_file is None
     err = _console(colored and sys.stderr.isatty(), stderr=True)
