@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,10 +102,10 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
     if target is not None:
         verify_target(target, release, device, repeat, output_format, timeout, err)
     root = scenario_root or DEFAULT_ROOT
+    work = Path(tempfile.mkdtemp(prefix="retainlint-verify-"))  # removed once the results are read
     try:
         scenarios = discover(root, _split(rules))
         prepared = []
-        work = Path(tempfile.mkdtemp(prefix="retainlint-verify-"))
         for s in scenarios:
             fixed, how = fixed_source(s)
             for variant, data in (("buggy", s.path.read_bytes()), ("fixed", fixed)):
@@ -113,10 +114,12 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
                 (d / f"{s.name}.py").write_bytes(data)
             prepared.append((s, how))
     except ScenarioError as e:
-        err.print(f"retainlint: error: {e}")
+        shutil.rmtree(work, ignore_errors=True)
+        err.print(f"retainlint: error: {e}", markup=False)
         sys.exit(2)
     if not prepared:
-        err.print(f"retainlint: error: no scenarios under {root}")
+        shutil.rmtree(work, ignore_errors=True)
+        err.print(f"retainlint: error: no scenarios under {root}", markup=False)
         sys.exit(2)
 
     tasks = [(r, s, how, variant) for r in range(1, repeat + 1) for s, how in prepared
@@ -143,6 +146,7 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
 
     for res in results:  # the finding that covers each chain, in the code that ran
         attribution.cover(res.get("holder"), [work])
+    shutil.rmtree(work, ignore_errors=True)
     got = {(t[0], t[1].rule, t[1].name, t[3]): res for t, res in zip(tasks, results)}
     rows = [report.row(s, how, model, r, got[(r, s.rule, s.name, "buggy")], got[(r, s.rule, s.name, "fixed")])
             for r in range(1, repeat + 1) for s, how in prepared]
@@ -169,6 +173,7 @@ def verify_target(target: str, release, device: str, repeat: int, output_format:
     here = os.getcwd()
     args = ["--target", target, "--path", here, "--device", device] + (["--release", release] if release else [])
     results = [run_child(args, work, f"target-{r}", timeout) for r in range(1, repeat + 1)]
+    shutil.rmtree(work, ignore_errors=True)
     for res in results:
         attribution.cover(res.get("holder"), [Path(here)])
     rows = [report.target_row(target, release, r, res) for r, res in enumerate(results, 1)]

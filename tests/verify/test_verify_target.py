@@ -46,8 +46,8 @@ def _project(tmp_path, cache):
     return tmp_path
 
 
-def _verify(cwd, *args):
-    env = {**os.environ, "NO_COLOR": "1"}
+def _verify(cwd, *args, **extra_env):
+    env = {**os.environ, "NO_COLOR": "1", **extra_env}
     return subprocess.run([sys.executable, "-m", "retainlint", "verify", *args], cwd=cwd,
                           capture_output=True, text=True, env=env, timeout=600)
 
@@ -78,7 +78,10 @@ def test_a_bad_target_is_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == ("retainlint: error: --target 'not a target': expected PKG.MODULE:FACTORY (a module"
                            " importable from the working directory, and a callable in it)\n")
-    proc = _verify(tmp_path, "--target", "nopkg.engine:make", "--output-format", "json")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = _verify(tmp_path, "--target", "nopkg.engine:make", "--output-format", "json", TMPDIR=str(scratch))
     assert proc.returncode == 1
     [row] = json.loads(proc.stdout)
     assert row["verdict"] == "error" and "No module named 'nopkg'" in row["error"]
+    assert list(scratch.iterdir()) == []  # its work folder is removed
