@@ -424,6 +424,10 @@ class Reader:
                     if target and target != qualified:
                         return target, None
                 return qualified, node
+            if isinstance(node, nodes.AssignName):  # `X: T = ...`, a loop variable: a value
+                return qualified, node
+        if self._file(qualified) is not None:
+            return None  # a submodule: not a class nor a function, and no star import to scan
         # `from .models import *`, also under `if TYPE_CHECKING:` (lazy packages)
         for node in module.nodes_of_class(nodes.ImportFrom):
             if node.names[0][0] == "*" and node.scope() is module:
