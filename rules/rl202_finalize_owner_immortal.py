@@ -11,6 +11,7 @@ from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl202 import FinalizeOwnerImmortalPrefilter, PARTIAL
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
+from retainlint.project.names import WEAK_REFERENCES
 
 _NOT_BOUND = frozenset(
     {
@@ -328,7 +329,10 @@ def track(conn):
         """`sync_wrapper(self.disconnect)`, `wraps(lambda: self.close())`: a callable made
         from a bound method of the owner (or a closure over it) holds it - a wrapper keeps
         what it wraps. The owner itself as an argument (`make_closer(self)`) is not enough:
-        a factory may only read from it."""
+        a factory may only read from it. A weak reference (`WeakMethod(self.close)`) keeps
+        nothing."""
+        if self.ctx.qualname(call.func) in WEAK_REFERENCES:
+            return None
         for arg in call.args:
             value = arg.value
             if value.deep_equals(owner):

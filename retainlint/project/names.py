@@ -57,6 +57,9 @@ WRAPPING_CALLS = frozenset(
      "dict", "set", "frozenset", "collections.namedtuple", "dataclasses.replace"}
 )
 
+# Calls whose result refers to their argument only weakly: it does not keep it alive.
+WEAK_REFERENCES = frozenset({"weakref.ref", "weakref.proxy", "weakref.WeakMethod"})
+
 
 def name_words(name: str) -> set[str]:
     """The words of an identifier, snake_case or CamelCase, lower-cased."""
