@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import marshal
 import os
+import sys
 import secrets
 import stat
 import tempfile
@@ -403,4 +404,18 @@ class FindingsCache:
 
 
 def config_key(settings: Settings, codes: Iterable[str], edits: bool) -> str:
-    return digest(repr((__version__, SCHEMA, settings, sorted(codes), edits)).encode())
+    installed = site_stamp() if settings.installed_types else ()
+    return digest(repr((__version__, SCHEMA, settings, sorted(codes), edits, installed)).encode())
+
+
+def site_stamp() -> tuple[tuple[str, int], ...]:
+    """The folders packages are found in, with their modification times: installing,
+    upgrading or removing a package changes one, so what was learnt from installed packages
+    (installed-types) is not reused across such a change. A stat per folder, no listing."""
+    stamps = []
+    for folder in sys.path:
+        try:
+            stamps.append((folder, os.stat(folder or ".").st_mtime_ns))
+        except OSError:
+            continue  # a zip file that is not there, a removed folder
+    return tuple(stamps)

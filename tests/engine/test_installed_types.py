@@ -3,9 +3,11 @@ read with astroid (never imported), and its answers are kept as signed facts of 
 version, so a warm run imports neither astroid nor libcst."""
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -210,6 +212,20 @@ def test_the_flag_and_the_setting_turn_it_off(site, project, tmp_path):
     bad = run_cli("check", ".", cwd=project, env=_env(tmp_path, site))
     assert bad.returncode == 2
     assert bad.stderr.strip().endswith("[tool.retainlint] installed-types: expected true or false, got 1")
+
+
+def test_installing_the_package_after_a_run_is_noticed_without_a_file_change(site, project, tmp_path):
+    """The last run is not reused across an install: the folder packages are found in
+    changed, so the same unchanged tree is checked again and the new heavy types count."""
+    later = tmp_path / "later-site"
+    later.mkdir()
+    env = _env(tmp_path, later)
+    before = run_cli("check", "--output-format", "concise", ".", cwd=project, env=env)
+    assert before.returncode == 0 and _codes(before.stdout) == [], before.stdout
+    time.sleep(0.01)  # a distinct modification time on coarse file systems
+    shutil.copytree(site, later, dirs_exist_ok=True)
+    after = run_cli("check", "--output-format", "concise", ".", cwd=project, env=env)
+    assert after.returncode == 1 and _codes(after.stdout) == FOUND, after.stdout
 
 
 def test_a_warm_run_imports_neither_astroid_nor_libcst(site, project, tmp_path):
