@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from conftest import run_cli
-from retainlint.engine.cache import default_cache_dir
+from retainlint import __version__
+from retainlint.engine.cache import SCHEMA, default_cache_dir
 
 RUNNER = textwrap.dedent("""\
     from pkg.helpers import signature_of
@@ -117,7 +118,7 @@ def test_symbolic_links_in_the_cache_directory_are_never_followed(tmp_path):
     outside.mkdir()
     cache = root / ".retainlint_cache"
     cache.mkdir()
-    for name in ("CACHEDIR.TAG", ".gitignore", "run-0.1.0-4.bin"):
+    for name in ("CACHEDIR.TAG", ".gitignore", f"run-{__version__}-{SCHEMA}.bin"):
         (cache / name).symlink_to(outside / name)
     _findings(root, "--cache-dir", str(tmp_path / "real"))  # the data file it will write
     [data] = (tmp_path / "real").glob("data-*.bin")
