@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions
+from retainlint.analysis.cstutil import FinallyWrites, OwnScopeVisitor, body_functions
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter, ADDERS
@@ -422,10 +422,13 @@ class Pool:
         if not found.bound:
             return
         b = self._scopes.bindings(fn)
-        cleared = _FinallyClears()
-        visit(fn.body, cleared)
+        writes = FinallyWrites(own_scope=True)
+        visit(fn.body, writes)
+        cleared = {n for target, value in writes.writes
+                   if value is None or (isinstance(value, cst.Name) and value.value == "None")
+                   for n in _target_names(target)}
         for statement, assign, names, call in found.bound:
-            kept = [n for n in names if n not in cleared.names and n not in b.globals
+            kept = [n for n in names if n not in cleared and n not in b.globals
                     and n not in b.nonlocals]
             if not kept:
                 continue
@@ -1109,29 +1112,6 @@ class _ExcInfoBindings(OwnScopeVisitor):
         if names:
             call = "sys.exception()" if parts == {1} and isinstance(node.value, cst.Call) else "sys.exc_info()"
             self.bound.append((self._line, node, names, call))
-
-
-class _FinallyClears(OwnScopeVisitor):
-    """Names a `finally:` of the function deletes or sets to None."""
-
-    def __init__(self) -> None:
-        self.names: set = set()
-        self._depth = 0
-
-    def visit_Finally(self, node) -> None:
-        self._depth += 1
-
-    def leave_Finally(self, node) -> None:
-        self._depth -= 1
-
-    def visit_Del(self, node: cst.Del) -> None:
-        if self._depth:
-            self.names.update(_target_names(node.target))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if self._depth and isinstance(node.value, cst.Name) and node.value.value == "None":
-            for t in node.targets:
-                self.names.update(_target_names(t.target))
 
 
 def _only_imports(body) -> bool:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions
+from retainlint.analysis.cstutil import FinallyWrites, OwnScopeVisitor, body_functions
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
@@ -112,10 +112,12 @@ class Stepper:
             stores.extend(found.stores)
         if not stores:
             return
-        resets = _FinallyResets()
-        visit(node, resets)
+        writes = FinallyWrites()
+        visit(node, writes)
+        reset = {t.attr.value for t, _ in writes.writes if isinstance(t, cst.Attribute)
+                 and isinstance(t.value, cst.Name) and t.value.value == "self"}
         for line, assign, attr, method, heavy, what in stores:
-            if attr in resets.names or _read_back(self.ctx.module, attr):
+            if attr in reset or _read_back(self.ctx.module, attr):
                 continue
             self.report(
                 assign,
@@ -165,31 +167,6 @@ class _PerCallStores(OwnScopeVisitor):
 
 def _private(attr: str) -> bool:
     return attr.startswith("_") and not attr.startswith("__")
-
-
-class _FinallyResets(cst.CSTVisitor):
-    """`self.<attr>` assigned or deleted inside a `finally:` of the class."""
-
-    def __init__(self) -> None:
-        self.names: set = set()
-        self._depth = 0
-
-    def visit_Finally(self, node) -> None:
-        self._depth += 1
-
-    def leave_Finally(self, node) -> None:
-        self._depth -= 1
-
-    def _note(self, target) -> None:
-        if self._depth and isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                and target.value.value == "self":
-            self.names.add(target.attr.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._note(node.target)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._note(node.target)
 
 
 def _read_back(module: cst.Module, attr: str) -> bool:

@@ -28,6 +28,41 @@ class OwnScopeVisitor(cst.CSTVisitor):
         return False
 
 
+class FinallyWrites(cst.CSTVisitor):
+    """What the `finally:` blocks of a tree assign or delete: (target, value) pairs, the
+    value None for `del` (a reset that runs on every way out of the `try`). With
+    `own_scope`, nested functions, classes and lambdas are not entered."""
+
+    def __init__(self, own_scope: bool = False) -> None:
+        self.writes: list[tuple[cst.BaseExpression, Optional[cst.BaseExpression]]] = []
+        self._own_scope = own_scope
+        self._depth = 0
+
+    def visit_FunctionDef(self, node) -> bool:
+        return not self._own_scope
+
+    def visit_ClassDef(self, node) -> bool:
+        return not self._own_scope
+
+    def visit_Lambda(self, node) -> bool:
+        return not self._own_scope
+
+    def visit_Finally(self, node) -> None:
+        self._depth += 1
+
+    def leave_Finally(self, node) -> None:
+        self._depth -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._depth:
+            self.writes.extend((t.target, node.value) for t in node.targets)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        if self._depth:
+            targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+            self.writes.extend((t.value if isinstance(t, cst.Element) else t, None) for t in targets)
+
+
 def body_statements(block) -> list:
     body = getattr(block, "body", block)
     return list(body.body) if isinstance(body, cst.IndentedBlock) else []
