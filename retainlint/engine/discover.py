@@ -16,7 +16,7 @@ import pathspec
 from retainlint.core.errors import ConfigError
 from retainlint.core.source import leaves_project
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # a notebook: its code cells (engine/notebook.py)
 
 
 def _real(path: Path) -> Path:

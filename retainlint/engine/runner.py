@@ -33,10 +33,8 @@ if TYPE_CHECKING:
 # retainlint.engine.lint and retainlint.engine.fixer (libcst, the rules) are imported where a file is
 # linted: a run answered from the cache never needs them.
 from retainlint.core.source import WriteError, confine, read_source, write_atomic
-
-NOTEBOOK_SUFFIX = ".ipynb"
-NOTEBOOK_REFUSAL = ("Jupyter notebooks are not analysed yet: export it as a script "
-                    "(jupyter nbconvert --to script) to check it")
+from retainlint.engine import notebook
+from retainlint.engine.notebook import NotebookError, read_python
 
 # Below this many files to parse, a pool costs more than it saves.
 POOL_THRESHOLD = 8
@@ -101,9 +99,12 @@ def _check_file(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
     outcome = FileOutcome(path)
     if data is None:
         try:
-            data = read_source(path)
+            data = read_python(path)
         except OSError as e:
             outcome.findings.append(source_error(path, f"cannot read: {e.strerror or e}"))
+            return outcome
+        except NotebookError as e:
+            outcome.findings.append(source_error(path, str(e)))
             return outcome
     from retainlint.engine import fixer
     from retainlint.engine.lint import lint_bytes
@@ -173,11 +174,19 @@ def _fix_and_write(path: str, original: bytes, rules: Sequence[type[Rule]], sett
         ))
         return result
     try:
-        write_atomic(path, data, expected=original)  # not over an edit saved meanwhile
-    except WriteError as e:
+        if notebook.is_notebook(path):  # the fixed cells put back in the notebook
+            raw = read_source(path)
+            if notebook.parse(raw).source.encode("utf-8") != original:
+                raise WriteError("cannot write fix: file changed while being fixed (left unchanged)")
+            write_atomic(path, notebook.rebuild(raw, data.decode("utf-8")), expected=raw)
+        else:
+            write_atomic(path, data, expected=original)  # not over an edit saved meanwhile
+    except (WriteError, NotebookError, OSError) as e:
         outcome.fixed = 0
         outcome.fixed_codes = []
-        outcome.fix_errors.append(source_error(path, str(e)))
+        message = str(e) if isinstance(e, WriteError) else \
+            f"cannot write fix: {e.strerror if isinstance(e, OSError) else e} (left unchanged)"
+        outcome.fix_errors.append(source_error(path, message))
         return lint_bytes(path, original, rules, settings, keep_module=mode.edits, index=index)
     return result
 
@@ -277,7 +286,7 @@ def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
     with gc_paused():  # one collection per batch, not one per file
         for path in paths:
             try:
-                found.append((path, summarize(path, read_source(path), all_prefilters())))
+                found.append((path, summarize(path, read_python(path), all_prefilters())))
             except Exception:  # noqa: BLE001 - unreadable, or too odd to summarize: no summary
                 continue
     return found
@@ -429,18 +438,17 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     readable: dict[str, bytes] = {}
     confine(settings.root)  # this run reads and fixes only inside the project (symlinks too)
     for path in paths:
-        if path.endswith(NOTEBOOK_SUFFIX):  # named, so not passed over as if it were clean
-            outcomes.append(FileOutcome(path, [source_error(path, NOTEBOOK_REFUSAL)]))
-            continue
         try:
-            readable[path] = read_source(path)
+            readable[path] = read_python(path)  # a notebook: its code cells as one module
         except OSError as e:
             outcomes.append(FileOutcome(path, [source_error(path, f"cannot read: {e.strerror or e}")]))
+        except NotebookError as e:
+            outcomes.append(FileOutcome(path, [source_error(path, str(e))]))
     project = dict(readable)  # every file the index covers
     for path in context:
         try:
-            project.setdefault(path, read_source(path))
-        except OSError:
+            project.setdefault(path, read_python(path))
+        except (OSError, NotebookError):
             continue  # not reported: an unreadable neighbour only leaves the index
     jobs = jobs or os.cpu_count() or 1
     store = None if cache_dir is None or not codes else Store.open(cache_dir)
@@ -601,8 +609,8 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
         now: dict[str, bytes] = {}
         for path in project or readable:
             try:
-                now[path] = read_source(path)
-            except OSError:
+                now[path] = read_python(path)
+            except (OSError, NotebookError):
                 continue
         index = build_index(list(now), settings, jobs, now, summaries)
         again = {o.path: o for o in _check_all(to_check, codes, settings,

@@ -13,6 +13,7 @@ from retainlint.core.finding import (
     Severity,
 )
 from retainlint.core.urls import rule_url
+from retainlint.engine.notebook import locate
 from retainlint.engine.registry import catalog
 
 
@@ -61,6 +62,9 @@ def to_json(findings: Sequence[Finding]) -> list[dict]:
                 "url": _rule_url(f.code),
             }
         )
+        cell = locate(f.path, f.start.line)
+        if cell is not None:  # a notebook: `location.row` is the line of its virtual module
+            out[-1]["cell"] = {"number": cell[0], "row": cell[1]}
     return out
 
 

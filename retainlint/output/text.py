@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Finding
-from retainlint.core.source import read_source
+from retainlint.engine.notebook import place, read_python
 from retainlint.output.escape import printable
 
 
@@ -21,7 +21,7 @@ def _marker(f: Finding) -> str:
 def _header(f: Finding) -> Text:
     text = Text()
     text.append(printable(f.path), style="bold")
-    text.append(f":{f.start.line}:{f.start.column}: ", style="cyan")
+    text.append(f":{place(f.path, f.start.line)}:{f.start.column}: ", style="cyan")
     text.append(f.code, style="bold red" if f.severity.value == "error" else "bold yellow")
     text.append(_marker(f) + " ")
     text.append(printable(f.message))
@@ -36,7 +36,7 @@ def _headline(f: Finding) -> Text:
         return _header(f)
     text = Text()
     text.append(printable(f.path), style="bold")
-    text.append(f":{f.start.line}:{f.start.column}: ", style="cyan")
+    text.append(f":{place(f.path, f.start.line)}:{f.start.column}: ", style="cyan")
     text.append(f.code, style="bold red" if f.severity.value == "error" else "bold yellow")
     text.append(f" {f.name} ", style="bold")
     text.append(f"[{f.severity.value}]", style="red" if f.severity.value == "error" else "yellow")
@@ -79,8 +79,8 @@ class _Sources:
                 # Lines as Python counts them: str.splitlines also splits at a form feed,
                 # \x1c-\x1e, \x85, U+2028..., bytes.splitlines only at \n, \r\n and \r.
                 self._lines[path] = [line.decode("utf-8", "replace")
-                                     for line in read_source(path).splitlines()]
-            except OSError:
+                                     for line in read_python(path).splitlines()]
+            except (OSError, ValueError):  # unreadable, or a broken notebook
                 self._lines[path] = []
         return self._lines[path]
 
@@ -109,7 +109,7 @@ def full(console: Console, findings: Sequence[Finding]) -> None:
         for rel in f.related:
             console.print(
                 Text("  note: ", style="bold") + Text(printable(
-                    f"{rel.message} ({rel.path}:{rel.start.line}:{rel.start.column})")),
+                    f"{rel.message} ({rel.path}:{place(rel.path, rel.start.line)}:{rel.start.column})")),
                 highlight=False, soft_wrap=True,
             )
         about = _about(f.code) if f.code not in explained else None

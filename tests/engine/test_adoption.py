@@ -83,11 +83,3 @@ def test_bad_baseline_is_one_line(tree):
         r = run_cli("check", "--baseline", name, cwd=root)
         assert r.returncode == 2 and problem in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
-
-
-def test_a_named_notebook_is_never_passed_as_clean(tree):
-    # Not analysed yet: said so (exit 1, RL000), never "All checks passed!".
-    root = tree({"nb.ipynb": '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'})
-    r = run_cli("check", "nb.ipynb", cwd=root)
-    assert r.returncode == 1 and "All checks passed!" not in r.stdout
-    assert "nb.ipynb:1:1: RL000 Jupyter notebooks are not analysed yet" in r.stdout

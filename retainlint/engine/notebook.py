@@ -1,0 +1,197 @@
+"""Jupyter notebooks as Python: the code cells joined into one virtual module (magics and
+shell escapes masked, line for line), a map from its lines back to cells, and the
+notebook rebuilt from a fixed virtual module with everything but the code left as it was.
+
+A cell starts with a marker comment line in the virtual module, so a fix that adds or
+removes lines is still split back at the right places. No libcst here: this is read
+before deciding which files to parse."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from retainlint.core.source import read_source
+
+SUFFIX = ".ipynb"
+_MARKER = "# retainlint: cell {}\n"
+_MARKER_LINE = re.compile(r"^# retainlint: cell (\d+)\n?$")
+_MAGIC = "pass  # retainlint: magic {}"
+_MAGIC_LINE = re.compile(r"^[ \t]*pass  # retainlint: magic (\d+)$")
+
+
+class NotebookError(ValueError):
+    """Not a notebook this can read (bad JSON, no cell list)."""
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(SUFFIX)
+
+
+@dataclass
+class Notebook:
+    document: dict[str, Any]
+    code_cells: list[int] = field(default_factory=list)  # positions in `cells` of code cells
+    magics: list[str] = field(default_factory=list)  # the lines masked, by placeholder number
+    # virtual line (1-based) -> (code cell number, 1-based; line in the cell, 1-based)
+    where: dict[int, tuple[int, int]] = field(default_factory=dict)
+    source: str = ""
+
+
+def parse(data: bytes) -> Notebook:
+    """The notebook's virtual module; NotebookError when it is not a readable notebook."""
+    try:
+        document = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise NotebookError(f"cannot read notebook: {e}") from None
+    cells = document.get("cells") if isinstance(document, dict) else None
+    if not isinstance(cells, list):
+        raise NotebookError("cannot read notebook: no list of cells (nbformat 4 expected)")
+    notebook = Notebook(document)
+    out: list[str] = []
+    for position, cell in enumerate(cells):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        text = _text(cell.get("source", ""))
+        notebook.code_cells.append(position)
+        number = len(notebook.code_cells)
+        out.append(_MARKER.format(number))
+        for line_no, line in enumerate(_masked(text, notebook.magics), start=1):
+            out.append(line + "\n")
+            notebook.where[len(out)] = (number, line_no)
+    notebook.source = "".join(out)
+    return notebook
+
+
+def _text(source: Any) -> str:
+    if isinstance(source, list):
+        return "".join(str(s) for s in source)
+    return str(source)
+
+
+def _masked(text: str, magics: list[str]) -> list[str]:
+    """The cell's lines, each magic (`%`, `%%`, `!`, `?` help) replaced by a numbered
+    `pass` at the same indentation, so line numbers stay and the code still parses."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    whole = bool(lines) and lines[0].lstrip().startswith("%%")  # a cell magic: all of it
+    masked: list[str] = []
+    continued = False
+    for line in lines:
+        stripped = line.strip()
+        if whole or continued or _is_magic(stripped):
+            indent = "" if whole else line[: len(line) - len(line.lstrip())]
+            masked.append(indent + _MAGIC.format(len(magics)))
+            magics.append(line)
+            continued = not whole and line.rstrip().endswith("\\")
+        else:
+            masked.append(line)
+    return masked
+
+
+def _is_magic(stripped: str) -> bool:
+    if not stripped or stripped.startswith("#"):
+        return False
+    return stripped[0] in "%!?" or stripped.endswith("?")
+
+
+def read_python(path: str) -> bytes:
+    """What is linted for `path`: the file itself, or a notebook's virtual module.
+    OSError for an unreadable file, NotebookError for a broken notebook."""
+    data = read_source(path)
+    return parse(data).source.encode("utf-8") if is_notebook(path) else data
+
+
+def cell_of(notebook: Notebook, line: int) -> tuple[int, int]:
+    """(code cell, line in it) of a virtual line; a marker line counts as the cell's first."""
+    if line in notebook.where:
+        return notebook.where[line]
+    following = [v for v in notebook.where if v > line]
+    return notebook.where[min(following)] if following else (max(len(notebook.code_cells), 1), 1)
+
+
+def rebuild(original: bytes, fixed: str) -> bytes:
+    """The notebook `original` with its code cells taken from the fixed virtual module
+    `fixed`: magics restored exactly, outputs, metadata and ids untouched, the JSON
+    written back with the same indentation and final newline. NotebookError when the
+    fixed module cannot be split back (a marker or a magic lost)."""
+    notebook = parse(original)
+    parts: dict[int, list[str]] = {}
+    current = 0
+    ahead: list[str] = []  # code a fix put above the first marker (an import) opens cell 1
+    for line in fixed.splitlines(keepends=True):
+        m = _MARKER_LINE.match(line)
+        if m:
+            current = int(m.group(1))
+            parts[current] = ahead if current == 1 else []
+        elif current == 0:
+            ahead.append(line)
+        else:
+            parts[current].append(line)
+    if sorted(parts) != list(range(1, len(notebook.code_cells) + 1)):
+        raise NotebookError("a fix removed a cell boundary")
+    used: set[int] = set()
+    cells = notebook.document["cells"]
+    for number, position in enumerate(notebook.code_cells, start=1):
+        cell = cells[position]
+        before = _text(cell.get("source", ""))
+        lines = []
+        for line in parts[number]:
+            body = line.rstrip("\n")
+            m = _MAGIC_LINE.match(body)
+            if m:
+                used.add(int(m.group(1)))
+                body = notebook.magics[int(m.group(1))]
+            lines.append(body)
+        text = "\n".join(lines)
+        if before.endswith("\n") and lines:
+            text += "\n"
+        if text == before:
+            continue
+        cell["source"] = text.splitlines(keepends=True) if isinstance(cell.get("source"), list) \
+            else text
+    if used != set(range(len(notebook.magics))):
+        raise NotebookError("a fix removed a magic line")
+    return _dump(notebook.document, original)
+
+
+def _dump(document: dict[str, Any], original: bytes) -> bytes:
+    text = original.decode("utf-8-sig")
+    m = re.match(r"\s*[\[{]\r?\n([ \t]+)", text)
+    indent: int | str | None = None
+    if m:
+        indent = len(m.group(1)) if set(m.group(1)) == {" "} else m.group(1)
+    ascii_only = "\\u" in text and text.isascii()
+    out = json.dumps(document, indent=indent, ensure_ascii=ascii_only,
+                     separators=(",", ": ") if indent is not None else (", ", ": "))
+    if text.endswith("\n"):
+        out += "\n"
+    return out.encode("utf-8")
+
+
+def locate(path: str, line: int) -> tuple[int, int] | None:
+    """(code cell, line in it) of a finding at virtual `line` of the notebook `path` as it
+    is now (after any fixes); None for other files or a notebook that cannot be read."""
+    if not is_notebook(path):
+        return None
+    try:
+        stamp = os.stat(path).st_mtime_ns
+        return cell_of(_parsed(path, stamp), line)
+    except (OSError, NotebookError):
+        return None
+
+
+@lru_cache(maxsize=64)
+def _parsed(path: str, stamp: int) -> Notebook:
+    return parse(read_source(path))
+
+
+def place(path: str, line: int) -> str:
+    """`cell 3:2` for a notebook's virtual line, else the line itself."""
+    cell = locate(path, line)
+    return f"cell {cell[0]}:{cell[1]}" if cell else str(line)

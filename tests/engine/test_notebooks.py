@@ -1,0 +1,110 @@
+"""Jupyter notebooks through the real CLI: code cells read as one module (magics and shell
+escapes masked), findings at cell and line, --fix writing the cells back with outputs,
+metadata and ids untouched, broken notebooks reported in one line, directories walked
+into notebooks."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from conftest import run_cli
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks"
+CLASS_CACHE = "class_cache.ipynb"  # RL301 in cell 2 line 2; `%matplotlib`, `!pip`, `model?`
+
+
+def copy(tmp_path, name=CLASS_CACHE, to=None):
+    target = tmp_path / (to or name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(FIXTURES / name, target)
+    return target
+
+
+def test_finding_in_a_notebook_points_at_its_cell_and_line(tmp_path):
+    copy(tmp_path)
+    r = run_cli("check", "--no-cache", CLASS_CACHE, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"{CLASS_CACHE}:cell 2:2:5: RL301 strong-module-keyed-cache" in r.stdout
+    assert f"heavy key written here ({CLASS_CACHE}:cell 2:5:9)" in r.stdout
+    assert "RL000" not in r.stdout  # the magics and `!pip` were masked, not parsed
+    r = run_cli("check", "--no-cache", "--output-format", "json", CLASS_CACHE, cwd=tmp_path)
+    [finding] = json.loads(r.stdout)
+    assert finding["code"] == "RL301" and finding["filename"] == CLASS_CACHE
+    # `location.row` is the line in the notebook's virtual module (a marker line per cell).
+    assert finding["cell"] == {"number": 2, "row": 2}
+    assert finding["location"] == {"row": 8, "column": 5}
+
+
+def test_fix_writes_the_cells_back_and_keeps_everything_else(tmp_path):
+    notebook = copy(tmp_path)
+    os.chmod(notebook, 0o640)
+    original = notebook.read_text()
+    r = run_cli("check", "--no-cache", "--fix", CLASS_CACHE, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 fixed, 0 remaining" in r.stdout
+
+    expected = json.loads(original)
+    setup, registry = expected["cells"][1], expected["cells"][2]
+    setup["source"] = ["import weakref\n", "\n"] + setup["source"]
+    registry["source"][1] = "    _owners = weakref.WeakKeyDictionary()  # expect: RL301\n"
+    # Byte for byte: outputs, metadata, ids, key order, one-space indent, final newline.
+    assert notebook.read_text() == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"
+    assert setup["source"][2:4] == ["%matplotlib inline\n", "!pip install torch\n"]
+    assert os.stat(notebook).st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == [CLASS_CACHE]  # no temp file left
+
+    again = run_cli("check", "--no-cache", CLASS_CACHE, cwd=tmp_path)
+    assert again.returncode == 0 and "All checks passed!" in again.stdout, again.stdout
+
+
+def test_a_broken_notebook_is_one_line_and_exit_1(tmp_path):
+    (tmp_path / "broken.ipynb").write_text('{"cells": [')
+    r = run_cli("check", "--no-cache", "broken.ipynb", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "broken.ipynb:1:1: RL000 cannot read notebook: Expecting value" in r.stdout
+    assert "Traceback" not in r.stdout + r.stderr and "All checks passed!" not in r.stdout
+    (tmp_path / "list.ipynb").write_text('["not", "a", "notebook"]')
+    r = run_cli("check", "--no-cache", "list.ipynb", cwd=tmp_path)
+    assert r.returncode == 1 and "list.ipynb:1:1: RL000 cannot read notebook: no list of cells" \
+        in r.stdout
+
+
+def test_a_named_notebook_passes_only_once_analysed(tmp_path):
+    notebook = copy(tmp_path)
+    clean = notebook.read_text().replace("_owners = {}", "_owners = weakref.WeakKeyDictionary()") \
+        .replace('"import torch\\n"', '"import torch\\n",\n    "import weakref\\n"')
+    notebook.write_text(clean)
+    r = run_cli("check", "--no-cache", CLASS_CACHE, cwd=tmp_path)
+    assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout
+    # The same notebook with a syntax error in its last cell: its code was parsed.
+    notebook.write_text(clean.replace('"model?"', '"model = (\\n"'))
+    r = run_cli("check", "--no-cache", CLASS_CACHE, cwd=tmp_path)
+    assert r.returncode == 1 and "All checks passed!" not in r.stdout
+    assert f"{CLASS_CACHE}:cell 3:3:" in r.stdout and "RL000 cannot parse" in r.stdout, r.stdout
+
+
+def test_directories_include_notebooks_and_honour_excludes(tmp_path):
+    copy(tmp_path, to="work/analysis.ipynb")
+    copy(tmp_path, to="work/scratch/old.ipynb")
+    copy(tmp_path, to="work/.ipynb_checkpoints/analysis-checkpoint.ipynb")
+    r = run_cli("check", "--no-cache", "--output-format", "concise", "--exclude", "scratch",
+                "work", cwd=tmp_path)
+    lines = [line for line in r.stdout.splitlines() if ": RL" in line]
+    assert len(lines) == 1, r.stdout  # not the excluded one, nor Jupyter's checkpoint
+    assert lines[0].startswith(f"{os.path.join('work', 'analysis.ipynb')}:cell 2:2:5: RL301 ")
+
+
+def test_findings_from_the_cache_point_at_the_notebook_as_it_is(tmp_path):
+    # Only outputs change between runs: the code is the same, the cached finding still
+    # points at cell 2 line 2.
+    notebook = copy(tmp_path)
+    cache = str(tmp_path / ".cache")
+    first = run_cli("check", "--cache-dir", cache, "--output-format", "concise", CLASS_CACHE,
+                    cwd=tmp_path)
+    document = json.loads(notebook.read_text())
+    document["cells"][3]["outputs"] = []
+    notebook.write_text(json.dumps(document, indent=1) + "\n")
+    second = run_cli("check", "--cache-dir", cache, "--output-format", "concise", CLASS_CACHE,
+                     cwd=tmp_path)
+    assert first.stdout == second.stdout and f"{CLASS_CACHE}:cell 2:2:5: RL301" in second.stdout
