@@ -13,6 +13,8 @@ from typing import Iterable, Optional
 
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Finding
 from retainlint.core.source import WriteError, read_source, write_atomic
+from retainlint.engine import notebook
+from retainlint.engine.notebook import NotebookError
 from retainlint.engine.suppress import UNUSED_NOQA
 
 # Not silenceable (files not checked), or about the directives themselves.
@@ -30,8 +32,11 @@ def add_noqa(findings: Iterable[Finding]) -> tuple[int, list[str]]:
     for path, found in sorted(wanted.items()):
         try:
             original = read_source(path)
-            data, count = _with_noqa(original, found)
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as e:
+            # A notebook: the directives go into its virtual module, then back into its cells.
+            source = notebook.parse(original).source.encode("utf-8") \
+                if notebook.is_notebook(path) else original
+            data, count = _with_noqa(source, found)
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError, NotebookError) as e:
             problems.append(f"{path}: cannot add noqa: {getattr(e, 'strerror', None) or e}")
             continue
         if count:
@@ -41,8 +46,10 @@ def add_noqa(findings: Iterable[Finding]) -> tuple[int, list[str]]:
                 problems.append(f"{path}: noqa not added: the result would not parse ({e.msg})")
                 continue
             try:
+                if notebook.is_notebook(path):
+                    data = notebook.rebuild(original, data.decode("utf-8"))
                 write_atomic(path, data, expected=original)
-            except WriteError as e:
+            except (WriteError, NotebookError) as e:
                 problems.append(str(e))
                 continue
             added += count

@@ -22,6 +22,10 @@ _MARKER = "# retainlint: cell {}\n"
 _MARKER_LINE = re.compile(r"^# retainlint: cell (\d+)\n?$")
 _MAGIC = "pass  # retainlint: magic {}"
 _MAGIC_LINE = re.compile(r"^[ \t]*pass  # retainlint: magic (\d+)$")
+# `model?`, `nn.Linear??`, `torch.*load*?`: help, not a line of code ending in a comment
+# or a string with a question mark.
+_HELP = re.compile(r"^[\w.*\[\]]+\?{1,2}$")
+_PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
 
 
 class NotebookError(ValueError):
@@ -79,7 +83,9 @@ def _masked(text: str, magics: list[str]) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    whole = bool(lines) and lines[0].lstrip().startswith("%%")  # a cell magic: all of it
+    # A cell magic masks the whole cell, unless it only times or captures Python code.
+    first = lines[0].split() if lines else []
+    whole = bool(first) and first[0].startswith("%%") and first[0] not in _PYTHON_CELL_MAGICS
     masked: list[str] = []
     continued = False
     for line in lines:
@@ -97,7 +103,7 @@ def _masked(text: str, magics: list[str]) -> list[str]:
 def _is_magic(stripped: str) -> bool:
     if not stripped or stripped.startswith("#"):
         return False
-    return stripped[0] in "%!?" or stripped.endswith("?")
+    return stripped[0] in "%!?" or bool(_HELP.match(stripped))
 
 
 def read_python(path: str) -> bytes:

@@ -108,3 +108,30 @@ def test_findings_from_the_cache_point_at_the_notebook_as_it_is(tmp_path):
     second = run_cli("check", "--cache-dir", cache, "--output-format", "concise", CLASS_CACHE,
                      cwd=tmp_path)
     assert first.stdout == second.stdout and f"{CLASS_CACHE}:cell 2:2:5: RL301" in second.stdout
+
+
+def test_add_noqa_writes_the_directive_into_the_cell(tmp_path):
+    notebook = copy(tmp_path)
+    r = run_cli("check", "--no-cache", "--add-noqa", CLASS_CACHE, cwd=tmp_path)
+    assert r.returncode == 0 and "Added 1 noqa directive" in r.stderr, r.stdout + r.stderr
+    registry = json.loads(notebook.read_text())["cells"][2]["source"]
+    assert registry[1] == "    _owners = {}  # expect: RL301  # noqa: RL301\n"
+    again = run_cli("check", "--no-cache", CLASS_CACHE, cwd=tmp_path)
+    assert again.returncode == 0 and "All checks passed!" in again.stdout, again.stdout
+
+
+def test_only_magics_are_masked(tmp_path):
+    # A comment ending in `?` is code, and `%%time` times Python: both are analysed;
+    # `%%bash` is not Python and is masked whole.
+    notebook = copy(tmp_path)
+    document = json.loads(notebook.read_text())
+    registry = document["cells"][2]["source"]
+    registry[1] = "    _owners = {}  # shared?\n"
+    document["cells"][2]["source"] = ["%%time\n"] + registry
+    document["cells"].append({"cell_type": "code", "execution_count": None, "id": "shell",
+                              "metadata": {}, "outputs": [],
+                              "source": ["%%bash\n", "for f in *; do\n", "  echo $f\n", "done"]})
+    notebook.write_text(json.dumps(document, indent=1) + "\n")
+    r = run_cli("check", "--no-cache", "--output-format", "concise", CLASS_CACHE, cwd=tmp_path)
+    assert [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if ": RL" in line] == [
+        [f"{CLASS_CACHE}:cell", "2:3:5:"]], r.stdout
