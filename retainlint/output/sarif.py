@@ -20,7 +20,7 @@ from retainlint.core.finding import (
     Severity,
 )
 from retainlint.core.paths import relative_to_root, uri_path
-from retainlint.core.source import read_source
+from retainlint.engine.notebook import read_python
 from retainlint.core.urls import DOCS_URL
 from retainlint.engine.registry import all_rules
 
@@ -129,8 +129,8 @@ class _Lines:
             try:
                 # bytes.splitlines: lines as Python counts them (str.splitlines also splits at \f)
                 self._cache[path] = [line.decode("utf-8", "replace")
-                                     for line in read_source(path).splitlines()]
-            except OSError:
+                                     for line in read_python(path).splitlines()]
+            except (OSError, ValueError):  # unreadable, or a broken notebook
                 self._cache[path] = []
         return self._cache[path]
 

@@ -135,3 +135,28 @@ def test_only_magics_are_masked(tmp_path):
     r = run_cli("check", "--no-cache", "--output-format", "concise", CLASS_CACHE, cwd=tmp_path)
     assert [line.split(" ", 2)[:2] for line in r.stdout.splitlines() if ": RL" in line] == [
         [f"{CLASS_CACHE}:cell", "2:3:5:"]], r.stdout
+
+
+def test_a_model_cached_in_a_notebook_global(tmp_path):
+    # RL302 across cells: the dict in cell 2, filled by a function a `%%time` cell calls.
+    # Its fix would let the model vanish at once, so none is offered: --fix writes nothing.
+    notebook = copy(tmp_path, "global_model_cache.ipynb")
+    before = notebook.read_bytes()
+    r = run_cli("check", "--no-cache", "--fix", "--output-format", "concise", notebook.name,
+                cwd=tmp_path)
+    assert r.returncode == 1
+    assert "global_model_cache.ipynb:cell 2:1:1: RL302 `_models` (module global) keeps " \
+        "`nn.Module` values alive" in r.stdout, r.stdout
+    assert notebook.read_bytes() == before
+
+
+def test_baseline_fingerprints_read_the_cell_line(tmp_path):
+    # A baseline entry survives an edit that moves the finding down a cell.
+    notebook = copy(tmp_path)
+    r = run_cli("check", "--no-cache", "--write-baseline", "base.json", CLASS_CACHE, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    document = json.loads(notebook.read_text())
+    document["cells"][1]["source"].insert(0, "import os\n")
+    notebook.write_text(json.dumps(document, indent=1) + "\n")
+    r = run_cli("check", "--no-cache", "--baseline", "base.json", CLASS_CACHE, cwd=tmp_path)
+    assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout
