@@ -25,6 +25,8 @@ _MAGIC_LINE = re.compile(r"^[ \t]*pass  # retainlint: magic (\d+)$")
 # `model?`, `nn.Linear??`, `torch.*load*?`: help, not a line of code ending in a comment
 # or a string with a question mark.
 _HELP = re.compile(r"^[\w.*\[\]]+\?{1,2}$")
+# `files = !ls`, `t = %timeit -o f()`: a shell escape or magic whose output is kept.
+_CAPTURE = re.compile(r"^[\w.]+(?:\s*,\s*[\w.]+)*\s*=\s*[!%]")
 _PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
 
 
@@ -90,7 +92,10 @@ def _masked(text: str, magics: list[str]) -> list[str]:
     continued = False
     for line in lines:
         stripped = line.strip()
-        if whole or continued or _is_magic(stripped):
+        # A line of the cell that looks like our own marks is masked too, so that it
+        # cannot be mistaken for one when the cells are split back.
+        ours = _MARKER_LINE.match(line) or _MAGIC_LINE.match(line)
+        if whole or continued or ours or _is_magic(stripped):
             indent = "" if whole else line[: len(line) - len(line.lstrip())]
             masked.append(indent + _MAGIC.format(len(magics)))
             magics.append(line)
@@ -103,7 +108,7 @@ def _masked(text: str, magics: list[str]) -> list[str]:
 def _is_magic(stripped: str) -> bool:
     if not stripped or stripped.startswith("#"):
         return False
-    return stripped[0] in "%!?" or bool(_HELP.match(stripped))
+    return stripped[0] in "%!?" or bool(_HELP.match(stripped) or _CAPTURE.match(stripped))
 
 
 def read_python(path: str) -> bytes:
@@ -133,6 +138,8 @@ def rebuild(original: bytes, fixed: str) -> bytes:
     for line in fixed.splitlines(keepends=True):
         m = _MARKER_LINE.match(line)
         if m:
+            if int(m.group(1)) != current + 1:
+                raise NotebookError("a fix moved a cell boundary")
             current = int(m.group(1))
             parts[current] = ahead if current == 1 else []
         elif current == 0:

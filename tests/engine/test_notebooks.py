@@ -160,3 +160,27 @@ def test_baseline_fingerprints_read_the_cell_line(tmp_path):
     notebook.write_text(json.dumps(document, indent=1) + "\n")
     r = run_cli("check", "--no-cache", "--baseline", "base.json", CLASS_CACHE, cwd=tmp_path)
     assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout
+
+
+def test_fix_keeps_the_layout_of_an_unusual_notebook(tmp_path):
+    # Sources as one string, an empty cell, two-space indent with ASCII escapes, no final
+    # newline, `files = !ls`, and a line that looks like retainlint's own cell mark.
+    code = ("import weakref\nfrom torch import nn\nfiles = !ls\n# retainlint: cell 1\n"
+            "class Registry:\n    _owners = {}\n\n"
+            "    def own(self, layer: nn.Module) -> None:\n"
+            "        self._owners.setdefault(layer, []).append(1)\n")
+    document = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "Caf\u00e9 \u2615"},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": ""},
+        {"cell_type": "code", "execution_count": 7, "metadata": {"tags": ["x"]},
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "a.py\n"}],
+         "source": code},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
+    notebook = tmp_path / "odd.ipynb"
+    notebook.write_text(json.dumps(document, indent=2))
+    r = run_cli("check", "--no-cache", "--output-format", "concise", "--fix", "odd.ipynb",
+                cwd=tmp_path)
+    assert r.returncode == 0 and "1 fixed, 0 remaining" in r.stdout, r.stdout + r.stderr
+    document["cells"][2]["source"] = code.replace("_owners = {}",
+                                                  "_owners = weakref.WeakKeyDictionary()")
+    assert notebook.read_text() == json.dumps(document, indent=2)
