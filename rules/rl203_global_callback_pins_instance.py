@@ -15,13 +15,13 @@ from retainlint.analysis.cstutil import (
     decorator_names,
     is_instance_method,
     is_self,
-    releases_whole_object,
 )
 from retainlint.analysis.hooks import iter_nodes
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.project.index import instantiated_in_functions
 from retainlint.analysis.module_caches import removed_in_project
+from retainlint.analysis.release import FINALIZER, fix_release_method, release_names
 from retainlint.rules.prefilters.rl203 import (
     AT_FORK,
     AT_FORK_KEYWORDS,
@@ -48,7 +48,6 @@ _READERS = frozenset({
     "id", "isinstance", "set", "frozenset", "enumerate", "reversed", "min", "max", "sum",
     "next", "zip", "map", "filter",
 })
-_NON_RELEASING = frozenset({"__del__"})  # never runs while a registry holds the instance
 _TRIGGER_REMOVERS = frozenset(remover for _, remover, _ in LOOP_TRIGGERS.values())
 # module-level dicts a function may keep instances in, one per key
 _DICT_CTORS = frozenset({"dict", "builtins.dict", "collections.defaultdict", "collections.OrderedDict"})
@@ -169,8 +168,9 @@ class Connector:
 
 ## Fix (safe, where a release method exists)
 For `atexit.register(self.<method>, ...)`, `atexit.unregister(self.<method>)` is appended
-to the class's release method (the first of `shutdown`, `close`, ... it defines, other
-than `__del__`), importing `atexit` when the module does not import it at top level.
+to the class's release method (the first of `shutdown`, `close`, ... it defines that
+releases the whole object: not `__del__`, not a per-item `release(self, request_id)`, not an
+abstract stub), importing `atexit` when the module does not import it at top level.
 `atexit.unregister` does nothing when the callback is not registered, and bound methods of
 the same instance compare equal, so this is safe in every order. Signal handlers, fork hooks,
 loop triggers and module-level lists have no automatic fix: register a function that
@@ -526,16 +526,16 @@ def running():
             for arg in node.args:  # handed to code that may prune it
                 self._escape(arg.value)
         if qualified == ATEXIT_UNREGISTER and cls is not None and node.args:
-            if not (scope.function is not None and scope.function.name.value in _NON_RELEASING):
+            if not (scope.function is not None and scope.function.name.value == FINALIZER):
                 self._unregistered.setdefault(cls.name.value, []).append(node.args[0].value)
         if qualified == SIGNAL and len(node.args) >= 2:
             self._handlers_reinstalled.append(node.args[1].value)
             if cls is not None and scope.function is not None and (
-                scope.function.name.value not in _NON_RELEASING
+                scope.function.name.value != FINALIZER
             ):
                 self._signals.setdefault(cls.name.value, []).append((node, scope.function))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in _TRIGGER_REMOVERS and cls is not None \
-                and not (scope.function is not None and scope.function.name.value in _NON_RELEASING):
+                and not (scope.function is not None and scope.function.name.value == FINALIZER):
             self._triggers_removed.setdefault(cls.name.value, set()).add(node.func.attr.value)
         adder = (
             isinstance(node.func, cst.Attribute) and node.func.attr.value in ADDERS
@@ -916,7 +916,7 @@ def running():
     def _pruned_one_by_one(self, methods, registries: set[str], cls: cst.ClassDef) -> set[str]:
         pruned = set()
         for fn in methods:
-            if fn.name.value in _NON_RELEASING:
+            if fn.name.value == FINALIZER:
                 continue
             for node in iter_nodes(fn.body):
                 if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
@@ -1063,7 +1063,7 @@ def running():
         registered exit callback is its only teardown."""
         methods = self._class_chain_methods(cls)
         names = {m.name.value for m in methods}
-        if any(n in names for n in self.ctx.settings.release_methods if n not in _NON_RELEASING):
+        if any(n in names for n in release_names(self.ctx)):
             return False
         threads = [t for m in methods for t in self._daemon_threads(m, cls)]
         if not threads:
@@ -1116,7 +1116,7 @@ def running():
         if reg.kind == "atexit":
             registry = "`atexit`'s callback list"
             undo = f"no method of `{cls_name}` calls `atexit.unregister(...)` for it"
-            if any(m.name.value in _NON_RELEASING for m in self._class_chain_methods(reg.cls)
+            if any(m.name.value == FINALIZER for m in self._class_chain_methods(reg.cls)
                    if self._unregisters_in(m, reg.callback)):
                 undo += " (`__del__` cannot: it never runs while the registry holds the instance)"
         elif reg.kind == "signal":
@@ -1186,7 +1186,7 @@ def running():
             and callback.value.value == "self" and self._method(reg.cls, callback.attr.value) is not None
         ):
             return None  # only `self.<method>` can be named again in the release method
-        release = self._release_method(reg.cls)
+        release = fix_release_method(self.ctx, reg.cls)
         if release is None or release is reg.function:
             return None
         spelling, imports = _unregister_spelling(self.ctx)
@@ -1196,15 +1196,6 @@ def running():
             {release: append_to_function(release, [stmt])},
             imports=imports,
         )
-
-    def _release_method(self, cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
-        methods = self.ctx.methods(cls)
-        for name in self.ctx.settings.release_methods:
-            method = methods.get(name)
-            # not a per-item `release(self, request_id)`: it runs once per item
-            if method is not None and name not in _NON_RELEASING and releases_whole_object(self.ctx, method):
-                return method
-        return None
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:

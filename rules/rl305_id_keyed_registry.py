@@ -7,10 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor
 from retainlint.analysis.walk import visit
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.release import FINALIZER, fix_release_method
 from retainlint.rules.prefilters.rl305 import IdKeyedRegistryPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.holding import (
@@ -436,26 +436,11 @@ class Client:
         if e.function is None or e.cls is None:
             return False
         name = e.function.name.value
-        if name != "__del__" and name not in self._callees(e.cls, "__del__"):
+        called = self.ctx.release.called_on_self
+        if name != FINALIZER and name not in called(e.cls, FINALIZER):
             return False
         # a context manager's exit runs it for sure
-        return name not in self._callees(e.cls, "__exit__") | self._callees(e.cls, "__aexit__")
-
-    def _callees(self, cls: cst.ClassDef, start: str) -> set[str]:
-        """The methods `start` calls on `self`, directly or through each other."""
-        methods = self.ctx.methods(cls)
-        found: set[str] = set()
-        pending = [start]
-        while pending:
-            method = methods.get(pending.pop())
-            if method is None:
-                continue
-            calls = _SelfCalls()
-            visit(method.body, calls)
-            for callee in calls.found - found:
-                found.add(callee)
-                pending.append(callee)
-        return found
+        return name not in called(e.cls, "__exit__") | called(e.cls, "__aexit__")
 
     # -- keys unique to each object --------------------------------------------------
     def _unique_key_owner(self, e: _Event) -> Optional[cst.BaseExpression]:
@@ -515,7 +500,7 @@ class Client:
         value_code = ctx_code(self.ctx, e.value)
         where = ""
         if e.cls is not None and e.function is not None:
-            release = self.ctx.release_method(e.cls)
+            release = fix_release_method(self.ctx, e.cls)
             if release is not None:
                 where = f" (e.g. in `{release.name.value}()`)"
         value_text = f"`{obj_code}` itself" if value_code == obj_code else f"`{value_code}`, which holds `{obj_code}`"
@@ -581,15 +566,3 @@ class _Calls(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.found.append(node)
-
-
-class _SelfCalls(OwnScopeVisitor):
-    """Names of the methods a method calls on `self` (`self.cleanup()`)."""
-
-    def __init__(self) -> None:
-        self.found: set[str] = set()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            self.found.add(func.attr.value)

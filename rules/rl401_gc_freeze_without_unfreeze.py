@@ -11,6 +11,7 @@ import libcst as cst
 from retainlint.analysis.context import FileContext
 from retainlint.analysis.cstutil import append_to_function, body_functions, is_instance_method
 from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.release import fix_release_method
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl401 import FREEZE, GcFreezeWithoutUnfreezePrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
@@ -167,8 +168,9 @@ class EngineCore:
 
 ## Fix (safe, where a release method exists)
 `gc.unfreeze()` is appended to the class's release method (the first of `shutdown`,
-`close`, `cleanup`, ... it defines), adding `import gc` when the module does not import
-it at top level. Without a release method there is no fix: add `gc.unfreeze()` to
+`close`, `cleanup`, ... it defines that releases the whole object: not `__del__`, not a
+per-item `free(self, block_id)`), adding `import gc` when the module does not import it
+at top level. Without a release method there is no fix: add `gc.unfreeze()` to
 whatever tears the object down.
 """
 
@@ -451,7 +453,7 @@ class Worker:
         return any(self._base_unfreezes(b, depth + 1) for b in summary.bases)
 
     def _fix(self, cls: cst.ClassDef, fn: cst.FunctionDef):
-        release = self.ctx.release_method(cls)
+        release = fix_release_method(self.ctx, cls)
         if release is None or release is fn:
             return None
         spelling, imports = _unfreeze_spelling(self.ctx)

@@ -5,7 +5,8 @@ name (`shutdown`, `close`, ... - configurable), callable with `self` alone, that
 the whole object rather than one item per call (`free(self, idx)` is a per-step hot path,
 not a release). What it drops is followed through the methods it calls on `self`, the
 project base classes (in this file or another) and `super()`. RL601, RL602 and RL603 ask
-it; the prefilters' `ast` twin of the method shape is `project/release_shape.py`."""
+what a release path drops; RL203, RL305 and RL401 which release method a fix goes into.
+The prefilters' `ast` twin of the method shape is `project/release_shape.py`."""
 
 from __future__ import annotations
 
@@ -73,6 +74,21 @@ def release_methods(ctx: FileContext, cls: cst.ClassDef, finalizer: bool = False
     methods = ctx.methods(cls)
     return [methods[name] for name in ctx.settings.release_methods
             if name in methods and (finalizer or name != FINALIZER) and is_release_method(ctx, methods[name])]
+
+
+def fix_release_method(ctx: FileContext, cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
+    """The release method a fix puts cleanup into (`gc.unfreeze()`, `atexit.unregister(...)`,
+    taking a registry entry out): the first of the class's own release methods. Never
+    `__del__` (it does not run while something still holds the instance) nor a per-item
+    `free(self, block_id)` (it runs once per item)."""
+    found = release_methods(ctx, cls)
+    return found[0] if found else None
+
+
+def release_names(ctx: FileContext) -> list[str]:
+    """The configured release-method names a caller can call to release an object: all
+    but the finalizer `__del__`."""
+    return [name for name in ctx.settings.release_methods if name != FINALIZER]
 
 
 def _is_stub(stmt) -> bool:
@@ -279,6 +295,21 @@ class ReleasePaths:
         if key not in self._facts:
             self._facts[key] = method_drops(fn)
         return self._facts[key]
+
+    def called_on_self(self, cls: cst.ClassDef, start: str) -> set[str]:
+        """The names `start` (a method of `cls`) calls on `self` (`self.cleanup()`),
+        directly or through `cls`'s own methods: what runs when it runs."""
+        methods = self.ctx.methods(cls)
+        found: set[str] = set()
+        pending = [start]
+        while pending:
+            method = methods.get(pending.pop())
+            if method is None:
+                continue
+            for callee in self.facts(method).self_calls - found:
+                found.add(callee)
+                pending.append(callee)
+        return found
 
     # -- classes of this file and of the project -----------------------------------
     def bases(self, owner: Owner) -> list:
