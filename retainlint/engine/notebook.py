@@ -208,3 +208,29 @@ def place(path: str, line: int) -> str:
     """`cell 3:2` for a notebook's virtual line, else the line itself."""
     cell = locate(path, line)
     return f"cell {cell[0]}:{cell[1]}" if cell else str(line)
+
+
+def cell_span(path: str, line: int) -> tuple[int, int] | None:
+    """The virtual lines (first, last) of the code cell holding virtual `line` of the
+    notebook `path`, for a code frame that stays in the cell; None for other files."""
+    cell = locate(path, line)
+    if cell is None:
+        return None
+    lines = [v for v, (number, _) in _parsed(path, os.stat(path).st_mtime_ns).where.items()
+             if number == cell[0]]
+    return (min(lines), max(lines)) if lines else None
+
+
+def shown_source(path: str) -> bytes:
+    """What a code frame shows of `path`: a notebook's virtual module with its magics
+    as written (the line numbers are the same)."""
+    if not is_notebook(path):
+        return read_source(path)
+    notebook = _parsed(path, os.stat(path).st_mtime_ns)
+    lines = [_shown(line, notebook.magics) for line in notebook.source.split("\n")]
+    return "\n".join(lines).encode("utf-8")
+
+
+def _shown(line: str, magics: list[str]) -> str:
+    m = _MAGIC_LINE.match(line)
+    return magics[int(m.group(1))] if m else line

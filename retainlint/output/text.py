@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Finding
-from retainlint.engine.notebook import place, read_python
+from retainlint.engine.notebook import cell_span, place, shown_source
 from retainlint.output.escape import printable
 
 
@@ -79,7 +79,7 @@ class _Sources:
                 # Lines as Python counts them: str.splitlines also splits at a form feed,
                 # \x1c-\x1e, \x85, U+2028..., bytes.splitlines only at \n, \r\n and \r.
                 self._lines[path] = [line.decode("utf-8", "replace")
-                                     for line in read_python(path).splitlines()]
+                                     for line in shown_source(path).splitlines()]
             except (OSError, ValueError):  # unreadable, or a broken notebook
                 self._lines[path] = []
         return self._lines[path]
@@ -123,10 +123,14 @@ def full(console: Console, findings: Sequence[Finding]) -> None:
 def _frame(console: Console, lines: list[str], f: Finding) -> None:
     first = max(1, f.start.line - 1)
     last = min(len(lines), max(f.end.line, f.start.line) + 1, f.start.line + 6)
-    width = len(str(last))
+    shift = 0  # a notebook: the frame stays in the finding's cell, numbered as the cell's lines
+    cell = cell_span(f.path, f.start.line)
+    if cell is not None:
+        first, last, shift = max(first, cell[0]), min(last, cell[1]), cell[0] - 1
+    width = len(str(last - shift))
     for number in range(first, last + 1):
         line = lines[number - 1].expandtabs(1)
-        console.print(Text(f"  {number:>{width}} | ", style="blue") + Text(printable(line)),
+        console.print(Text(f"  {number - shift:>{width}} | ", style="blue") + Text(printable(line)),
                       highlight=False, soft_wrap=True)
         if f.start.line <= number <= f.end.line:
             start = f.start.column - 1 if number == f.start.line else len(line) - len(line.lstrip())

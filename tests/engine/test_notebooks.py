@@ -28,6 +28,10 @@ def test_finding_in_a_notebook_points_at_its_cell_and_line(tmp_path):
     assert f"{CLASS_CACHE}:cell 2:2:5: RL301 strong-module-keyed-cache" in r.stdout
     assert f"heavy key written here ({CLASS_CACHE}:cell 2:5:9)" in r.stdout
     assert "RL000" not in r.stdout  # the magics and `!pip` were masked, not parsed
+    # The code frame stays in the cell, numbered as the cell's lines.
+    frame = [line for line in r.stdout.splitlines() if " | " in line]
+    assert frame[:3] == ["  1 | class Registry:", "  2 |     _owners = {}  # expect: RL301",
+                         "    |     ^^^^^^^"], r.stdout
     r = run_cli("check", "--no-cache", "--output-format", "json", CLASS_CACHE, cwd=tmp_path)
     [finding] = json.loads(r.stdout)
     assert finding["code"] == "RL301" and finding["filename"] == CLASS_CACHE
@@ -184,3 +188,13 @@ def test_fix_keeps_the_layout_of_an_unusual_notebook(tmp_path):
     document["cells"][2]["source"] = code.replace("_owners = {}",
                                                   "_owners = weakref.WeakKeyDictionary()")
     assert notebook.read_text() == json.dumps(document, indent=2)
+
+
+def test_the_code_frame_shows_magics_as_written(tmp_path):
+    notebook = copy(tmp_path)
+    document = json.loads(notebook.read_text())
+    document["cells"][2]["source"][2:2] = ["    !nvidia-smi\n"]
+    notebook.write_text(json.dumps(document, indent=1) + "\n")
+    r = run_cli("check", "--no-cache", CLASS_CACHE, cwd=tmp_path)
+    assert f"{CLASS_CACHE}:cell 2:2:5: RL301" in r.stdout
+    assert "  3 |     !nvidia-smi" in r.stdout.splitlines(), r.stdout
