@@ -8,6 +8,7 @@ before deciding which files to parse."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -234,3 +235,34 @@ def shown_source(path: str) -> bytes:
 def _shown(line: str, magics: list[str]) -> str:
     m = _MAGIC_LINE.match(line)
     return magics[int(m.group(1))] if m else line
+
+
+def diff(path: str, before: str, after: str) -> str:
+    """`--diff` for a notebook: a unified diff per changed cell (`nb.ipynb:cell 2`),
+    from the virtual modules before and after the fixes, magics shown as written."""
+    magics: list[str] = []
+    try:
+        magics = parse(read_source(path)).magics
+    except (OSError, NotebookError):
+        pass
+    old, new = _cells(before, magics), _cells(after, magics)
+    out: list[str] = []
+    for number in sorted(set(old) | set(new)):
+        name = f"{path}:cell {number}"
+        out += difflib.unified_diff(old.get(number, []), new.get(number, []), name, name)
+    return "".join(out)
+
+
+def _cells(source: str, magics: list[str]) -> dict[int, list[str]]:
+    cells: dict[int, list[str]] = {}
+    current = 1
+    for line in source.splitlines(keepends=True):
+        m = _MARKER_LINE.match(line)
+        if m:
+            current = int(m.group(1))
+            cells.setdefault(current, [])
+            continue
+        end = "\n" if line.endswith("\n") else ""
+        shown = _shown(line[: len(line) - len(end)], magics) if magics else line.rstrip("\n")
+        cells.setdefault(current, []).append(shown + end)
+    return cells

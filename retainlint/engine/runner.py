@@ -166,6 +166,9 @@ def _fix_and_write(path: str, original: bytes, rules: Sequence[type[Rule]], sett
     result, data = fix_bytes(path, original, rules, settings, mode, outcome, index)
     if data == original:
         return result
+    if mode.diff and notebook.is_notebook(path):
+        outcome.diff = notebook.diff(path, original.decode("utf-8"), data.decode("utf-8"))
+        return result
     if mode.diff:
         outcome.diff = "".join(difflib.unified_diff(
             original.decode("utf-8", "replace").splitlines(keepends=True),

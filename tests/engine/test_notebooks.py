@@ -198,3 +198,16 @@ def test_the_code_frame_shows_magics_as_written(tmp_path):
     r = run_cli("check", "--no-cache", CLASS_CACHE, cwd=tmp_path)
     assert f"{CLASS_CACHE}:cell 2:2:5: RL301" in r.stdout
     assert "  3 |     !nvidia-smi" in r.stdout.splitlines(), r.stdout
+
+
+def test_diff_shows_each_changed_cell_and_writes_nothing(tmp_path):
+    notebook = copy(tmp_path)
+    before = notebook.read_bytes()
+    r = run_cli("check", "--no-cache", "--diff", CLASS_CACHE, cwd=tmp_path)
+    assert r.returncode == 1 and notebook.read_bytes() == before
+    assert f"--- {CLASS_CACHE}:cell 1\n+++ {CLASS_CACHE}:cell 1\n@@ -1,3 +1,5 @@\n" \
+           "+import weakref\n+\n %matplotlib inline\n !pip install torch\n" in r.stdout, r.stdout
+    assert f"+++ {CLASS_CACHE}:cell 2\n" in r.stdout
+    assert "-    _owners = {}  # expect: RL301\n" \
+           "+    _owners = weakref.WeakKeyDictionary()  # expect: RL301\n" in r.stdout
+    assert "retainlint: cell" not in r.stdout and "cell 3" not in r.stdout
