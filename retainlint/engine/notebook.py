@@ -119,12 +119,10 @@ def read_python(path: str) -> bytes:
     return parse(data).source.encode("utf-8") if is_notebook(path) else data
 
 
-def cell_of(notebook: Notebook, line: int) -> tuple[int, int]:
-    """(code cell, line in it) of a virtual line; a marker line counts as the cell's first."""
-    if line in notebook.where:
-        return notebook.where[line]
-    following = [v for v in notebook.where if v > line]
-    return notebook.where[min(following)] if following else (max(len(notebook.code_cells), 1), 1)
+def cell_of(notebook: Notebook, line: int) -> tuple[int, int] | None:
+    """(code cell, line in it) of a virtual line; None for a marker line (where only what
+    is about the whole file is reported: it cannot be read, a rule crashed)."""
+    return notebook.where.get(line)
 
 
 def rebuild(original: bytes, fixed: str) -> bytes:
@@ -194,10 +192,22 @@ def locate(path: str, line: int) -> tuple[int, int] | None:
     if not is_notebook(path):
         return None
     try:
-        stamp = os.stat(path).st_mtime_ns
-        return cell_of(_parsed(path, stamp), line)
+        return cell_of(_current(path), line)
     except (OSError, NotebookError):
         return None
+
+
+# Notebooks checked from a buffer (--stdin-filename), not from the file of that name.
+_BUFFERS: dict[str, Notebook] = {}
+
+
+def checked_from_buffer(path: str, data: bytes) -> None:
+    """Positions in `path` are to be read in `data`, not in the file on disk."""
+    _BUFFERS[path] = parse(data)
+
+
+def _current(path: str) -> Notebook:
+    return _BUFFERS.get(path) or _parsed(path, os.stat(path).st_mtime_ns)
 
 
 @lru_cache(maxsize=64)
@@ -217,8 +227,7 @@ def cell_span(path: str, line: int) -> tuple[int, int] | None:
     cell = locate(path, line)
     if cell is None:
         return None
-    lines = [v for v, (number, _) in _parsed(path, os.stat(path).st_mtime_ns).where.items()
-             if number == cell[0]]
+    lines = [v for v, (number, _) in _current(path).where.items() if number == cell[0]]
     return (min(lines), max(lines)) if lines else None
 
 
@@ -227,7 +236,7 @@ def shown_source(path: str) -> bytes:
     as written (the line numbers are the same)."""
     if not is_notebook(path):
         return read_source(path)
-    notebook = _parsed(path, os.stat(path).st_mtime_ns)
+    notebook = _current(path)
     lines = [_shown(line, notebook.magics) for line in notebook.source.split("\n")]
     return "\n".join(lines).encode("utf-8")
 

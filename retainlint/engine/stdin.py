@@ -10,7 +10,10 @@ from typing import Sequence
 
 from retainlint.core.config import Settings
 from retainlint.core.finding import Finding
-from retainlint.core.source import confine, read_source
+from retainlint.core.finding import source_error
+from retainlint.core.source import confine
+from retainlint.engine import notebook
+from retainlint.engine.notebook import NotebookError, read_python
 from retainlint.engine.cache import Store, SummaryCache
 from retainlint.engine.registry import all_rules, catalog
 from retainlint.engine.runner import FileOutcome, Mode, build_index, check_file, fix_bytes
@@ -23,13 +26,33 @@ def check_source(name: str, data: bytes, codes: Sequence[str], settings: Setting
     many fixes were applied. Nothing is written."""
     confine(settings.root)
     codes = [code for code, _ in catalog() if code in set(codes)]
+    if notebook.is_notebook(name):  # its code cells are checked; --fix prints the notebook
+        try:
+            source = notebook.parse(data).source.encode("utf-8")
+        except NotebookError as e:
+            return [source_error(name, str(e))], data, 0
+        findings, fixed, count = _check_python(name, source, codes, settings, mode, context,
+                                               cache_dir, jobs)
+        try:
+            out = notebook.rebuild(data, fixed.decode("utf-8")) if count else data
+        except NotebookError as e:
+            findings.append(source_error(name, f"cannot write fix: {e} (left unchanged)"))
+            out, count = data, 0
+        notebook.checked_from_buffer(name, out)  # where the findings are, for the output
+        return findings, out, count
+    return _check_python(name, data, codes, settings, mode, context, cache_dir, jobs)
+
+
+def _check_python(name: str, data: bytes, codes: Sequence[str], settings: Settings, mode: Mode,
+                  context: Sequence[str], cache_dir: Path | None,
+                  jobs: int | None) -> tuple[list[Finding], bytes, int]:
     contents = {name: data}
     own = os.path.realpath(name)
     for path in context:
         if os.path.realpath(path) != own:
             try:
-                contents[path] = read_source(path)
-            except OSError:
+                contents[path] = read_python(path)
+            except (OSError, NotebookError):
                 continue
     store = Store.open(cache_dir) if cache_dir is not None else None
     summaries = SummaryCache(store) if store is not None else None

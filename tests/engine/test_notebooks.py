@@ -211,3 +211,22 @@ def test_diff_shows_each_changed_cell_and_writes_nothing(tmp_path):
     assert "-    _owners = {}  # expect: RL301\n" \
            "+    _owners = weakref.WeakKeyDictionary()  # expect: RL301\n" in r.stdout
     assert "retainlint: cell" not in r.stdout and "cell 3" not in r.stdout
+
+
+def test_a_notebook_on_stdin(tmp_path):
+    # An editor's buffer: checked as the notebook it names, --fix prints the notebook.
+    notebook = copy(tmp_path)
+    buffer = notebook.read_text()
+    r = run_cli("check", "--no-cache", "--output-format", "concise", "--stdin-filename",
+                CLASS_CACHE, "-", cwd=tmp_path, input=buffer)
+    assert r.returncode == 1 and f"{CLASS_CACHE}:cell 2:2:5: RL301" in r.stdout, r.stdout
+    r = run_cli("check", "--no-cache", "--fix", "--stdin-filename", CLASS_CACHE, "-",
+                cwd=tmp_path, input=buffer)
+    fixed = json.loads(r.stdout)
+    assert fixed["cells"][2]["source"][1] == \
+        "    _owners = weakref.WeakKeyDictionary()  # expect: RL301\n"
+    assert fixed["cells"][3]["outputs"] == json.loads(buffer)["cells"][3]["outputs"]
+    assert notebook.read_text() == buffer  # nothing written
+    r = run_cli("check", "--no-cache", "--stdin-filename", CLASS_CACHE, "-", cwd=tmp_path,
+                input='{"cells": [')
+    assert r.returncode == 1 and f"{CLASS_CACHE}:1:1: RL000 cannot read notebook" in r.stdout
