@@ -112,6 +112,12 @@ def test_findings_from_the_cache_point_at_the_notebook_as_it_is(tmp_path):
     second = run_cli("check", "--cache-dir", cache, "--output-format", "concise", CLASS_CACHE,
                      cwd=tmp_path)
     assert first.stdout == second.stdout and f"{CLASS_CACHE}:cell 2:2:5: RL301" in second.stdout
+    # A line added above the bug moves it; the cache is not fooled.
+    document["cells"][2]["source"].insert(0, "# the registry\n")
+    notebook.write_text(json.dumps(document, indent=1) + "\n")
+    third = run_cli("check", "--cache-dir", cache, "--output-format", "concise", CLASS_CACHE,
+                    cwd=tmp_path)
+    assert f"{CLASS_CACHE}:cell 2:3:5: RL301" in third.stdout, third.stdout
 
 
 def test_add_noqa_writes_the_directive_into_the_cell(tmp_path):
