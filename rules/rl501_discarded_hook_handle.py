@@ -10,7 +10,6 @@ from retainlint.analysis.cstutil import (
     in_body_of,
     is_instance_method,
     is_self,
-    releases_whole_object,
     unique_self_attribute,
 )
 from retainlint.analysis.heavy import find_param
@@ -29,6 +28,7 @@ from retainlint.analysis.hooks import (
     short,
 )
 from retainlint.rules.prefilters.rl501 import DiscardedHookHandlePrefilter
+from retainlint.analysis.release import fix_release_method
 from retainlint.analysis.rule import Example, Rule
 
 
@@ -352,7 +352,7 @@ class Probe:
         replacements = {expr: assign}
         # `__del__` never runs while the hook holds the instance
         holds_self = expr.value.args and hook_holds_self(fn, expr.value.args[0].value)
-        release = self._release_method(cls, skip={"__del__"} if holds_self else set())
+        release = fix_release_method(self.ctx, cls, finalizer=not holds_self)
         if release is not None and release is not fn:
             unconditional = fn.name.value == "__init__" and in_body_of(self.ctx.scope.statement, fn)
             code = (
@@ -369,19 +369,6 @@ class Probe:
         """Is the registration in a loop? One attribute would keep only the last handle."""
         return any(isinstance(n, (cst.For, cst.While)) and any(m is expr for m in iter_nodes(n.body))
                    for n in iter_nodes(fn.body))
-
-    def _release_method(self, cls: cst.ClassDef, skip: set[str]):
-        """The first configured release method of the class that releases the whole
-        object: not a classmethod or staticmethod (no `self` to remove the handle from), not
-        a per-item `free(self, block_id)` (it runs once per item)."""
-        methods = self.ctx.methods(cls)
-        for name in self.ctx.settings.release_methods:
-            if name in skip:
-                continue
-            method = methods.get(name)
-            if method is not None and releases_whole_object(self.ctx, method):
-                return method
-        return None
 
     def _no_new_attributes(self, cls: cst.ClassDef) -> bool:
         """Would `self.<new attribute> = ...` raise? `__slots__` in the class (an

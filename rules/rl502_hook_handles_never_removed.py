@@ -13,7 +13,6 @@ from retainlint.analysis.cstutil import (
     is_instance_method,
     is_self,
     prepend_to_function,
-    releases_whole_object,
 )
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import AUTOGRAD_HOOKS, GLOBAL_HOOKS
@@ -32,6 +31,7 @@ from retainlint.analysis.hooks import (
 )
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl502 import HookHandlesNeverRemovedPrefilter
+from retainlint.analysis.release import fix_release_method
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 
@@ -447,11 +447,9 @@ def install(params, hook):
     # -- the fix --------------------------------------------------------------------------
     def _fix(self, cls: cst.ClassDef, handles: ClassHandles, attr: str,
              items: list[HandleStore], removers: list[str]):
-        own = self.ctx.methods(cls)
-        # not a per-item `free(self, block_id)`: it runs once per item, and the hooks
-        # belong to the whole object
-        release = next((own[n] for n in handles.release_methods()
-                        if n in own and releases_whole_object(self.ctx, own[n])), None)
+        # the class's own release method that releases the whole object (not a per-item
+        # `free(self, block_id)`, not a hook callback named `stop`)
+        release = fix_release_method(self.ctx, cls, finalizer=True, skip=frozenset(handles.callbacks))
         if release is None:
             return None
         # a release method that drops the attribute (`self._h = None`) gets the removal

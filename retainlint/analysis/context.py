@@ -107,14 +107,4 @@ class FileContext:
     def methods(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         return {f.name.value: f for f in body_functions(cls)}
 
-    def release_method(self, cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
-        """The first configured release method (`shutdown`, `close`, ...) the class defines."""
-        methods = self.methods(cls)
-        for name in self.settings.release_methods:
-            if name in methods:
-                return methods[name]
-        return None
-
-    def is_release_method(self, fn: cst.FunctionDef) -> bool:
-        return fn.name.value in self.settings.release_methods
 

@@ -5,7 +5,8 @@ name (`shutdown`, `close`, ... - configurable), callable with `self` alone, that
 the whole object rather than one item per call (`free(self, idx)` is a per-step hot path,
 not a release). What it drops is followed through the methods it calls on `self`, the
 project base classes (in this file or another) and `super()`. RL601, RL602 and RL603 ask
-what a release path drops; RL203, RL305 and RL401 which release method a fix goes into.
+what a release path drops; RL203, RL305, RL401, RL501 and RL502 which release method a
+fix goes into; RL702 whether a method that clears a stored exception is a release.
 The prefilters' `ast` twin of the method shape is `project/release_shape.py`."""
 
 from __future__ import annotations
@@ -76,12 +77,14 @@ def release_methods(ctx: FileContext, cls: cst.ClassDef, finalizer: bool = False
             if name in methods and (finalizer or name != FINALIZER) and is_release_method(ctx, methods[name])]
 
 
-def fix_release_method(ctx: FileContext, cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
+def fix_release_method(ctx: FileContext, cls: cst.ClassDef, finalizer: bool = False,
+                       skip: frozenset[str] = frozenset()) -> Optional[cst.FunctionDef]:
     """The release method a fix puts cleanup into (`gc.unfreeze()`, `atexit.unregister(...)`,
-    taking a registry entry out): the first of the class's own release methods. Never
-    `__del__` (it does not run while something still holds the instance) nor a per-item
-    `free(self, block_id)` (it runs once per item)."""
-    found = release_methods(ctx, cls)
+    taking a registry entry out): the first of the class's own release methods not named
+    in `skip` (methods the class installs as callbacks). Never a per-item
+    `free(self, block_id)` (it runs once per item), and `__del__` only when `finalizer`:
+    it does not run while something still holds the instance (a hook over `self`)."""
+    found = [fn for fn in release_methods(ctx, cls, finalizer) if fn.name.value not in skip]
     return found[0] if found else None
 
 
