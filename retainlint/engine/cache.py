@@ -413,9 +413,12 @@ def site_stamp() -> tuple[tuple[str, int], ...]:
     upgrading or removing a package changes one, so what was learnt from installed packages
     (installed-types) is not reused across such a change. A stat per folder, no listing."""
     stamps = []
+    here = os.getcwd()
     for folder in sys.path:
+        if folder in ("", here):
+            continue  # the working directory (`python -c`, `-m`): not where packages live
         try:
-            stamps.append((folder, os.stat(folder or ".").st_mtime_ns))
+            stamps.append((folder, os.stat(folder).st_mtime_ns))
         except OSError:
             continue  # a zip file that is not there, a removed folder
     return tuple(stamps)

@@ -7,11 +7,11 @@ import sys
 
 
 def test_a_scaffolded_rule_runs_end_to_end(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "retainlint.scaffold", "RL901", "pinned-by-call",
+    done = subprocess.run([sys.executable, "-m", "retainlint.scaffold", "RL990", "pinned-by-call",
                            "--call", "mylib.keep", "--root", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "rules" / "rl901_pinned_by_call.py").exists()
+    assert (tmp_path / "rules" / "rl990_pinned_by_call.py").exists()
     probe = f"""
 import json, sys
 import retainlint.rules as rules, retainlint.rules.prefilters as prefilters
@@ -20,7 +20,7 @@ prefilters.__path__.append({str(tmp_path / 'rules' / 'prefilters')!r})
 from retainlint.core.config import Settings
 from retainlint.engine.lint import lint_bytes
 from retainlint.engine.registry import lookup
-[rule] = lookup("RL901")
+[rule] = lookup("RL990")
 assert rule.name == "pinned-by-call"
 for example in rule.invalid:
     found = lint_bytes("x.py", example.code.encode(), [rule], Settings()).findings
@@ -28,20 +28,20 @@ for example in rule.invalid:
 for code in rule.valid:
     assert not lint_bytes("x.py", code.encode(), [rule], Settings()).findings
 from retainlint.cli import main
-main(["check", "--no-cache", "--select", "RL901", "--output-format", "json", sys.argv[1]])
+main(["check", "--no-cache", "--select", "RL990", "--output-format", "json", sys.argv[1]])
 """
-    fixture = tmp_path / "fixtures" / "RL901" / "basic.py"
+    fixture = tmp_path / "fixtures" / "RL990" / "basic.py"
     run = subprocess.run([sys.executable, "-c", probe, str(fixture)], capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     assert [(f["code"], f["location"]["row"]) for f in json.loads(run.stdout)] == [
-        ("RL901", 6), ("RL901", 7)]
-    expected = [i for i, line in enumerate(fixture.read_text().splitlines(), 1) if "expect: RL901" in line]
+        ("RL990", 6), ("RL990", 7)]
+    expected = [i for i, line in enumerate(fixture.read_text().splitlines(), 1) if "expect: RL990" in line]
     assert expected == [6, 7]
 
 
 def test_scaffold_refuses_to_overwrite_or_bad_names(tmp_path):
-    args = [sys.executable, "-m", "retainlint.scaffold", "RL901", "pinned-by-call", "--call",
+    args = [sys.executable, "-m", "retainlint.scaffold", "RL990", "pinned-by-call", "--call",
             "mylib.keep", "--root", str(tmp_path)]
     assert subprocess.run(args, capture_output=True, timeout=60).returncode == 0
     again = subprocess.run(args, capture_output=True, text=True, timeout=60)
