@@ -31,7 +31,7 @@ from retainlint.analysis.hooks import (
 )
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl502 import HookHandlesNeverRemovedPrefilter
-from retainlint.analysis.release import fix_release_method
+from retainlint.analysis.release import fix_release_method, is_release_method
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 
@@ -50,8 +50,9 @@ Reports a class that keeps the removal handles of hooks it registers on other ob
 of its own method that returns a handle - when none of its release methods (`shutdown`,
 `close`, ... `__exit__`, `__del__`, a `@contextmanager` method), nor any method they call,
 removes them (`.remove()` on the handle, on a loop variable over the container, or a
-helper named like `remove_hooks(self._handles)`). A class with no release method at all
-is reported only when no method removes them.
+helper named like `remove_hooks(self._handles)`). A release method releases the whole
+object: not a per-item `free(self, slot)`, nor an abstract stub that only raises. A class
+with no release method at all is reported only when no method removes them.
 
 Also reports a discarded handle of a hook on a gradient accumulator - the `AccumulateGrad`
 node reached as `p.expand_as(p).grad_fn.next_functions[0][0]` (or through
@@ -306,7 +307,7 @@ def install(params, hook):
         stores = handles.stores()
         if not stores:
             return
-        roots = handles.release_methods()
+        roots = [n for n in handles.release_methods() if is_release_method(self.ctx, handles.methods[n])]
         reach = (handles.reachable(roots + handles.context_managers()) if roots
                  else set(handles.methods))
         for attr, items in stores.items():

@@ -11,7 +11,7 @@ from retainlint.analysis.cstutil import FinallyWrites, OwnScopeVisitor, body_fun
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter, ADDERS
-from retainlint.analysis.release import is_release_method
+from retainlint.analysis.release import named_release
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.holding import (
     Scopes,
@@ -686,7 +686,7 @@ class Pool:
                 continue
             clearing = _Clearing(attr)
             visit(method.body, clearing)
-            if clearing.cleared and (is_release_method(self.ctx, method) or clearing.read_before):
+            if clearing.cleared and (named_release(self.ctx, method) or clearing.read_before):
                 return True
         return False
 

@@ -5,8 +5,9 @@ name (`shutdown`, `close`, ... - configurable), callable with `self` alone, that
 the whole object rather than one item per call (`free(self, idx)` is a per-step hot path,
 not a release). What it drops is followed through the methods it calls on `self`, the
 project base classes (in this file or another) and `super()`. RL601, RL602 and RL603 ask
-what a release path drops; RL203, RL305, RL401, RL501 and RL502 which release method a
-fix goes into; RL702 whether a method that clears a stored exception is a release.
+what a release path drops; RL502 which methods release a hook owner; RL203, RL305, RL401,
+RL501 and RL502 which release method a fix goes into; RL702 whether a method that clears
+a stored exception is named a release.
 The prefilters' `ast` twin of the method shape is `project/release_shape.py`."""
 
 from __future__ import annotations
@@ -86,6 +87,13 @@ def fix_release_method(ctx: FileContext, cls: cst.ClassDef, finalizer: bool = Fa
     it does not run while something still holds the instance (a hook over `self`)."""
     found = [fn for fn in release_methods(ctx, cls, finalizer) if fn.name.value not in skip]
     return found[0] if found else None
+
+
+def named_release(ctx: FileContext, fn: cst.FunctionDef) -> bool:
+    """Is `fn` named as a release method (the configured names, `__del__` among them),
+    whatever its shape? For state a method clears (RL702's stored exception taken out):
+    a per-item `release(self, request_id)` that clears it clears it all the same."""
+    return fn.name.value in ctx.settings.release_methods
 
 
 def release_names(ctx: FileContext) -> list[str]:
