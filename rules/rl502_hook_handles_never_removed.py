@@ -449,8 +449,11 @@ def install(params, hook):
     def _fix(self, cls: cst.ClassDef, handles: ClassHandles, attr: str,
              items: list[HandleStore], removers: list[str]):
         # the class's own release method that releases the whole object (not a per-item
-        # `free(self, block_id)`, not a hook callback named `stop`)
-        release = fix_release_method(self.ctx, cls, finalizer=True, skip=frozenset(handles.callbacks))
+        # `free(self, block_id)`, not a hook callback named `stop`); `__del__` only when no
+        # hook keeps the instance - while one does, `__del__` never runs
+        pinned = any(self._pins_self(store) for store in items)
+        release = fix_release_method(self.ctx, cls, finalizer=not pinned,
+                                     skip=frozenset(handles.callbacks))
         if release is None:
             return None
         # a release method that drops the attribute (`self._h = None`) gets the removal
