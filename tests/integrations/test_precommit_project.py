@@ -90,3 +90,18 @@ def test_no_project_checks_the_named_files_alone(project):
     # Examples checked one by one (the incident fixtures): nothing else feeds the index.
     r = run_cli("check", "--no-project", "app/runner.py", cwd=project)
     assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout + r.stderr
+
+
+def test_precommit_hook_checks_a_committed_notebook(hook_repo, tmp_path):  # noqa: F811
+    """pre-commit passes notebooks to the hook (types_or includes jupyter)."""
+    work = tmp_path / "nb"
+    work.mkdir()
+    notebook = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks" / "class_cache.ipynb"
+    shutil.copy(notebook, work / "class_cache.ipynb")
+    git(work, "init", "-q")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "start")
+    r = try_repo(hook_repo, work, "retainlint", "--files", "class_cache.ipynb")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1 and hook_status(out, "retainlint") == "Failed", out
+    assert "class_cache.ipynb:cell 2:2:5: RL301" in out, out
