@@ -448,15 +448,19 @@ def explain_cycle(target_id: int, target_kind: str) -> Optional[Holder]:
             cyc = _path_ids(fwd, a, a)
             if cyc is None:
                 continue
-            cycle_text, _ = render(node_text(by_id[a]), [by_id[i] for i in cyc])
+            cycle_text, kinds = render(node_text(by_id[a]), [by_id[i] for i in cyc])
             tail = [a]
             while tail[-1] != target_id:
                 tail.append(down[tail[-1]])
             text = f"{where}: unreachable cycle [{cycle_text}]"
             if len(tail) > 1:
-                tail_text, _ = render(node_text(by_id[a]), [by_id[i] for i in tail])
+                tail_text, tail_kinds = render(node_text(by_id[a]), [by_id[i] for i in tail])
                 text += f" ; {tail_text}"
-            return Holder(text, rule, "frozen cycle" if frozen else "reference cycle")
+                kinds += tail_kinds
+            # The cycle's names and source files let the linter say which finding made it
+            # (a kept back-reference: RL902), when its shape alone says only "a cycle".
+            files = source_files([by_id[i] for i in (*cyc, *tail)])
+            return Holder(text, rule, "frozen cycle" if frozen else "reference cycle", names_on(kinds), files)
         return Holder(f"{where}: {target_kind} is unreachable garbage", rule,
                       "frozen cycle" if frozen else "reference cycle")
     finally:
