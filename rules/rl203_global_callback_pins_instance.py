@@ -8,13 +8,15 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_functions
 from retainlint.analysis.cstutil import (
     append_to_function,
+    body_functions,
+    body_statements,
     call_args,
     decorator_names,
     is_instance_method,
     is_self,
+    name_bindings,
 )
 from retainlint.analysis.hooks import iter_nodes
 from retainlint.core.finding import Applicability, Severity
@@ -408,21 +410,12 @@ def running():
 
     # -- collection ----------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
-        for stmt in node.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                continue
-            for small in stmt.body:
-                if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    target, value = small.targets[0].target, small.value
-                elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                    target, value = small.target, small.value
-                else:
-                    continue
-                if isinstance(target, cst.Name) and self._strong_container(value):
-                    self._containers[target.value] = target
-                    self._not_reads[target.value] = self._not_reads.get(target.value, 0) + 1
-                elif isinstance(target, cst.Name) and self._dict(value):
-                    self._registries.add(target.value)
+        for target, value in name_bindings(node.body):
+            if self._strong_container(value):
+                self._containers[target.value] = target
+                self._not_reads[target.value] = self._not_reads.get(target.value, 0) + 1
+            elif self._dict(value):
+                self._registries.add(target.value)
         for stmt in node.body:
             if isinstance(stmt, cst.If) and _is_main_guard(stmt.test):
                 self._entry_points |= _called_names(stmt.body)
@@ -862,19 +855,8 @@ def running():
 
     def _class_containers(self, cls: cst.ClassDef) -> set[str]:
         """Names the class body binds to a list, set or deque."""
-        found = set()
-        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                        target, value = small.targets[0].target, small.value
-                    elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                        target, value = small.target, small.value
-                    else:
-                        continue
-                    if isinstance(target, cst.Name) and self._strong_container(value):
-                        found.add(target.value)
-        return found
+        return {target.value for target, value in name_bindings(body_statements(cls))
+                if self._strong_container(value)}
 
     def _class_ref(self, expr: cst.BaseExpression, registries: set[str], cls: cst.ClassDef,
                    fn: cst.FunctionDef) -> Optional[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -66,6 +66,23 @@ class FinallyWrites(cst.CSTVisitor):
 def body_statements(block) -> list:
     body = getattr(block, "body", block)
     return list(body.body) if isinstance(body, cst.IndentedBlock) else []
+
+
+def name_bindings(statements: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.Name, cst.BaseExpression]]:
+    """`name = value` and `name: T = value` among these statements (a module's or a class
+    body's): the bound name and its value."""
+    for stmt in statements:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                target, value = small.target, small.value
+            else:
+                continue
+            if isinstance(target, cst.Name):
+                yield target, value
 
 
 def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
