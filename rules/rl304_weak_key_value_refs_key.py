@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor
+from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.holding import Scopes, ctx_code, first_slice, holds_heavy, reaches
 from retainlint.rules.prefilters.rl304 import WeakKeyValueRefsKeyPrefilter
@@ -269,15 +269,9 @@ class Node:
         return self.ctx.qualname(func) in WEAK_KEYED
 
     def _is_weak_annotation(self, ann: Optional[cst.BaseExpression]) -> bool:
+        ann = annotation_expression(ann)
         if ann is None:
             return False
-        if isinstance(ann, cst.Annotation):
-            ann = ann.annotation
-        if isinstance(ann, cst.SimpleString):
-            try:
-                return self._is_weak_annotation(cst.parse_expression(ann.evaluated_value))
-            except Exception:
-                return False
         if isinstance(ann, cst.Subscript):
             if self.ctx.qualname(ann.value) in WEAK_KEYED:
                 return True

@@ -63,6 +63,20 @@ class FinallyWrites(cst.CSTVisitor):
             self.writes.extend((t.value if isinstance(t, cst.Element) else t, None) for t in targets)
 
 
+def annotation_expression(ann: Optional[cst.CSTNode]) -> Optional[cst.BaseExpression]:
+    """The expression an annotation writes: unwrapped from `cst.Annotation`, and parsed when
+    it is written as a string (`"torch.Tensor"`); None when there is none or the string does
+    not parse."""
+    if isinstance(ann, cst.Annotation):
+        ann = ann.annotation
+    if isinstance(ann, cst.SimpleString):
+        try:
+            return annotation_expression(cst.parse_expression(str(ann.evaluated_value)))
+        except Exception:
+            return None
+    return ann if isinstance(ann, cst.BaseExpression) else None
+
+
 def body_statements(block) -> list:
     body = getattr(block, "body", block)
     return list(body.body) if isinstance(body, cst.IndentedBlock) else []

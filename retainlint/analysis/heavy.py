@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions, body_statements
+from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression, body_functions, body_statements
 from retainlint.analysis.walk import visit
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
 
@@ -74,15 +74,9 @@ class HeavyOracle:
         return cls is not None and cls.name.value in self.local_heavy_classes
 
     def is_heavy_annotation(self, ann: Optional[cst.BaseExpression]) -> bool:
+        ann = annotation_expression(ann)
         if ann is None:
             return False
-        if isinstance(ann, cst.Annotation):
-            ann = ann.annotation
-        if isinstance(ann, cst.SimpleString):
-            try:
-                return self.is_heavy_annotation(cst.parse_expression(ann.evaluated_value))
-            except Exception:
-                return False
         if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
             return self.is_heavy_annotation(ann.left) or self.is_heavy_annotation(ann.right)
         if isinstance(ann, cst.Subscript):

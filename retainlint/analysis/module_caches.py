@@ -15,7 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor
+from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression
 from retainlint.analysis.heavy import find_param
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
 from retainlint.analysis.walk import visit
@@ -1181,15 +1181,10 @@ def reads_container(expr: cst.BaseExpression, container: Optional[str]) -> bool:
 
 def _mentions_heavy(ctx, ann) -> bool:
     """Does an annotation name a heavy type anywhere (`list[torch.Tensor]` too)?"""
-    if ann is None:
-        return False
-    if isinstance(ann, cst.Annotation):
-        ann = ann.annotation
-    if isinstance(ann, cst.SimpleString):
-        try:
-            return _mentions_heavy(ctx, cst.parse_expression(ann.evaluated_value))
-        except Exception:
-            return True
+    written = annotation_expression(ann)
+    if written is None:
+        return ann is not None  # a string that does not parse: assume it might
+    ann = written
     found = []
 
     class _Names(cst.CSTVisitor):
