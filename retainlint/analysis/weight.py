@@ -218,14 +218,16 @@ class _Weigher:
         node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.lineno == summary.line), None)
         if node is None:
             return True
-        for fn in node.body:
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
+        methods = [fn for fn in node.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for fn in methods:
             local_values = _ast_locals(fn)
             for n in ast.walk(fn):
                 if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
                     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                    if any(_on_self(t) for t in targets) and self.ast_substantial(
+                    if not any(_on_self(t) for t in targets):
+                        continue
+                    filled = self._empty_container_filled(n.value, targets, methods, file, summary, depth)
+                    if filled if filled is not None else self.ast_substantial(
                             n.value, file, summary, local_values, depth):
                         return True
                 elif isinstance(n, ast.Call):
@@ -237,6 +239,31 @@ class _Weigher:
                             n.args[2], file, summary, local_values, depth):
                         return True
         return False
+
+    def _empty_container_filled(self, value, targets, methods, file, summary, depth) -> Optional[bool]:
+        """`self.layers = nn.ModuleList()` holds what the class puts into it later
+        (`self.layers.append(m)`, `self.layers[k] = m`): weights only if one of those has
+        some. None when `value` is not an empty module container or nothing is put in it
+        here (filled elsewhere: judged as a container, i.e. weighted)."""
+        if not (isinstance(value, ast.Call) and not value.args and not value.keywords):
+            return None
+        q = qualified_in(file, value.func)
+        if not q or not q.startswith("torch.nn.") or q.rsplit(".", 1)[-1] not in _MODULE_CONTAINERS:
+            return None
+        names = {t.attr for t in targets if isinstance(t, ast.Attribute)}
+        fills = []
+        for fn in methods:
+            local_values = _ast_locals(fn)
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                        and n.func.attr in _CONTAINER_FILLS and _self_attr(n.func.value) in names:
+                    fills += [(v, local_values) for v in n.args[-1:]]
+                elif isinstance(n, ast.Assign) and any(
+                        isinstance(t, ast.Subscript) and _self_attr(t.value) in names for t in n.targets):
+                    fills.append((n.value, local_values))
+        if not fills:
+            return None
+        return any(self.ast_substantial(v, file, summary, lv, depth) for v, lv in fills)
 
     # -- values ------------------------------------------------------------------
     def ast_substantial(self, value: ast.AST, file, owner, local_values, depth: int) -> bool:
@@ -290,6 +317,17 @@ class _Weigher:
 
     def returns_substantial(self, returns, depth: int) -> bool:
         return any(self.index.is_heavy_class(r) and self.class_substantial(r, depth + 1) for r in returns)
+
+
+_MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
+_CONTAINER_FILLS = frozenset({"append", "extend", "insert", "update", "add_module"})
+
+
+def _self_attr(node: ast.AST) -> Optional[str]:
+    """`self.x` -> "x"."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
 
 
 def _on_self(target: ast.AST) -> bool:
