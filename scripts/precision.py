@@ -24,7 +24,9 @@ VERDICT = re.compile(r"`([^`\s]+):(\d+)`\s+(RL\d{3})\s+\**(true|minor|false)\**"
 TRIAGED = {"sglang": "sglang-0.5.23", "diffusers": "diffusers-0.42.1", "peft": "peft-0.21.2",
            "timm": "timm-1.0.31", "trl": "trl-1.16.0", "ray": "ray-2.60.0",
            "accelerate": "accelerate-1.15.0", "deepspeed": "deepspeed-0.19.8",
-           "pytorch-lightning": "pytorch-lightning-2.6.6"}
+           "pytorch-lightning": "pytorch-lightning-2.6.6", "lmdeploy": "lmdeploy-0.18.0",
+           "sentence-transformers": "sentence-transformers-6.2.0",
+           "ultralytics": "ultralytics-8.4.190", "torchtune": "torchtune-0.6.1"}
 
 
 def verdicts(tree: str) -> dict[tuple[str, int, str], str]:
