@@ -11,6 +11,7 @@ from retainlint.analysis.cstutil import decorator_names
 from retainlint.core.finding import Applicability, Position, Related, Severity
 from retainlint.project.index import CACHE_DECORATORS, METHOD_NAMES
 from retainlint.project.ast_facts import LOGGERS, PROPERTIES
+from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.rules.prefilters.rl101 import CacheKeyBoundMethodPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 
@@ -33,6 +34,15 @@ with the cached definition as related location.
 The cached definition itself is reported too when bound methods reach it (from any
 file), or when its parameters are annotated as heavy types (`def get_fqns(model:
 nn.Module)`: a library API whose callers pass models); that finding carries the fix.
+
+A cached `@staticmethod` or `@classmethod` of a class of the file, called as
+`self.m(...)`, `cls.m(...)` or `Klass.m(...)`, counts like a module-level function: its
+cache lives on the class, so `self.get_flat_type_info(self)` - where the class was meant -
+keeps every instance it is called on. A project's own memoizing decorator counts as a
+cache: a function whose wrapper stores each result in a dict of its closure under the
+call's arguments (`cache[args] = func(*args)`), or a class whose `__call__` stores what the
+function its `__init__` was given returns in a dict attribute (`self.memo[key] =
+self.func(*args)`); keys made of `id()`s do not count.
 
 ## Why it leaks
 The cache keeps its keys alive. A bound method holds `__self__`, so the instance - a
@@ -66,11 +76,37 @@ includes `self`, so code that inspects what it receives may see a difference.
 
 ## Not reported
 Plain functions, classes, strings, numbers and tuples of them; module-level functions
-passed by name; `type(obj).method` and `Class.method` (already unbound); methods of the
-class itself (`self.method(...)` calls: see RL102).
+passed by name; `type(obj).method` and `Class.method` (already unbound); cached instance
+methods of the class itself (`self.method(...)` calls: see RL102).
+
+## Example: a cached static method given the instance
+```python
+class ComplexModel:
+    @staticmethod
+    @memoize                     # the project's memo: `self.memo[key] = self.func(*args)`
+    def get_flat_type_info(cls):
+        ...
+
+    def as_dict(self):
+        return {k: getattr(self, k)
+                for k in self.get_flat_type_info(self)}   # RL101: meant self.__class__
+```
 """
 
     valid = [
+        # the cached static method given the class, as meant
+        """
+import functools
+
+class Model:
+    @staticmethod
+    @functools.cache
+    def flat_fields(cls):
+        return dict(vars(cls))
+
+    def as_dict(self):
+        return self.flat_fields(type(self))
+""",
         """
 import functools
 
@@ -238,6 +274,22 @@ def get_fqns(model: nn.Module, name: str):
 """,
             lines=[6],
         ),
+        # a cached static method of the class, given the instance instead of the class
+        Example(
+            """
+import functools
+
+class Model:
+    @staticmethod
+    @functools.cache
+    def flat_fields(cls):
+        return dict(vars(cls))
+
+    def as_dict(self):
+        return self.flat_fields(self)
+""",
+            lines=[11],
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -280,6 +332,9 @@ def get_fqns(model: nn.Module, name: str):
             return func.value, [RelatedNode(f"`{func.value}` is cached here", definition.name)]
         if isinstance(func, cst.Name) and func.value in self.ctx.functions:
             return None  # defined here, not cached
+        static = self._cached_static_method(func)
+        if static is not None:
+            return self.ctx.code(func), [RelatedNode(f"`{static.name.value}` is cached here", static.name)]
         qualified = self.ctx.qualname(func)
         if not qualified or qualified.split(".", 1)[0] in ("self", "cls"):
             return None
@@ -289,6 +344,21 @@ def get_fqns(model: nn.Module, name: str):
         where = Position(summary.line, summary.column)
         related = Related(f"`{summary.qualname}` is cached here", _display(summary.path), where, where)
         return self.ctx.code(func), [related]
+
+    def _cached_static_method(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """`self.m` / `cls.m` / `Klass.m` naming a cached static or class method of a class
+        of this file: its cache lives on the class and keeps every argument it is given
+        (`self.get_flat_type_info(self)` where `self.__class__` was meant)."""
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return None
+        owner = func.value.value
+        klass = self.ctx.scope.method_class if owner in ("self", "cls") else self.ctx.classes.get(owner)
+        if klass is None:
+            return None
+        method = self.ctx.methods(klass).get(func.attr.value)
+        if method is None or not decorator_names(self.ctx, method) & NOT_INSTANCE_DECORATORS:
+            return None
+        return method if self._is_cached(method) else None
 
     def _retained(self, value: cst.BaseExpression, fn, cls, depth: int = 0) -> Optional[str]:
         """What kind of long-lived object `value` is, if it is one the cache would pin."""

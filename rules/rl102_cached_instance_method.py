@@ -59,6 +59,15 @@ reported like any other method: the cache is still on the function and keyed by 
 (`functools.cached_property` is the cure). Same as flake8-bugbear's B019 and pylint's
 W1518, without their known false positives.
 
+A project decorator that memoizes by hand counts as a cache too: a function whose inner
+wrapper keeps each result in a dict of its closure under the call's arguments
+(`cache[args] = func(*args)`, directly or through a local key built from them), or a
+class whose `__call__` keeps what the function its `__init__` was given returns in a dict
+attribute (`self.memo[key] = self.func(...)`).
+On a method, `self` is one of those arguments. A wrapper that keeps the result on the
+instance (`self._cache[func] = ...`), keys made of `id()`s, and a key that is not built
+from the call's arguments (one slot per function) are not memoizing caches.
+
 Bounded caches are reported too. The finding is an error when the class is heavy (a
 `torch.nn.Module` subclass, or a configured heavy type) and either holds weights or the
 cache can grow without bound (no `maxsize`, and keyed by more than a device or dtype); a
@@ -103,6 +112,24 @@ a cure: it is a reference cycle back to `self`.
 """
 
     valid = [
+        # a hand-written decorator keeping each result on the instance
+        """
+def cached(func):
+    def wrapper(self, *args):
+        if func not in self._cache:
+            self._cache[func] = func(self, *args)
+        return self._cache[func]
+
+    return wrapper
+
+class Cube:
+    def __init__(self):
+        self._cache = {}
+
+    @cached
+    def extrema(self):
+        return 0, 1
+""",
         # the cache above the staticmethod: not an instance method
         """
 from functools import cache
@@ -228,6 +255,27 @@ class DataParser:
         return [str(c) for c in self.df.columns]
 """,
             lines=[9],
+        ),
+        # a hand-written memoizing decorator: results kept in its closure, keyed by the args
+        Example(
+            """
+def cached(func):
+    cache = {}
+
+    def wrapper(*args):
+        if args not in cache:
+            cache[args] = func(*args)
+        return cache[args]
+
+    return wrapper
+
+class Cube:
+    @property
+    @cached
+    def extrema(self):
+        return 0, 1
+""",
+            lines=[14],
         ),
         # a project decorator that wraps lru_cache
         Example(

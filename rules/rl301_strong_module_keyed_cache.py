@@ -56,6 +56,12 @@ object passed stays alive as long as the memo's owner, which is often itself lon
 values (`str`, `int`, `tuple`, `torch.device`), parameters rebound before the write,
 values that do not hold the key and memos never read back are not reported.
 
+A module- or class-level memo that a method fills under the instance itself and reads
+back by it (`_boxes[self] = box ... return _boxes[self]`, also through a local that holds
+`self` or a tuple with it) keeps every instance the method ever ran on, whatever the
+class: reported as a warning when the keys are not known to be heavy. A container written
+under `self` but never read back by it (a registry) is left to the other rules.
+
 A container is not reported when the file removes entries from it (`del c[k]`, `.pop`,
 `.popitem`, `.clear`, `.discard`, `.remove`, `-=`), rebinds it from a function
 (`global c; c = {}`, `cls.c = {}`), or hands it to other code that might
@@ -101,6 +107,19 @@ class TranslationUnit:
         return self._executors[context]
 ```
 
+A module-level memo keyed by the instance, in any class:
+
+```python
+_boxes = {}  # RL301 (warning): every Cell whose box was asked for stays alive
+
+class Cell:
+    def bounding_box(self):
+        if self not in _boxes:
+            _boxes[self] = compute_box(self.polygons)
+        return _boxes[self]
+```
+Keep the result on the instance instead (`self._box = ...`).
+
 ## Fix (safe)
 `weakref.WeakKeyDictionary` for dicts, `weakref.WeakSet` for sets, keeping the
 annotation's types (`dict[nn.Module, X]()` becomes
@@ -123,6 +142,14 @@ annotation's types (`dict[nn.Module, X]()` becomes
 """
 
     valid = [
+        # written under `self` but never read back by it: a registry, not a memo
+        """
+_seen = {}
+
+class Cell:
+    def __init__(self, name):
+        _seen[self] = name
+""",
         # string keys
         """
 import torch.nn as nn
@@ -353,6 +380,22 @@ class TranslationUnit:
 """,
             lines=[8],
         ),
+        # a module-level memo keyed by the instance, in a class that is not heavy
+        Example(
+            """
+_boxes = {}
+
+class Cell:
+    def __init__(self, points):
+        self.points = points
+
+    def bounding_box(self):
+        if self not in _boxes:
+            _boxes[self] = (min(self.points), max(self.points))
+        return _boxes[self]
+""",
+            lines=[2],
+        ),
     ]
 
     _scopes = ("module", "class", "instance")
@@ -386,6 +429,7 @@ class TranslationUnit:
                 kinds |= write_kinds
                 heavy_writes.append(e)
         if not kinds:
+            self._judge_instance_keyed_memo(c, events)
             return
         if described is None:
             described = (
@@ -440,6 +484,51 @@ class TranslationUnit:
                         severity=Severity.ERROR if kinds else Severity.WARNING,
                         related=[RelatedNode("written here", e.node)] if e.node else [])
             return
+
+    def _judge_instance_keyed_memo(self, c: Candidate, events: list[Event]) -> None:
+        """A module- or class-level memo a method fills under `self` and reads back by it
+        (`_boxes[self] = box ... return _boxes[self]`, also through a local holding `self`):
+        every instance the method ever ran on stays alive with all it holds. A warning:
+        the instances are not known to be heavy."""
+        written = {id(e.node) for e in events if e.kind == "write"}
+        for e in events:
+            fn = e.function
+            if e.kind != "write" or fn is None or e.cls is None or e.key is None:
+                continue
+            if not self._is_instance(e.key, fn):
+                continue
+            key = self.ctx.code(e.key)
+            if not any(x.kind == "lookup" and x.function is fn and id(x.node) not in written
+                       and x.key is not None and self.ctx.code(x.key) == key for x in events):
+                continue  # not read back by this key: not a memo
+            holder = "module global" if c.scope[0] == "module" else f"class attribute of `{c.scope[1]}`"
+            owner, method = e.cls.name.value, fn.name.value
+            self.report(
+                c.target,
+                f"`{c.name}` ({holder}) keeps every `{owner}` whose `{method}()` ran alive, with "
+                f"all it holds: the memo is keyed by the instance and entries are never removed "
+                f"(keep the result on the instance instead)",
+                statement=c.statement, severity=Severity.WARNING,
+                related=[RelatedNode("keyed by the instance here", e.node)] if e.node else [],
+            )
+            return
+
+    def _is_instance(self, key: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> bool:
+        """`self` in a method, a tuple holding it, or a local assigned one of those (in
+        either branch of a conditional expression)."""
+        if isinstance(key, cst.Name):
+            if key.value == "self":
+                params = fn.params.posonly_params or fn.params.params
+                return bool(params) and params[0].name.value == "self"
+            if depth == 0:
+                return any(v is not None and self._is_instance(v, fn, 1)
+                           for v, _ in self.ctx.heavy.local_assignments(fn).get(key.value, ()))
+            return False
+        if isinstance(key, cst.IfExp):
+            return self._is_instance(key.body, fn, depth) or self._is_instance(key.orelse, fn, depth)
+        if isinstance(key, cst.Tuple):
+            return any(self._is_instance(el.value, fn, depth) for el in key.elements)
+        return False
 
     def _built_around(self, value: Optional[cst.BaseExpression], key: str, fn: cst.FunctionDef) -> bool:
         """Is the stored value (or the one local it comes from) an object of a class of

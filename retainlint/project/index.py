@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Option
 from retainlint.core.gcpause import gc_paused
 from retainlint.project.installed_types import Verdicts, known_verdicts
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
+from retainlint.project.memoizers import memoizes
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
 
@@ -328,6 +329,9 @@ class _Summarizer:
         if any(self.qualify(d.func if isinstance(d, ast.Call) else d) in CACHE_DECORATORS
                for nested in body.defs for d in nested.decorator_list):
             wraps_cache = True  # a nested cached function, returned as the wrapper
+        if not wraps_cache and (body.defs or is_method) and memoizes(
+                fn, body.defs, self.nodes.owner_of.get(id(fn)) if is_method else None):
+            wraps_cache = True  # a hand-written memo: `cache[args] = func(*args)`
         return FunctionSummary(
             qualname=f"{prefix}.{fn.name}",
             path=self.path,
@@ -899,8 +903,11 @@ class ProjectIndex:
         return f is not None and any(self.is_heavy_class(r) for r in f.returns)
 
     def _cache_decorators(self) -> frozenset[str]:
-        """Project functions that apply a cache decorator to what they wrap."""
-        return frozenset(q for q, f in self.functions.items() if f.wraps_cache and not f.is_method)
+        """Project functions that apply a cache decorator to what they wrap, and classes
+        whose `__call__` memoizes the function they were given."""
+        return frozenset(
+            (q.rpartition(".")[0] if f.is_method else q) for q, f in self.functions.items()
+            if f.wraps_cache and (not f.is_method or q.endswith(".__call__")))
 
     def is_cache_decorator(self, qualified: Optional[str]) -> bool:
         resolved = self.resolve(qualified)

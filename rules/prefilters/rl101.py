@@ -7,6 +7,7 @@ import ast
 
 from retainlint.project.ast_facts import DEFS, Heavy, Values, absolute, annotation_names, decorator_name
 from retainlint.project.index import CACHE_DECORATORS
+from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.project.nodes import FileNodes
 from retainlint.project.prefilter import Prefilter, words
 
@@ -70,6 +71,29 @@ def hidden_imports(nodes: FileNodes) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in hidden.items() if k not in seen}
 
 
+def _cached_statics_called(nodes: FileNodes) -> tuple[str, ...]:
+    """The decorators (other than `staticmethod`/`classmethod`) of static and class
+    methods of this file's classes that are called here through `self.m(...)`, `cls.m(...)`
+    or `Klass.m(...)` with `self` among the arguments: a cached one keeps each instance."""
+    imports = None
+    called = {call.func.attr for call in nodes.of(ast.Call)
+              if type(call.func) is ast.Attribute and type(call.func.value) is ast.Name
+              and any(type(a) is ast.Name and a.id == "self" for a in call.args)}
+    if not called:
+        return ()
+    found: list[str] = []
+    for cls in nodes.of(ast.ClassDef):
+        for fn in cls.body:
+            if not isinstance(fn, DEFS) or fn.name not in called or len(fn.decorator_list) < 2:
+                continue
+            if imports is None:
+                imports = Values(nodes, bound=True).imports
+            names = [q for q in (decorator_name(imports, d) for d in fn.decorator_list) if q]
+            if any(q in NOT_INSTANCE_DECORATORS for q in names):
+                found.extend(q for q in names if q not in NOT_INSTANCE_DECORATORS)
+    return tuple(found)
+
+
 def cached_aliases(index, key=None) -> frozenset[bytes]:
     """Names a project module imports a cached module-level function under, other than
     its own (`from .impl import _f as f`). A question for `ProjectIndex.ask`, which works
@@ -105,8 +129,9 @@ class CacheKeyBoundMethodPrefilter(Prefilter):
                 functions[node.name] = node
         decorated = {name: fn for name, fn in functions.items() if fn.decorator_list}
         hidden = hidden_imports(nodes)
+        statics = _cached_statics_called(nodes)
         if not decorated:
-            return (), {}, {}, hidden
+            return (), {}, {}, hidden, statics
         values = Values(nodes, bound=True)
         imports = values.imports
         defs = []
@@ -124,7 +149,8 @@ class CacheKeyBoundMethodPrefilter(Prefilter):
                 if evidence:
                     local.setdefault(func.id, set()).update(evidence)
         named = [q for d in defs for q in d[2]] + [q for found in local.values() for q in found]
-        return tuple(defs), {k: frozenset(v) for k, v in local.items()}, values.bases(named), hidden
+        return (tuple(defs), {k: frozenset(v) for k, v in local.items()}, values.bases(named), hidden,
+                statics)
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
@@ -140,7 +166,10 @@ class CacheKeyBoundMethodPrefilter(Prefilter):
         found = summary.scans.get(cls.code)
         if found is None:  # no "cache" here: only the calls the index lists
             return calls_cached(summary, index, {})
-        defs, local, bases, hidden = found
+        defs, local, bases, hidden, statics = found
+        if any(index.is_cache_decorator(absolute(d, summary)) or d in CACHE_DECORATORS
+               for d in statics):
+            return True
         if defs:
             heavy = Heavy(summary, settings, index, bases)
             for name, decorators, annotated in defs:

@@ -17,6 +17,26 @@ from retainlint.project.prefilter import Prefilter
 
 # the scan's answer for a file with an object-keyed instance memo (judged by the rule)
 INSTANCE_MEMO = "instance memo"
+# ... and for a module- or class-level container a method writes under `self`
+INSTANCE_KEYED = "instance-keyed memo"
+
+
+def _instance_key(key: ast.AST, fn: ast.AST) -> bool:
+    """`self`, or a local of the method assigned an expression that names `self` itself
+    (not one of its attributes): a superset of what the rule accepts."""
+    if isinstance(key, ast.Name) and key.id == "self":
+        return True
+    if not isinstance(key, ast.Name) or fn is None:
+        return False
+    for node in ast.walk(fn):
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == key.id
+                                                 for t in node.targets)):
+            parents = [n for n in ast.walk(node.value) if isinstance(n, (ast.IfExp, ast.Tuple))]
+            if any(isinstance(c, ast.Name) and c.id == "self"
+                   for n in [node.value, *parents] for c in ast.iter_child_nodes(n)) or (
+                    isinstance(node.value, ast.Name) and node.value.id == "self"):
+                return True
+    return False
 
 
 class StrongModuleKeyedCachePrefilter(Prefilter):
@@ -49,6 +69,9 @@ class StrongModuleKeyedCachePrefilter(Prefilter):
                 evidence.container_slot(annotation, 0)
         for _, key, _, fn, method_class in facts.writes:
             evidence.value(key, fn, method_class)
+        if any(method_class is not None and _instance_key(key, fn)
+               for _, key, _, fn, method_class in facts.writes):
+            return INSTANCE_KEYED
         return evidence.result()
 
     @classmethod
@@ -60,6 +83,6 @@ class StrongModuleKeyedCachePrefilter(Prefilter):
             return (might_define_container(data) and names_heavy_type(data, ("torch", "transformers"), settings, index)) \
                 or b"self." in data
         found = summary.scans.get(cls.code)
-        if found == INSTANCE_MEMO:
+        if found == INSTANCE_MEMO or found == INSTANCE_KEYED:
             return True
         return found is not None and might_be_heavy(found, summary, settings, index)

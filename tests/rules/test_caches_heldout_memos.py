@@ -1,0 +1,160 @@
+"""Held-out cache shapes (issue 17, session 8), run as a user runs retainlint on a small
+project: a project's own memoizing decorator defined in one file and used in another
+(RL102, RL101), and a module-level memo keyed by the instance (RL301)."""
+
+import json
+import textwrap
+
+from conftest import run_cli
+
+
+def _findings(root, codes: str) -> list[tuple[str, str, int, str]]:
+    done = run_cli("check", ".", "--no-cache", "--select", codes, "--output-format", "json",
+                   "--exit-zero", cwd=root)
+    assert done.returncode == 0, done.stderr
+    return sorted((f["code"], f["filename"], f["location"]["row"], f.get("severity", ""))
+                  for f in json.loads(done.stdout))
+
+
+def _write(root, files: dict) -> None:
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text))
+
+
+MEMO = """
+    def cached(func):
+        cache = {}
+
+        def wrapper(*args):
+            if args not in cache:
+                cache[args] = func(*args)
+            return cache[args]
+
+        return wrapper
+
+
+    class memoize:
+        def __init__(self, func):
+            self.func = func
+            self.memo = {}
+
+        def __call__(self, *args):
+            key = tuple(args)
+            if key not in self.memo:
+                value = self.func(*args)
+                self.memo[key] = value
+            return self.memo[key]
+
+
+    def cached_on_instance(func):
+        def wrapper(self):
+            if func not in self._cache:
+                self._cache[func] = func(self)
+            return self._cache[func]
+
+        return wrapper
+"""
+
+
+def test_a_memoizing_decorator_of_another_file_is_a_cache(tmp_path):
+    _write(tmp_path, {
+        "memo.py": MEMO,
+        "cube.py": """
+            from memo import cached, cached_on_instance, memoize
+
+            class Cube:
+                def __init__(self, data):
+                    self.data = data
+                    self._cache = {}
+
+                @property
+                @cached
+                def extrema(self):
+                    return min(self.data), max(self.data)
+
+                @cached_on_instance
+                def total(self):
+                    return sum(self.data)
+
+                @staticmethod
+                @memoize
+                def fields(cls):
+                    return sorted(vars(cls))
+
+                def names(self):
+                    return self.fields(self)
+
+                def names_fixed(self):
+                    return self.fields(type(self))
+        """,
+    })
+    found = _findings(tmp_path, "RL101,RL102")
+    assert [(code, name, row) for code, name, row, _ in found] == [
+        ("RL101", "cube.py", 24),  # the instance handed to the class-level memo
+        ("RL102", "cube.py", 10),  # `@cached` on a method: `self` is a key
+    ]
+
+
+def test_the_same_decorators_without_a_memo_are_silent(tmp_path):
+    _write(tmp_path, {
+        "memo.py": """
+            import functools
+
+            def traced(func):
+                calls = {}
+
+                @functools.wraps(func)
+                def wrapper(*args):
+                    calls[func.__name__] = calls.get(func.__name__, 0) + 1
+                    return func(*args)
+
+                return wrapper
+
+            def by_id(func):
+                cache = {}
+
+                def wrapper(*args):
+                    key = tuple(id(a) for a in args)
+                    if key not in cache:
+                        cache[key] = func(*args)
+                    return cache[key]
+
+                return wrapper
+        """,
+        "cube.py": """
+            from memo import by_id, traced
+
+            class Cube:
+                def __init__(self, data):
+                    self.data = data
+
+                @traced
+                def total(self):
+                    return sum(self.data)
+
+                @by_id
+                def first(self):
+                    return self.data[0]
+        """,
+    })
+    assert _findings(tmp_path, "RL101,RL102") == []
+
+
+def test_a_module_memo_keyed_by_the_instance_is_a_warning(tmp_path):
+    _write(tmp_path, {
+        "layout.py": """
+            _boxes = {}
+            _registered = {}
+
+            class Cell:
+                def __init__(self, points):
+                    self.points = points
+                    _registered[self] = True
+
+                def bounding_box(self):
+                    if self not in _boxes:
+                        _boxes[self] = (min(self.points), max(self.points))
+                    return _boxes[self]
+        """,
+    })
+    assert _findings(tmp_path, "RL301") == [("RL301", "layout.py", 2, "warning")]
