@@ -54,6 +54,8 @@ _RUN_ONCE = frozenset({"threading.Thread", "threading.Timer"})
 
 
 _STATE_REGISTRATION = frozenset({"register_buffer", "register_parameter"})
+# Qt bindings: a signal's `connect` keeps any slot but a plain bound method strongly, in C++.
+_QT_MODULES = frozenset({"qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "pyqtgraph"})
 
 
 def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
@@ -189,6 +191,62 @@ def _keeps_call_values(ctx, cls: cst.ClassDef) -> bool:
     return False
 
 
+def _is_super(expr: cst.CSTNode) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super"
+
+
+def _own_method_receiver(func: cst.CSTNode) -> Optional[str]:
+    """The instance a base class's method runs on: `self` for `super().m(...)`, `obj`
+    for `super(C, obj).m(...)`."""
+    if not isinstance(func, cst.Attribute):
+        return None
+    owner = func.value
+    if _is_super(owner):
+        args = owner.args
+        if not args:
+            return "self"
+        if len(args) == 2 and isinstance(args[1].value, cst.Name):
+            return args[1].value.value
+    return None
+
+
+def _base_method(ctx, cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+    for base in local_bases(ctx, cls):
+        method = ctx.methods(base).get(name)
+        if method is not None:
+            return method
+    return None
+
+
+def _stored_parameters(method: cst.FunctionDef) -> dict[str, str]:
+    """Parameters the method stores on its instance as they are: name -> attribute."""
+    params = {p.name.value for p in (*method.params.posonly_params, *method.params.params,
+                                     *method.params.kwonly_params)} - {"self"}
+    out: dict[str, str] = {}
+    for node in iter_nodes(method.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in params:
+            for t in node.targets:
+                if isinstance(t.target, cst.Attribute) and is_self(t.target.value):
+                    out.setdefault(node.value.value, t.target.attr.value)
+    return out
+
+
+def _refers_to(owner: str, value: cst.CSTNode, methods: set[str]) -> bool:
+    """Does `value` hold the object named `owner`: its bound method (`owner.m`), the
+    object itself inside a `partial`/`MethodType`, or a lambda over it? A weak
+    reference (`weakref.ref(owner)`) does not."""
+    if isinstance(value, cst.Attribute):
+        return isinstance(value.value, cst.Name) and value.value.value == owner and value.attr.value in methods
+    if isinstance(value, cst.Lambda):
+        return any(isinstance(n, cst.Name) and n.value == owner for n in iter_nodes(value.body))
+    if isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) and \
+            (value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value) \
+            in ("partial", "partialmethod", "MethodType"):
+        return any((isinstance(a.value, cst.Name) and a.value.value == owner) or
+                   _refers_to(owner, a.value, methods) for a in value.args)
+    return False
+
+
 class _Locals(cst.CSTVisitor):
     """Per method: nested functions that close over `self`, locals holding a callback
     that references `self`, locals naming objects reached from `self` (loop variables
@@ -220,9 +278,11 @@ class _Sites(cst.CSTVisitor):
     """Where a method stores a callback that references `self` back on `self` (or on
     an object reached from it), or registers one as a hook there."""
 
-    def __init__(self, rule: "SelfCycleCallback", methods: set[str], locals_: _Locals) -> None:
+    def __init__(self, rule: "SelfCycleCallback", methods: set[str], locals_: _Locals,
+                 cls: Optional[cst.ClassDef] = None) -> None:
         self.rule = rule
         self.methods = methods
+        self.cls = cls
         self.closures = locals_.closures
         self.bound_locals: set[str] = set()
         self.owned_locals: set[str] = set()
@@ -283,6 +343,32 @@ class _Sites(cst.CSTVisitor):
             return False
         return any(self.refers(a.value) for a in value.args)
 
+    def _passed_to_storing_method(self, node: cst.Call) -> bool:
+        """`super().__init__(self.propose, ...)` (or `super(C, obj).__init__(obj.propose)`)
+        where the base's method (a class of the file) stores that parameter on its
+        instance as it is (`self.propose = propose`)."""
+        receiver = _own_method_receiver(node.func)
+        if receiver is None:
+            return False
+        callee = _base_method(self.rule.ctx, self.cls, node.func.attr.value)
+        if callee is None:
+            return False
+        stored = _stored_parameters(callee)
+        params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)][1:]
+        for position, arg in enumerate(node.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else \
+                params[position] if position < len(params) else None
+            attr = stored.get(name) if name else None
+            if attr is None:
+                continue
+            if self.refers(arg.value) if receiver == "self" else \
+                    _refers_to(receiver, arg.value, self.methods):
+                self.found.append((node, arg.value, "passed", f"{receiver}.{attr}"))
+                return True
+        return False
+
     # -- stores ------------------------------------------------------------------------------
     def _stored(self, target: cst.CSTNode, value: cst.CSTNode, node: cst.CSTNode) -> None:
         if not isinstance(target, (cst.Attribute, cst.Subscript)) or not _owned(target, self.owned_locals):
@@ -304,6 +390,8 @@ class _Sites(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if self.cls is not None and self._passed_to_storing_method(node):
+            return
         if isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) == 3:
             owner, attr, value = (a.value for a in node.args)
             if _owned(owner, self.owned_locals) and self.refers(value):
@@ -321,6 +409,15 @@ class _Sites(cst.CSTVisitor):
                     if self.refers(arg.value):
                         self.found.append((node, arg.value, "added", self.rule.ctx.code(owner)))
                         return
+            return
+        if name == "connect" and owned and self.rule.uses_qt():
+            # a Qt signal keeps a plain bound method weakly, any other callable (a
+            # partial, a lambda, a closure) strongly, in its C++ connection
+            for arg in node.args:
+                value = arg.value
+                if not (isinstance(value, cst.Attribute) and is_self(value.value)) and self.refers(value):
+                    self.found.append((node, value, "slot", self.rule.ctx.code(owner)))
+                    return
             return
         is_hook = name in HANDLE_HOOKS or (name.lstrip("_").startswith("register") and "hook" in name)
         if is_hook:
@@ -364,9 +461,18 @@ on `self` or on an object or parameter reached from it
 (`self.sub.register_forward_hook(lambda *a: self.x)`,
 `self._register_load_state_dict_pre_hook(partial(hook, self))`,
 `p.register_hook(self.on_grad)` for `p` in `self.parameters()`), set with
-`setattr(...)`, or handed to a `register_callback`-style method of such an object.
+`setattr(...)`, or handed to a `register_callback`-style method of such an object. Also a
+bound method handed to a base class's method that stores it on the instance as it is
+(`super().__init__(self.propose, ...)` where the base's `__init__` does `self.propose =
+propose`; `super(C, obj).__init__(obj.propose)` alike). A subclass of a `torch.distributions`
+distribution counts as heavy: it holds its parameters as tensors.
 
-Three shapes are reported in any class, heavy or not, because what they keep does not
+In any function, a model handed in as a parameter annotated as one (`module: nn.Module`,
+a configured heavy type) that gets its own bound method stored on itself
+(`module.forward = partial(fn, module.forward)`, `model.forward = MethodType(fn, model)`, a
+lambda over `model`) is reported too, unless the function sets it back or deletes it.
+
+Four shapes are reported in any class, heavy or not, because what they keep does not
 depend on the class holding tensors:
 
 - a per-instance cache around the instance's own method stored on it
@@ -382,7 +488,12 @@ depend on the class holding tensors:
   holder (stops, closes it) but keeps it: after release the instance stays in the cycle,
   for ever when the holder is a C object. A thread (`threading.Thread(target=self.run)`)
   drops its target once it has run and is not reported; dropping the holder on release
-  (`self._timer = None`) breaks the cycle.
+  (`self._timer = None`) breaks the cycle;
+- in a file that imports a Qt binding (qtpy, PyQt5/6, PySide2/6, pyqtgraph), a partial,
+  lambda or closure over `self` connected to a signal of the instance or of a widget it
+  owns (`self.box.valueChanged.connect(partial(self._changed, name="x"))`), unless the
+  class disconnects that signal: Qt keeps a plain bound method weakly but any other slot
+  strongly, in the C++ connection, so the collector never sees the cycle (an error).
 
 Otherwise only classes whose instances hold something heavy themselves are reported: a tensor,
 parameter or buffer, a layer with weights, an instance of a project class that holds one,
@@ -390,8 +501,11 @@ a model handed in (a parameter annotated as a model, or named `model`/`module`),
 configured heavy type. A module with no state of its own (an activation, a sampler) in a
 cycle keeps nothing worth freeing early.
 
-Not reported: plain classes; `weakref.WeakMethod` / `weakref.ref` callbacks;
-staticmethods, classmethods and properties; stores undone by a release method
+Not reported: plain classes; `weakref.WeakMethod` / `weakref.ref` callbacks (a partial
+of `type(module).forward` and `weakref.ref(module)`); staticmethods, classmethods and
+properties, and methods behind a decorator of the file that binds through a weak reference
+(`@weakmethod` returning `partial(fn, weakref.ref(self))`); a base-class method that only
+calls what it is handed; stores undone by a release method
 (`self.fn = None`, `del self.fn`, the hook handle removed); temporary patches the method
 takes out again (`del self.fn` in a `finally:`, a patched function that restores the
 original, the original set back on every way out: in `finally`, or in both `except` and
@@ -437,6 +551,28 @@ itself and keeps only a weak reference to it.
 """
 
     valid = [
+        # the model held weakly by the partial; a patch undone before returning
+        """
+import functools
+import weakref
+
+import torch.nn as nn
+
+def checkpoint_wrapper(module: nn.Module) -> nn.Module:
+    module.forward = functools.partial(run, type(module).forward, weakref.ref(module))
+    return module
+
+def traced(model: nn.Module, batch):
+    original = model.forward
+    model.forward = functools.partial(run, model.forward)
+    try:
+        return model(batch)
+    finally:
+        model.forward = original
+
+def run(forward, *args):
+    return forward(*args)
+""",
         # a plain class: a collectable cycle of no weight
         """
 class Handler:
@@ -644,29 +780,110 @@ class Attention(nn.Module):
 """,
             lines=[13],
         ),
+        # a model's own bound method stored on it by a helper (fairscale's checkpoint
+        # wrapper), and a bound method a base class keeps (pyro's rejection samplers)
+        Example(
+            """
+import functools
+
+import torch
+import torch.nn as nn
+from torch.distributions import Distribution
+
+def checkpoint_wrapper(module: nn.Module) -> nn.Module:
+    module.forward = functools.partial(torch.utils.checkpoint.checkpoint, module.forward)
+    return module
+
+class Rejector(Distribution):
+    def __init__(self, propose):
+        self.propose = propose
+
+class Gamma(Rejector):
+    def __init__(self, concentration):
+        self.concentration = concentration
+        super().__init__(self.draw)
+
+    def draw(self, shape):
+        return torch.randn(shape) * self.concentration
+""",
+            lines=[9, 19],
+        ),
+        # a partial over `self` connected to a Qt signal of an owned widget (mne-qt-browser)
+        Example(
+            """
+from functools import partial
+
+from qtpy.QtWidgets import QDialog, QSpinBox
+
+class Settings(QDialog):
+    def __init__(self):
+        super().__init__()
+        self.box = QSpinBox()
+        self.box.valueChanged.connect(partial(self._changed, name="downsampling"))
+
+    def _changed(self, value, name):
+        pass
+""",
+            lines=[10],
+        ),
     ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._holds: dict[int, bool] = {}
+        self._qt: Optional[bool] = None
 
     # ----------------------------------------------------------------------------------------
     def _is_heavy(self, cls: cst.ClassDef) -> bool:
         return self.ctx.heavy.is_heavy_class(cls) or self.ctx.heavy.is_heavy_qualname(cls.name.value) \
-            or self.ctx.index.is_heavy_class(f"{self.ctx.module_name}.{cls.name.value}")
+            or self.ctx.index.is_heavy_class(f"{self.ctx.module_name}.{cls.name.value}") \
+            or self._tensor_distribution(cls)
+
+    def _tensor_distribution(self, cls: cst.ClassDef) -> bool:
+        """A `torch.distributions` distribution: by contract it holds its parameters as
+        tensors (a batch of them, as large as the model a guide approximates)."""
+        for klass in [cls, *local_bases(self.ctx, cls)]:
+            for base in klass.bases:
+                q = self.ctx.absolute(self.ctx.qualname(base.value) or "")
+                if q.startswith("torch.distributions."):
+                    return True
+        return False
 
     def _method_names(self, cls: cst.ClassDef) -> set[str]:
         """Names that are bound methods of an instance (not properties, staticmethods or
         classmethods), including those of project base classes in other files."""
         methods = class_methods(self.ctx, cls)
         names = {n for n, fn in methods.items()
-                 if not is_property(self.ctx, fn) and not (decorator_names(self.ctx, fn) & STATIC)}
+                 if not is_property(self.ctx, fn) and not (decorator_names(self.ctx, fn) & STATIC)
+                 and not self._weakly_bound(fn)}
         names |= MODULE_METHODS
         bases = [self.ctx.absolute(self.ctx.qualname(b.value)) for b in cls.bases]
         for summary in self.ctx.index.ancestors(bases):
             names |= {n for n, f in summary.methods.items() if not (
                 set(f.decorators) & (STATIC | {"property", "functools.cached_property"}))}
         return names - {n for n, fn in methods.items() if is_property(self.ctx, fn)}
+
+    def uses_qt(self) -> bool:
+        """Does the file import a Qt binding (its signals' `connect` keeps slots in C++)?"""
+        if self._qt is None:
+            self._qt = any(
+                isinstance(n, (cst.Import, cst.ImportFrom)) and any(
+                    self.ctx.code(part).split(".")[0].strip() in _QT_MODULES
+                    for part in ([n.module] if isinstance(n, cst.ImportFrom) and n.module is not None
+                                 else [a.name for a in n.names] if isinstance(n, cst.Import) else []))
+                for n in iter_nodes(self.ctx.module))
+        return self._qt
+
+    def _weakly_bound(self, method: cst.FunctionDef) -> bool:
+        """Decorated with a function of this file that binds through a weak reference
+        (pyro's `@weakmethod`: `partial(fn, weakref.ref(self))` behind a property): the
+        attribute hands out a callable that does not hold the instance."""
+        for name in decorator_names(self.ctx, method):
+            decorator = self.ctx.functions.get(name) or self.ctx.functions.get(name.rpartition(".")[2])
+            if decorator is not None and any(
+                    isinstance(n, cst.Call) and self.ctx.qualname(n.func) in _WEAK for n in iter_nodes(decorator)):
+                return True
+        return False
 
     def _holds_heavy(self, cls: cst.ClassDef) -> bool:
         """Does the instance hold something heavy itself - a tensor, a parameter or buffer,
@@ -681,6 +898,8 @@ class Attention(nn.Module):
         heavy = self.ctx.heavy
         if cls.name.value in heavy._configured_here or \
                 f"{self.ctx.module_name}.{cls.name.value}" in self.ctx.settings.heavy_types:
+            return True
+        if self._tensor_distribution(cls):
             return True
         self._holds[id(cls)] = False  # recursion guard (a class holding its own kind)
         for klass in [cls, *local_bases(self.ctx, cls)]:
@@ -738,7 +957,7 @@ class Attention(nn.Module):
                 continue
             locals_ = _Locals()
             visit(method.body, locals_)
-            sites = _Sites(self, names, locals_)
+            sites = _Sites(self, names, locals_, node)
             visit(method.body, sites)
             for site, value, how, where in sites.found:
                 if handles is None:
@@ -751,6 +970,46 @@ class Attention(nn.Module):
                         self._undone(handles, site, how, where):
                     continue
                 self._report(node, method, site, value, how, where)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """`module.forward = partial(fn, module.forward)` in any function, where `module`
+        is a parameter annotated as a model (`nn.Module`, a configured heavy type): the
+        object handed in now holds its own bound method, a cycle around its weights."""
+        params = (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        heavy = {p.name.value for p in params
+                 if p.name.value not in ("self", "cls") and self.ctx.heavy.is_heavy_annotation(p.annotation)}
+        if not heavy:
+            return
+        methods = set(MODULE_METHODS)
+        assigns = [n for n in iter_nodes(node.body) if isinstance(n, cst.Assign)]
+        for site in assigns:
+            for t in site.targets:
+                target = t.target
+                if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                        and target.value.value in heavy
+                        and _refers_to(target.value.value, site.value, methods)):
+                    continue
+                where = self.ctx.code(target)
+                owner = target.value.value
+                if self._patched_back(node, assigns, site, where, owner, methods):
+                    continue
+                code = short(self.ctx.code(site.value))
+                self.report(site, f"`{where} = {code}` stores a callback that references `{owner}` on `{owner}` "
+                            "itself: a reference cycle, so the model (and its tensors) is freed only when the "
+                            f"cyclic collector runs; bind it weakly (`type({owner}).forward` with "
+                            f"`weakref.ref({owner})`) or wrap the model instead of patching it",
+                            severity=Severity.WARNING)
+
+    def _patched_back(self, fn: cst.FunctionDef, assigns, site, where: str, owner: str, methods: set[str]) -> bool:
+        """Is `where` set back to a saved original (a name or attribute that does not
+        hold `owner`) or deleted elsewhere in the function: a temporary patch? Another
+        wrapper assigned in another branch is no restore."""
+        for other in assigns:
+            if other is not site and isinstance(other.value, (cst.Name, cst.Attribute)) \
+                    and not _refers_to(owner, other.value, methods) and any(
+                    self.ctx.code(t.target) == where for t in other.targets):
+                return True
+        return any(isinstance(n, cst.Del) and self.ctx.code(n.target).find(where) >= 0 for n in iter_nodes(fn.body))
 
     def _worth_reporting(self, cls: cst.ClassDef, handles: ClassHandles, sites: "_Sites", site,
                          how: str, heavy: bool) -> bool:
@@ -765,7 +1024,7 @@ class Attention(nn.Module):
           that holder but keeps it: after release, the instance stays in the cycle (for
           ever when the holder is a C object the collector cannot traverse).
         Anything else only in heavy classes (a model, a class holding tensors)."""
-        if how == "cached":
+        if how in ("cached", "slot"):
             return True
         if how == "hook" and not _owned(site.func.value, sites.owned_locals):
             return _keeps_call_values(self.ctx, cls)  # an autograd node of a per-call tensor
@@ -781,7 +1040,7 @@ class Attention(nn.Module):
         if not (isinstance(holder, cst.Attribute) and is_self(holder.value)):
             return False
         attr = holder.attr.value
-        reach = handles.reachable(handles.release_methods())
+        reach = handles.reachable(handles.release_methods(whole=False))
         return any(
             isinstance(n, cst.Attribute) and is_self(n.value) and n.attr.value == attr
             for m in reach for n in iter_nodes(handles.methods[m].body))
@@ -795,6 +1054,12 @@ class Attention(nn.Module):
         of the function that makes it (a hook's handle removed, the attribute set back)?"""
         if how == "hook":
             return hook_removed_on_exit(self.ctx, method, site, hook_argument(site))
+        if how == "slot":  # the class disconnects that signal (on close, say)
+            return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                       and n.func.attr.value == "disconnect" and self.ctx.code(n.func.value) == where
+                       or isinstance(n, cst.Call) and any(self.ctx.code(a.value) == where for a in n.args)
+                       and "disconnect" in self.ctx.code(n.func)
+                       for n in iter_nodes(cls))
         if how in ("stored", "cached", "constructed"):
             if undone_on_every_exit(self.ctx, method, site,
                                     lambda statement: self._restores(statement, where, sites)):
@@ -843,13 +1108,14 @@ class Attention(nn.Module):
 
     def _undone(self, handles: ClassHandles, site, how: str, where: str) -> bool:
         """Does a release method (or what it calls) break the cycle again?"""
-        releases = handles.release_methods()
+        releases = handles.release_methods(finalizer=False)
         if not releases:
             return False
         reach = handles.reachable(releases + handles.context_managers())
         if how in ("setter", "callback") and isinstance(site.func, cst.Attribute):
             where = self.ctx.code(site.func.value)  # dropping the holder breaks the cycle
-        if how in ("stored", "added", "cached", "constructed", "setter", "callback") and where.startswith("self."):
+        if how in ("stored", "added", "cached", "constructed", "setter", "callback", "passed") and \
+                where.startswith("self."):
             attr = re.split(r"[.\[]", where[5:], maxsplit=1)[0]
             return any(attr in handles.facts[m].drops for m in reach)
         if how == "hook":
@@ -883,8 +1149,18 @@ class Attention(nn.Module):
                 where in AUTOGRAD_HOOKS and where not in _TENSOR_TRAVERSED_HOOKS)
             target = short(self.ctx.code(site.func.value))
             message = f"`{code}`, registered with `{target}.{where}`, references the `{name}` instance"
+        elif how == "slot":
+            through_cpp = True
+            message = (f"`{code}`, connected to `{short(where)}`, references the `{name}` instance: a Qt "
+                       "connection holds any callable but a plain bound method strongly, in C++, where the "
+                       f"cycle collector cannot see it, so the `{name}` instance (and what it holds) may "
+                       "never be freed; connect the bound method itself, or a `weakref.WeakMethod` "
+                       "wrapper, or disconnect it when the widget closes")
         elif how == "added":
             message = f"`{code}` is added to `{where}` and references the `{name}` instance"
+        elif how == "passed":
+            message = (f"`{code}`, handed to `{short(self.ctx.code(site.func))}`, is stored as `{where}`: "
+                       f"a callback that references the `{name}` instance on that instance")
         elif how in ("callback", "setter"):
             message = (f"`{code}`, handed to `{short(self.ctx.code(site.func))}`, references the `{name}` "
                        "instance")
@@ -908,6 +1184,8 @@ class Attention(nn.Module):
                         "(and its tensors) alive until the cyclic collector runs; register the plain "
                         "function with `register_load_state_dict_pre_hook(fn)` (or `with_module=True`), "
                         "which passes the module through a weak reference")
+        elif how == "slot":
+            pass
         elif through_cpp:
             message += (": autograd keeps the hook in C++, which the cycle collector cannot traverse, "
                         f"so the `{name}` instance (and its tensors) may never be freed; use "

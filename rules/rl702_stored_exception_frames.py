@@ -74,7 +74,9 @@ it outlives the handler, when its traceback is not dropped first:
   `setdefault`, `update`);
 - in a module global (`global _last_error; _last_error = e`);
 - in a returned container (`return (None, e)`, `return {"error": e}`, a local list
-  the exception was appended to), when a caller in the same file keeps the result on
+  the exception was appended to) or a returned instance of a class of this file built
+  around it (`return ServerDescription(address, error=e)`), when a caller in the same
+  file keeps the result on
   an object or in a global (`self.results[k] = try_load(k)`) - a caller that unpacks
   the result and raises or logs it does not keep the frames, and neither does a
   function that raises the collected exception before it returns;
@@ -98,7 +100,8 @@ it outlives the handler, when its traceback is not dropped first:
 
 Not reported: a traceback dropped first (`e.__traceback__ = None`, `e.with_traceback(None)`,
 `traceback.clear_frames(e.__traceback__)`, a helper named for it such as
-`_detach_tracebacks(e)`); only text stored (`str(e)`, `repr(e)`,
+`_detach_tracebacks(e)`, or a function of this file that does it to its parameter, as
+`def _sanitize(error): error.__traceback__ = None`); only text stored (`str(e)`, `repr(e)`,
 `traceback.format_exc()`); `future.set_exception(e)` and queues (the consumer re-raises
 it); locals and closure variables of an enclosing function; an attribute the class hands
 off and clears (`err, self._error = self._error, None; raise err`) or clears in a release
@@ -150,6 +153,27 @@ out of the frames it keeps. Delete a local holding `sys.exc_info()` in a `finall
 """
 
     valid = [
+        # the traceback cleared by a helper before the exception is kept
+        """
+def _sanitize(error):
+    error.__traceback__ = None
+
+class Description:
+    def __init__(self, address, error=None):
+        self.address = address
+        self.error = error
+
+class Monitor:
+    def run(self):
+        self.description = self.check()
+
+    def check(self):
+        try:
+            return self.probe()
+        except OSError as e:
+            _sanitize(e)
+            return Description(self.description.address, error=e)
+""",
         # text only, or the traceback dropped first
         """
 import traceback
@@ -266,6 +290,27 @@ class Trainer:
 """,
     ]
     invalid = [
+        # a failed check's exception kept in the description the monitor keeps (pymongo)
+        Example(
+            """
+class Description:
+    def __init__(self, address, error=None):
+        self.address = address
+        self.error = error
+
+class Monitor:
+    def run(self):
+        self.description = self.check()
+
+    def check(self):
+        try:
+            return self.probe()
+        except OSError as e:
+            previous = self.description
+            return Description(previous.address, error=e)
+""",
+            lines=[16],
+        ),
         Example(
             """
 class Worker:
@@ -1374,7 +1419,8 @@ class _StoreFinder(OwnScopeVisitor):
             return True
         last = qualified.rsplit(".", 1)[-1].lower()
         if "traceback" not in last or not any(w in last for w in _DROP_WORDS):
-            return False
+            if not self._helper_drops(node):
+                return False
         for arg in node.args:
             v = arg.value
             if isinstance(v, cst.Attribute):
@@ -1383,16 +1429,31 @@ class _StoreFinder(OwnScopeVisitor):
                 return True
         return False
 
+    def _helper_drops(self, node: cst.Call) -> bool:
+        """A function of this file that clears its parameter's traceback
+        (`def _sanitize(error): error.__traceback__ = None`)."""
+        helper = self.ctx.functions.get(node.func.value) if isinstance(node.func, cst.Name) else None
+        if helper is None:
+            return False
+        drops = _DropsTraceback(self.ctx)
+        visit(helper.body, drops)
+        return drops.found
+
     def visit_Return(self, node: cst.Return) -> None:
         value = node.value
         if value is None:
             return
-        if isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Set)) or (
+        # a container, or an instance of a class of this file built around the exception
+        # (`return ServerDescription(address, error=e)`: `holds` follows its `__init__`)
+        wrapper = isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+            and value.func.value in self.ctx.classes
+        if wrapper or isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Set)) or (
             isinstance(value, cst.Name) and value.value in self.h.containers
         ):
             exc = self.holds(value)
             if exc is not None:
                 holder = (f"the returned local `{value.value}`" if isinstance(value, cst.Name)
+                          else f"the returned `{value.func.value}`" if wrapper
                           else "the returned container")
                 self.h.stores.append(_Store(node, value, holder, "return", None, self.line, exc))
 

@@ -84,10 +84,17 @@ Reports two ways code makes the process-wide logging registry grow:
 Reported as an error when the handler holds `self` of a class holding a model, as a
 warning otherwise.
 
+Also, as an error, a `logging.handlers.MemoryHandler(...)` built without a target (no
+third argument, no `target=`, and no `setTarget(...)` in the file) and put on a logger
+with `addHandler`: `MemoryHandler.flush()` empties the buffer only into a target, so it
+keeps every record for the life of the process (Tribler's log endpoint). A subclass that
+trims the buffer in its own `flush()` is not reported.
+
 ## Why it leaks
 `logging.getLogger` stores every logger it creates in `logging.Logger.manager.loggerDict`
 for the life of the process, so a name per instance or per request is an unbounded
-dictionary. A handler added to a shared logger stays on it until removed: one more per
+dictionary. A target-less `MemoryHandler` appends every record to its buffer and never
+clears it; a record logged with `exc_info` keeps the traceback and its frames. A handler added to a shared logger stays on it until removed: one more per
 instance, each with a lock and often an open file or a reference back to its creator.
 
 ## Example
@@ -113,6 +120,18 @@ or `extra=`; remove handlers you add in the object's release method (`close()`,
 """
 
     valid = [
+        # a MemoryHandler with a target, and a subclass that trims its buffer
+        """
+import logging
+from logging.handlers import MemoryHandler
+
+class RotatingMemoryHandler(MemoryHandler):
+    def flush(self):
+        self.buffer = self.buffer[-self.capacity:]
+
+logging.getLogger().addHandler(MemoryHandler(100, logging.ERROR, logging.StreamHandler()))
+logging.getLogger().addHandler(RotatingMemoryHandler(400))
+""",
         # stable names: module, class name, configuration
         """
 import logging
@@ -178,6 +197,17 @@ class Tool:
 """,
     ]
     invalid = [
+        # a target-less MemoryHandler on the root logger (Tribler)
+        Example(
+            """
+import logging
+from logging.handlers import MemoryHandler
+
+recent = MemoryHandler(10000)
+logging.getLogger().addHandler(recent)
+""",
+            lines=[5],
+        ),
         Example(
             """
 import logging
@@ -238,6 +268,9 @@ def run_request(request):
         self._incremented: set[str] = set()  # code of targets of `+=`
         self._guards: list[cst.BaseExpression] = []
         self._module_loggers: Optional[dict[str, cst.BaseExpression]] = None
+        self._memory_handlers: list[tuple[cst.Call, Optional[cst.CSTNode]]] = []
+        self._attached: set[str] = set()  # code of what `addHandler` is given
+        self._sets_target = False
 
     # -- collection ----------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:
@@ -280,6 +313,12 @@ def run_request(request):
         ):
             self._mark_removal()
             return
+        if self.ctx.qualname(func) == _MEMORY_HANDLER and not _has_target(node):
+            self._memory_handlers.append((node, scope.statement))
+        if isinstance(func, cst.Attribute) and func.attr.value == "setTarget":
+            self._sets_target = True
+        if isinstance(func, cst.Attribute) and func.attr.value == "addHandler" and node.args:
+            self._attached.add(ctx_code(self.ctx, node.args[0].value))
         fn = scope.function
         if fn is None:
             return
@@ -321,6 +360,30 @@ def run_request(request):
             self._judge_get_logger(call)
         for call in self._add_handler:
             self._judge_add_handler(call)
+        if not self._sets_target:
+            for handler, statement in self._memory_handlers:
+                self._judge_memory_handler(handler, statement)
+
+    def _judge_memory_handler(self, handler: cst.Call, statement: Optional[cst.CSTNode]) -> None:
+        """`MemoryHandler(capacity)` with no target, put on a logger: its `flush()` only
+        empties the buffer into a target, so the buffer keeps every record."""
+        code = ctx_code(self.ctx, handler)
+        names = {code}
+        line = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and statement.body else None
+        if isinstance(line, cst.Assign) and line.value is handler:
+            names |= {ctx_code(self.ctx, t.target) for t in line.targets}
+        if not names & self._attached:
+            return
+        self.report(
+            handler,
+            f"`{_short(code)}` has no target, so its buffer is never emptied (`MemoryHandler.flush()` "
+            "clears it only after handing the records to a target): once on a logger it keeps "
+            "every record - message, arguments and, for `logger.exception`, the traceback "
+            "with its frames - for the life of the process; give it a target, or subclass it "
+            "with a `flush()` that trims the buffer",
+            severity=Severity.ERROR,
+            statement=statement,
+        )
 
     def _name_arg(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         for arg in call.args:
@@ -589,6 +652,19 @@ def run_request(request):
 
 
 _FORGETTERS = frozenset({"pop", "popitem", "clear", "__delitem__"})
+
+
+_MEMORY_HANDLER = "logging.handlers.MemoryHandler"
+
+
+def _has_target(call: cst.Call) -> bool:
+    """`MemoryHandler(capacity, flushLevel, target)` or `target=...` (not `None`)."""
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args):
+        return True
+    target = positional[2].value if len(positional) >= 3 else next(
+        (a.value for a in call.args if a.keyword is not None and a.keyword.value == "target"), None)
+    return target is not None and not (isinstance(target, cst.Name) and target.value == "None")
 
 
 def _is_logger_dict(expr: cst.BaseExpression) -> bool:

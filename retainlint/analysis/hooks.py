@@ -14,6 +14,7 @@ import libcst as cst
 
 from retainlint.analysis.context import FileContext
 from retainlint.analysis.cstutil import body_functions, decorator_names, is_self
+from retainlint.analysis.release import FINALIZER, is_release_method
 from retainlint.project.hook_names import HANDLE_HOOKS
 from retainlint.analysis.walk import children, visit
 
@@ -553,11 +554,16 @@ class ClassHandles:
                 out.setdefault(store.attr, []).append(store)
         return out
 
-    def release_methods(self) -> list[str]:
-        """Release methods by name, less those the class installs as callbacks (a hook
-        method called `stop` is no release method)."""
+    def release_methods(self, finalizer: bool = True, whole: bool = True) -> list[str]:
+        """Release methods as `release.is_release_method` defines them (named as one,
+        callable with `self` alone, releasing the whole object, not per item), less those
+        the class installs as callbacks (a hook method called `stop` is no release
+        method); `__del__` only when `finalizer`. With `whole=False`, every method named
+        as one (`shutdown(self, force)` too): evidence of what the author treats as tied
+        to the instance's life, not a place that surely runs."""
         return [n for n in self.ctx.settings.release_methods
-                if n in self.methods and n not in self.callbacks]
+                if n in self.methods and n not in self.callbacks and (finalizer or n != FINALIZER)
+                and (not whole or is_release_method(self.ctx, self.methods[n]))]
 
     @property
     def callbacks(self) -> set[str]:

@@ -43,8 +43,26 @@ _HOLDER = re.compile(rb"=\s*[\w.]*\b[A-Z]\w*[a-z]\w*\(|\.set\w*\(")
 _SELF_ARGUMENT = re.compile(rb"\bself\.\w+\s*[,)]")
 
 
+# `super().__init__(self.propose, ...)`: a bound method handed to a base class's method
+_SUPER_BOUND = re.compile(rb"super\([^)\n]*\)\.\w+\([^\n]*?\b\w+\.\w+\s*[,)]")
+# `module.forward = partial(fn, module.forward)`: an object's own method stored on it
+_OWN_METHOD_STORED = re.compile(
+    rb"^[ \t]*(\w+)\.\w+[ \t]*=[ \t]*(?:[\w.]*\b(?:partial|MethodType)\(|lambda\b)[^\n]*\b\1\b", re.MULTILINE)
+
+
+# a partial / lambda over `self` connected to a Qt signal (held in C++)
+_QT_IMPORTS = (b"qtpy", b"PyQt5", b"PyQt6", b"PySide2", b"PySide6", b"pyqtgraph")
+_SELF_SLOT = re.compile(rb"\.connect\(\s*(?:[\w.]*partial\(|lambda\b|\w+\s*[,)])")
+
+
 def _light_shapes(data: bytes, settings) -> bool:
     if b"cache" in data and _METHOD_CACHE.search(data):
+        return True
+    if b"super(" in data and _SUPER_BOUND.search(data):
+        return True
+    if b".connect(" in data and any(q in data for q in _QT_IMPORTS) and _SELF_SLOT.search(data):
+        return True
+    if (b"partial(" in data or b"MethodType(" in data or b"lambda" in data) and _OWN_METHOD_STORED.search(data):
         return True
     if b"grad_fn" in data and _GRAPH_HOOK.search(data):
         return True

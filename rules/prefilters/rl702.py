@@ -36,7 +36,7 @@ def _store_pattern(name: bytes) -> re.Pattern:
             rb"|[ \t]=[ \t]*[\w.]*\.?[A-Z]\w*\([^\n]*?\b" + n + rb"\b[ \t]*[,)\]}]"
             rb"|\.(?:append|add|insert|appendleft|extend|setdefault|update|__setitem__)\("
             rb"[^\n]*?\b" + n + rb"\b[ \t]*[,)\]}]"
-            rb"|\breturn[ \t]*[(\[{][^\n]*?\b" + n + rb"\b[ \t]*[,)\]}]"
+            rb"|\breturn[ \t]*(?:[(\[{]|[A-Z]\w*\()[^\n]*?\b" + n + rb"\b[ \t]*[,)\]}]"
             rb"|^[ \t]+[\"'][^\n\"']*[\"'][ \t]*:[ \t]*" + n + rb"[ \t]*,?[ \t]*$",
             re.MULTILINE,
         )
@@ -226,7 +226,9 @@ class _Scan:
             elif kind is ast.Return:
                 value = node.value
                 if type(value) in (ast.Tuple, ast.List, ast.Dict, ast.Set) and self.holds_any(value, names) \
-                        or aliases and type(value) is ast.Name and value.id in names:
+                        or aliases and type(value) is ast.Name and value.id in names \
+                        or type(value) is ast.Call and type(value.func) is ast.Name \
+                        and value.func.id in self.classes and self.holds_any(value, names):
                     return True
             if kind in _SCOPES:
                 continue

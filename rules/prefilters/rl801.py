@@ -24,12 +24,15 @@ class LoggerRegistryGrowthPrefilter(Prefilter):
     @classmethod
     def scan(cls, nodes) -> bool:
         """Inside a function: `x.addHandler(...)`, or a `getLogger(...)` / `x.getChild(...)`
-        whose name is not a string literal or `__name__` (the only names that cannot vary)."""
+        whose name is not a string literal or `__name__` (the only names that cannot vary);
+        anywhere: a `MemoryHandler(...)`."""
         getters = {"getLogger"} | {a.asname for node in nodes.of(ast.ImportFrom) for a in node.names
                                    if a.name == "getLogger" and a.asname}
         for node in nodes.of(ast.Call):
             func = node.func
             name = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+            if name == "MemoryHandler":  # a target-less buffer, anywhere
+                return True
             if name == "addHandler" and type(func) is ast.Attribute:
                 if not (node.args or node.keywords):
                     continue
@@ -52,7 +55,7 @@ class LoggerRegistryGrowthPrefilter(Prefilter):
         summary = getattr(data, "summary", None)
         if summary is not None:
             return bool(summary.scans.get(cls.code))
-        if b"addHandler" in data or b".getChild(" in data:
+        if b"addHandler" in data or b".getChild(" in data or b"MemoryHandler(" in data:
             return True
         calls = data.count(b"getLogger(")
         if calls == 0:
