@@ -28,7 +28,8 @@ class ContextVarPerInstance(Rule):
     docs = """
 ## What it does
 Reports `contextvars.ContextVar(...)` created inside a function - kept on `self` (one per
-instance, also inside a container such as `self._vars = {name: ContextVar(...) ...}`) or in
+instance, also inside a container such as `self._vars = {name: ContextVar(...) ...}`, or
+stored into one, `self._vars[name] = ContextVar(name)`) or in
 a local a closure keeps (one per call, e.g. per decorated function) - when the variable
 is `set()` and never `reset()`.
 
@@ -95,6 +96,22 @@ class WrappingContext:
 """,
             lines=[6],
         ),
+        # made per instance into a dict the instance keeps (pydantic-resolve)
+        Example(
+            """
+import contextvars
+
+class Resolver:
+    def __init__(self):
+        self.parent_vars = {}
+
+    def prepare_parent(self, node):
+        if "parent" not in self.parent_vars:
+            self.parent_vars["parent"] = contextvars.ContextVar("parent")
+        self.parent_vars["parent"].set(node)
+""",
+            lines=[10],
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -143,9 +160,12 @@ class WrappingContext:
             else:
                 continue
             for target in targets:
-                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                        and target.value.value == "self":
-                    return ("self", target.attr.value)
+                base = target
+                while isinstance(base, cst.Subscript):  # `self._vars[name] = ContextVar(name)`
+                    base = base.value
+                if isinstance(base, cst.Attribute) and isinstance(base.value, cst.Name) \
+                        and base.value.value == "self":
+                    return ("self", base.attr.value)
                 if isinstance(target, cst.Name) and not self._declared_global(target.value):
                     return ("local", target.value)
         return None
