@@ -10,6 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import (
+    OwnScopeVisitor,
     append_to_function,
     body_functions,
     body_statements,
@@ -87,7 +88,7 @@ abstract ones; and classes whose release path drops attributes by name (`vars(se
 `self.__dict__`), hands `self` to other code or calls a callable attribute (a
 finalizer). One release method dropping an attribute is enough.
 
-Two more shapes:
+Four more shapes (the last two whatever the part holds, torch or not):
 
 - **a stored exception** pins a big object graph without a heavy attribute: an exception
   handed to a method and kept on `self` (`def set_exception(self, exc): self._exception =
@@ -104,6 +105,20 @@ Two more shapes:
   release method releases its other parts in place (`self.profiler.shutdown()`) but
   neither releases nor drops this one (the owner's release method is reported as well,
   for the attribute it keeps).
+- **a part only `__del__` frees** (any object, torch or not): `__del__` frees an
+  attribute in place (`native.adapter_free(self._adapter)`, `self.index.release()`)
+  that the release path, which lets go of other parts, neither frees nor drops - and no
+  other method frees it (a callback the release path may run:
+  `self._stack.callback(self._free_adapter)`). `__del__` runs only when the last
+  reference goes; after `close()` the part stays allocated while anything holds the
+  object. Freeing a file on disk (`os.remove(self.path)`) is not such a part.
+- **cleanup registered on an `ExitStack` nothing closes**: `self._exit_stack =
+  ExitStack()` (or `AsyncExitStack()`) with `.callback(...)`, `.push(...)` or
+  `.enter_context(...)` registered on it, reported at the first registration when no
+  method of the class uses the stack otherwise (closes it, enters it with `with`, hands
+  it on), nothing in the file closes an attribute of that name (`handler._exit_stack.close()`,
+  `weakref.finalize(self, self._stack.close)`), and no project subclass in another file
+  does: the callbacks never run while the instance lives.
 
 ## Why it leaks
 A release method is where an owner gives back what it holds. What it leaves on `self`
@@ -131,7 +146,34 @@ class Worker:
 A stored exception's traceback references every frame it went through and their locals:
 the request, the connection, often the holder itself. A part with no release method gives
 its owner nothing to call: what it holds (a model's weights registered in a forward
-context, its KV caches) is freed only when every reference to it goes.
+context, its KV caches) is freed only when every reference to it goes. A native handle
+freed only in `__del__` (a LoRA adapter's weights, a multimodal projector context) or by
+a callback on an `ExitStack` nobody unwinds stays allocated after the object is closed,
+for as long as a server, a UI or a cache still holds it.
+
+```python
+class Llama:
+    def __init__(self, path, lora_path):
+        self._stack = contextlib.ExitStack()
+        self._model = self._stack.enter_context(closing(NativeModel(path)))
+        self._lora = native.lora_adapter_init(self._model.handle, lora_path)
+
+    def close(self):  # RL602: `self._lora` is freed only by __del__
+        self._stack.close()
+
+    def __del__(self):
+        native.lora_adapter_free(self._lora)
+        self.close()
+
+
+class ChatHandler:
+    def __init__(self, clip_path):
+        self._exit_stack = ExitStack()
+
+    def load(self, model):
+        self.ctx = native.clip_init(self.clip_path, model)
+        self._exit_stack.callback(native.clip_free, self.ctx)  # RL602: never closed
+```
 
 ## Fix (safe)
 At the end of the first release method the class defines (before a final `return`, and
@@ -142,10 +184,53 @@ project index) defines one taking no arguments - guarded by
 `self.x = None`. No fix for an attribute that is also a property or a `__slots__` name.
 For a stored exception, `self._exception = None` at the same place, as an unsafe fix (a
 reader of the exception after the release now sees `None`). No fix for a part with no
-release method (give it one that frees what it holds, and call it from the owner's).
+release method (give it one that frees what it holds, and call it from the owner's), for
+a part only `__del__` frees (register its free on the release path, e.g. on the
+`ExitStack` `close()` unwinds, and let `__del__` call `close()`), nor for an `ExitStack`
+nothing closes (close it from a release method, or register the cleanup on the stack of
+the object whose release it belongs to).
 """
 
     valid = [
+        # the adapter's free is registered on the stack close() unwinds
+        """
+import contextlib
+import native
+
+class Llama:
+    def __init__(self, path, lora_path):
+        self._stack = contextlib.ExitStack()
+        self._model = self._stack.enter_context(native.open_model(path))
+        self._lora = native.lora_adapter_init(self._model, lora_path)
+        self._stack.callback(self._free_lora)
+
+    def _free_lora(self):
+        native.lora_adapter_free(self._lora)
+        self._lora = None
+
+    def close(self):
+        self._stack.close()
+
+    def __del__(self):
+        self.close()
+""",
+        # the handler's stack is unwound by its release method
+        """
+from contextlib import ExitStack
+import native
+
+class ChatHandler:
+    def __init__(self, clip_path):
+        self.clip_path = clip_path
+        self._exit_stack = ExitStack()
+
+    def load(self, model):
+        self.ctx = native.clip_init(self.clip_path, model)
+        self._exit_stack.callback(native.clip_free, self.ctx)
+
+    def close(self):
+        self._exit_stack.close()
+""",
         # the stored exception is dropped with the rest
         """
 class Manager:
@@ -214,6 +299,44 @@ class Worker:
 """,
     ]
     invalid = [
+        # a part only __del__ frees, kept by close()
+        Example(
+            """
+import contextlib
+import native
+
+class Llama:
+    def __init__(self, path, lora_path):
+        self._stack = contextlib.ExitStack()
+        self._model = self._stack.enter_context(native.open_model(path))
+        self._lora = native.lora_adapter_init(self._model, lora_path)
+
+    def close(self):
+        self._stack.close()
+
+    def __del__(self):
+        native.lora_adapter_free(self._lora)
+        self.close()
+""",
+            lines=[11],
+        ),
+        # cleanup registered on an ExitStack nothing closes
+        Example(
+            """
+from contextlib import ExitStack
+import native
+
+class ChatHandler:
+    def __init__(self, clip_path):
+        self.clip_path = clip_path
+        self._exit_stack = ExitStack()
+
+    def load(self, model):
+        self.ctx = native.clip_init(self.clip_path, model)
+        self._exit_stack.callback(native.clip_free, self.ctx)
+""",
+            lines=[12],
+        ),
         # an exception handed in and kept after close()
         Example(
             """
@@ -385,10 +508,12 @@ class Worker:
     # -- detection -----------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         methods = self.ctx.methods(node)
+        self._check_unclosed_stacks(node)
         releases = release_methods(self.ctx, node)
         if not releases:
             self._check_unreleasable(node, methods)
             return
+        self._check_finalizer_frees(node, releases, methods)
         heavy = self._heavy_attributes(node, methods)
         if heavy and self._is_module_class(node):
             heavy = {}
@@ -453,6 +578,90 @@ class Worker:
                 fix = self.fix(f"Add {spelled} at the end of `{release.name.value}()`", {release: new},
                                applicability=Applicability.UNSAFE)
         self.report(release.name, message, fix=fix, related=related, statement=release)
+
+    # -- a part only the finalizer frees --------------------------------------------
+    def _check_finalizer_frees(self, cls: cst.ClassDef, releases: list, methods) -> None:
+        """`__del__` frees a part in place (`self.x.close()`, `free_adapter(self.x)`) that
+        the explicit release path, which lets go of other parts, neither frees nor drops:
+        after `close()` the part stays allocated as long as the instance is referenced.
+        The author's own `__del__` says the part needs freeing, whatever it is."""
+        finalizer = methods.get(FINALIZER)
+        if finalizer is None:
+            return
+        path = self.ctx.release.drops(cls, releases)
+        if path is None or not path.objects:
+            return
+        freed = _freed_in_place(finalizer)
+        # a method that frees it too may be run by the release path unseen (a callback
+        # on a stack it unwinds: `self._stack.callback(self._free_adapter)`)
+        for fn in body_functions(cls):
+            if fn is not finalizer:
+                freed -= _freed_in_place(fn)
+        kept = sorted(a for a in freed if a not in path.all and a not in methods)
+        if not kept or self._is_actor(cls):
+            return
+        release = releases[0]
+        where = f"{cls.name.value}.{release.name.value}()"
+        names = " nor ".join(f"`self.{a}`" for a in kept[:3])
+        message = (
+            f"`{where}` lets go of other parts but never frees {names}, which `__del__` frees: "
+            f"after `{release.name.value}()` {'it stays' if len(kept) == 1 else 'they stay'} allocated "
+            f"as long as the `{cls.name.value}` is referenced; free {'it' if len(kept) == 1 else 'them'} "
+            f"on the release path (and drop the reference), leaving `__del__` to call "
+            f"`{release.name.value}()`"
+        )
+        related = [RelatedNode("`__del__` frees it here", finalizer.name)]
+        self.report(release.name, message, related=related, statement=release)
+
+    # -- an ExitStack nothing closes -------------------------------------------------
+    def _check_unclosed_stacks(self, cls: cst.ClassDef) -> None:
+        """Cleanup registered on an `ExitStack` the instance holds (`self._stack.callback(
+        free)`, `.enter_context(...)`) that no method of the class closes, hands on or
+        enters, and nothing in the file closes (`x._stack.close()`): the callbacks run
+        only if someone unwinds the stack, so what they would free stays allocated as long
+        as the instance lives."""
+        stacks = _exit_stacks(self.ctx, cls)
+        if not stacks:
+            return
+        uses = _StackUses(set(stacks))
+        visit(cls, uses)
+        closers = _StackClosers(set(stacks))
+        visit(self.ctx.module, closers)  # the class, its subclasses here, its owners here
+        closed = closers.closed | self._closed_by_subclasses_elsewhere(cls, set(stacks))
+        for attr in stacks:
+            registrations = uses.registrations.get(attr)
+            if not registrations or attr in uses.other or attr in closed:
+                continue
+            first, statement = registrations[0]
+            assert isinstance(first.func, cst.Attribute)
+            message = (
+                f"`self.{attr}.{first.func.attr.value}(...)` registers cleanup on an `ExitStack` "
+                f"nothing closes: no method of `{cls.name.value}` unwinds `self.{attr}`, so what "
+                f"its callbacks free stays allocated as long as the `{cls.name.value}` lives; "
+                f"close it from a release method, or register the cleanup on the stack of the "
+                f"object whose release it belongs to"
+            )
+            self.report(first, message, statement=statement)
+
+    def _closed_by_subclasses_elsewhere(self, cls: cst.ClassDef, attrs: set[str]) -> set[str]:
+        """Stack attributes closed (`.s.close`, ...) in a file of another module that
+        holds a project subclass of `cls`."""
+        qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        index = self.ctx.index
+        here = os.path.abspath(self.ctx.path)
+        paths = {c.path for c in index.classes.values()
+                 if os.path.abspath(c.path) != here and any(index.resolve(b) == qualified for b in c.bases)}
+        closed: set[str] = set()
+        for path in sorted(paths):
+            parsed = sources(index).tree(path)
+            if parsed is None:
+                closed |= attrs  # unreadable: it may close them
+                continue
+            for node in ast.walk(parsed[0]):
+                if isinstance(node, ast.Attribute) and node.attr in _STACK_CLOSERS \
+                        and isinstance(node.value, ast.Attribute) and node.value.attr in attrs:
+                    closed.add(node.value.attr)
+        return closed
 
     # -- a part its owner cannot release ----------------------------------------------
     def _check_unreleasable(self, cls: cst.ClassDef, methods) -> None:
@@ -1068,3 +1277,116 @@ def _mentions_self(expr) -> bool:
     finder = _Finder()
     visit(expr, finder)
     return finder.found
+
+
+# -- parts freed only by `__del__` ---------------------------------------------------------
+# What frees a part in place when called on it (`self.x.close()`) or handed it
+# (`lora_adapter_free(self.x)`): memory and native handles, not `remove`/`clear`/`reset`
+# (a file on disk, a container emptied).
+_FREE_WORDS = frozenset(
+    {"close", "free", "release", "shutdown", "unload", "destroy", "dispose", "dealloc",
+     "deallocate", "terminate", "cleanup", "teardown"}
+)
+
+
+def _frees_word(name: Optional[str]) -> bool:
+    return name is not None and not _FREE_WORDS.isdisjoint(name.lower().split("_"))
+
+
+def _freed_in_place(fn: cst.FunctionDef) -> set[str]:
+    """Attributes `fn` frees with a call on them or handing them to a freeing function."""
+    found: set[str] = set()
+
+    class _Frees(OwnScopeVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            word = func.attr.value if isinstance(func, cst.Attribute) else (
+                func.value if isinstance(func, cst.Name) else None)
+            if not _frees_word(word):
+                return
+            if isinstance(func, cst.Attribute):
+                attr = self_attribute(func.value)
+                if attr is not None:
+                    found.add(attr)
+                    return
+                if is_self(func.value):
+                    return  # `self.close()`: the release path itself
+            for arg in node.args:
+                attr = self_attribute(arg.value)
+                if attr is not None:
+                    found.add(attr)
+
+    visit(fn.body, _Frees())
+    return found
+
+
+# -- ExitStacks nothing closes ---------------------------------------------------------------
+_STACK_TYPES = frozenset({"contextlib.ExitStack", "contextlib.AsyncExitStack"})
+_STACK_REGISTRATIONS = frozenset(
+    {"callback", "push", "enter_context", "push_async_callback", "push_async_exit", "enter_async_context"}
+)
+_STACK_CLOSERS = frozenset({"close", "aclose", "__exit__", "__aexit__", "pop_all"})
+
+
+def _exit_stacks(ctx, cls: cst.ClassDef) -> list[str]:
+    """Attributes a method of `cls` assigns a new `ExitStack()` / `AsyncExitStack()`."""
+    found: list[str] = []
+    for fn in body_functions(cls):
+        for key, entries in ctx.heavy.local_assignments(fn).items():
+            if not key.startswith("self.") or key[5:] in found:
+                continue
+            if any(isinstance(value, cst.Call) and ctx.qualname(value.func) in _STACK_TYPES
+                   for value, _ in entries):
+                found.append(key[5:])
+    return found
+
+
+class _StackUses(cst.CSTVisitor):
+    """How the class uses each stack attribute: registrations (`self.s.callback(...)`),
+    and any other use (closed, entered with `with`, handed on, returned)."""
+
+    def __init__(self, attrs: set[str]) -> None:
+        self.attrs = attrs
+        self.registrations: dict[str, list[tuple[cst.Call, cst.CSTNode]]] = {}  # (call, statement)
+        self.other: set[str] = set()
+        self._seen: set[int] = set()  # `self.s` nodes accounted for
+        self._statement: Optional[cst.CSTNode] = None
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement = node
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _STACK_REGISTRATIONS:
+            attr = self_attribute(func.value)
+            if attr in self.attrs:
+                self.registrations.setdefault(attr, []).append((node, self._statement or node))
+                self._seen.add(id(func.value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if self_attribute(t.target) in self.attrs:
+                self._seen.add(id(t.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self_attribute(node.target) in self.attrs:
+            self._seen.add(id(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        attr = self_attribute(node)
+        if attr in self.attrs and id(node) not in self._seen:
+            self.other.add(attr)
+
+
+class _StackClosers(cst.CSTVisitor):
+    """Stack attributes something in the file closes: `<anything>.s.close` (called or
+    handed on, as to `weakref.finalize`)."""
+
+    def __init__(self, attrs: set[str]) -> None:
+        self.attrs = attrs
+        self.closed: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _STACK_CLOSERS and isinstance(node.value, cst.Attribute) \
+                and node.value.attr.value in self.attrs:
+            self.closed.add(node.value.attr.value)

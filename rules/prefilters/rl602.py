@@ -370,6 +370,21 @@ class _Heaviness:
                    for q in self.qualnames(name))
 
 
+# Registering cleanup on an ExitStack (which the rule checks something closes).
+_STACK_REGISTRATIONS = (b".callback(", b".push(", b".enter_context(", b".push_async_callback(",
+                        b".push_async_exit(", b".enter_async_context(")
+
+
+def _registers_on_exit_stack(data: bytes) -> bool:
+    return b"ExitStack" in data and any(r in data for r in _STACK_REGISTRATIONS)
+
+
+def _finalizer_may_free(data: bytes, settings) -> bool:
+    """A `__del__` next to a release method: it may free a part the release keeps."""
+    return b"def __del__(" in data and any(
+        f"def {m}(".encode() in data for m in settings.release_methods if m != "__del__")
+
+
 class ReleaseKeepsHeavyAttributePrefilter(Prefilter):
     code = "RL602"
 
@@ -392,6 +407,8 @@ class ReleaseKeepsHeavyAttributePrefilter(Prefilter):
         summary = getattr(data, "summary", None)
         if summary is not None:
             index.offer_source(summary.path, bytes(data))  # the questions below may read it
+        if _registers_on_exit_stack(data) or _finalizer_may_free(data, settings):
+            return True
         if summary is not None and _unreleasable_part(summary, settings, index):
             return True
         found = summary.scans.get(cls.code) if summary is not None else None

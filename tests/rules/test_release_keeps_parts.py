@@ -1,0 +1,97 @@
+"""RL602's release paths that keep a part outside torch (issue 17, held-out incidents):
+a part only `__del__` frees, and cleanup registered on an ExitStack nothing closes - run
+as a user runs retainlint, on a small project, with the cache on (the prefilter decides
+which files are read)."""
+
+import json
+import textwrap
+
+from conftest import run_cli
+
+HANDLER = """
+    from contextlib import ExitStack
+
+    import native
+
+
+    class Handler:
+        def __init__(self, path):
+            self.path = path
+            self._exit_stack = ExitStack()
+            self.ctx = None
+
+        def load(self, model):
+            self.ctx = native.load(self.path, model)
+            self._exit_stack.callback(native.free, self.ctx)
+"""
+
+SUBCLASS = """
+    from handler import Handler
+
+
+    class VisionHandler(Handler):
+        def describe(self):
+            return self.path
+"""
+
+
+def _check(root) -> tuple[int, list[tuple[str, str, int, str]]]:
+    done = run_cli("check", ".", "--select", "RL602", "--output-format", "json", cwd=root)
+    assert done.returncode in (0, 1), done.stderr
+    found = json.loads(done.stdout)
+    return done.returncode, sorted(
+        (f["code"], f["filename"], f["location"]["row"], f["message"]) for f in found)
+
+
+def _write(root, files: dict) -> None:
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text).lstrip())
+
+
+def test_an_exit_stack_nothing_closes_is_reported_until_a_subclass_in_another_file_closes_it(tmp_path):
+    _write(tmp_path, {"handler.py": HANDLER, "vision.py": SUBCLASS})
+    code, found = _check(tmp_path)
+    assert code == 1
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "handler.py", 14)]
+    assert "`self._exit_stack.callback(...)` registers cleanup on an `ExitStack` nothing closes" in found[0][3]
+    # the subclass gains a release method that unwinds the stack: nothing left to report
+    (tmp_path / "vision.py").write_text(
+        (tmp_path / "vision.py").read_text() + "\n    def close(self):\n        self._exit_stack.close()\n")
+    assert _check(tmp_path) == (0, [])
+
+
+def test_a_part_only_the_finalizer_frees_is_reported_at_the_release_method(tmp_path):
+    _write(tmp_path, {"llm.py": """
+        import contextlib
+
+        import native
+
+
+        class Llm:
+            def __init__(self, path, adapter_path):
+                self._stack = contextlib.ExitStack()
+                self._model = self._stack.enter_context(native.open_model(path))
+                self._adapter = native.adapter_init(self._model, adapter_path)
+
+            def close(self):
+                self._stack.close()
+
+            def __del__(self):
+                native.adapter_free(self._adapter)
+                self.close()
+    """})
+    code, found = _check(tmp_path)
+    assert code == 1
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "llm.py", 12)]
+    assert "`Llm.close()` lets go of other parts but never frees `self._adapter`, which `__del__` frees" \
+        in found[0][3]
+    # upstream's fix: the adapter's free goes on the stack close() unwinds
+    text = (tmp_path / "llm.py").read_text().replace(
+        "        self._adapter = native.adapter_init(self._model, adapter_path)\n",
+        "        self._adapter = native.adapter_init(self._model, adapter_path)\n"
+        "        self._stack.callback(self._free_adapter)\n\n"
+        "    def _free_adapter(self):\n"
+        "        native.adapter_free(self._adapter)\n"
+        "        self._adapter = None\n")
+    (tmp_path / "llm.py").write_text(text)
+    assert _check(tmp_path) == (0, [])
