@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keyword
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
@@ -23,8 +23,14 @@ from retainlint.rules.prefilters.rl603 import (
 )
 from retainlint.analysis.release import release_methods
 from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.walk import children
 
 WEAK_CALLABLES = frozenset({"weakref.WeakMethod", "weakref.ref"})
+# What gives cached allocator blocks back: useless before the objects are let go.
+ALLOCATOR_RECLAIMS = frozenset({"empty_cache", "soft_empty_cache", "ipc_collect", "malloc_trim",
+                                "clear_device_cache"})
+# Calls that let go of loaded objects (`unload_all_models()`, `offload()`, `free_models()`).
+UNLOADING_WORDS = frozenset({"unload", "offload", "release", "free", "delete", "destroy", "dispose", "teardown"})
 # Calls that read a container without keeping it.
 _NON_KEEPING = frozenset(
     {"len", "list", "dict", "tuple", "set", "frozenset", "sorted", "sum", "any", "all", "min", "max",
@@ -38,7 +44,8 @@ _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exceptio
 class IneffectiveRelease(Rule):
     prefilter = IneffectiveReleasePrefilter
     name = "ineffective-release"
-    summary = "Cleanup code that frees nothing: a deleted parameter, a WeakMethod callback, a rebound shared container"
+    summary = ("Cleanup code that frees nothing: a deleted parameter or loop variable, a WeakMethod callback, "
+               "a rebound shared container, a cache emptied too early or while a returned object holds the value")
     severity = Severity.ERROR
     fix_applicability = Applicability.UNSAFE
 
@@ -67,10 +74,27 @@ Reports cleanup code that frees nothing:
    `self.runner.shutdown()`), in the method or the methods it calls on `self`: that object
    still holds the old, full container. `self.cache.clear()` was meant. (Release methods
    callable with `self` alone; not `free(self, idx)`, which lets go of one item.)
+4. **a deleted loop variable** - `for obj in objs: del obj` over a parameter, in a
+   function meant to free (a cleanup name, or a reclaim call in it): each `del` unbinds
+   the loop variable; the caller's list and names keep every object. The caller has to
+   `del` its own names before collecting.
+5. **the cache emptied before the release** - in a cleanup function,
+   `torch.cuda.empty_cache()` (or `soft_empty_cache()`, `ipc_collect()`, ...) right before
+   the statement that unloads (`unload_all_models()`, `offload(...)`, `free_...()`), and
+   never again after it: the allocator gives back only blocks nothing uses yet, and what
+   the unload frees stays reserved.
+6. **a reload that frees what it handed out** - a method that returns an object built
+   around `self.x` (`return Pipeline(self.x)`, through locals too) and, when called again,
+   lets go of the previous `self.x` (`self.x = None`, `del`) before `gc.collect()` /
+   `empty_cache()`: the object it returned last time (kept by the caller, a framework's
+   model list) still holds the old value, so nothing is freed. Not reported when the old
+   object is moved off the device in place first (`old.to("cpu")`, `.cpu()`), which
+   empties its storage whoever holds it.
 
 Severity: an error for the `WeakMethod` case (the cleanup never runs); for the others a
 warning, an error when what is kept is heavy (a parameter annotated as a model or
-tensor, a container of a heavy class).
+tensor, a container of a heavy class). Cases 4 to 6 are warnings: what is kept depends
+on the caller.
 
 ## Why it leaks
 Memory is freed when the last reference goes. Unbinding a local name, calling a function
@@ -87,6 +111,22 @@ def free_model(model):
 class Client:
     def __init__(self):
         self._finalizer = weakref.finalize(self, weakref.WeakMethod(self.close))  # RL603
+
+def release_all(objects):
+    for obj in objects:
+        del obj  # RL603: the caller's list and names keep every object
+    gc.collect()
+
+def free_vram():
+    torch.cuda.empty_cache()  # RL603: the models are still loaded here
+    manager.unload_all_models()
+
+class Loader:
+    def load(self, path):
+        self.model = None
+        torch.cuda.empty_cache()  # RL603: the Pipeline returned last time holds the old model
+        self.model = build(path)
+        return Pipeline(self.model)
 ```
 
 ## Fix (unsafe, `WeakMethod` case)
@@ -142,6 +182,30 @@ class Worker:
     def __init__(self, proc):
         self.proc = proc
         self._finalizer = weakref.finalize(self, _close, proc)
+""",
+        # a loop over a local list; the cache emptied after the unload; the old model moved off the device
+        """
+import gc
+import torch
+
+def release_pending(queue):
+    pending = list(queue)
+    for item in pending:
+        del item
+    gc.collect()
+
+def free_vram(manager):
+    manager.unload_all_models()
+    torch.cuda.empty_cache()
+
+class Loader:
+    def load(self, path):
+        old = self.model
+        self.model = None
+        old.to("cpu")
+        torch.cuda.empty_cache()
+        self.model = build(path)
+        return Pipeline(self.model)
 """,
         # rebinding a container only this object holds
         """
@@ -226,6 +290,40 @@ class Core:
         ),
         Example(
             """
+import gc
+
+def release_all(objects):
+    for obj in objects:
+        del obj
+    gc.collect()
+""",
+            lines=[6],
+        ),
+        Example(
+            """
+import torch
+
+def free_vram(manager):
+    torch.cuda.empty_cache()
+    manager.unload_all_models()
+""",
+            lines=[5],
+        ),
+        Example(
+            """
+import torch
+
+class Loader:
+    def load(self, path):
+        self.model = None
+        torch.cuda.empty_cache()
+        self.model = build(path)
+        return Pipeline(self.model)
+""",
+            lines=[7],
+        ),
+        Example(
+            """
 class Worker:
     def __init__(self, runner_cls):
         self.kv_caches = {}
@@ -247,7 +345,10 @@ class Worker:
         for target in targets:
             name = target.value
             param = find_param(fn, name)
-            if param is None or name == "cls":
+            if param is None:
+                self._deleted_loop_variable(fn, node, name)
+                continue
+            if name == "cls":
                 continue
             if self._unused_argument(fn, node, name):
                 continue
@@ -264,6 +365,27 @@ class Worker:
                 "it is held (the caller's variable or attribute)",
                 severity=Severity.ERROR if heavy else Severity.WARNING,
             )
+
+    def _deleted_loop_variable(self, fn: cst.FunctionDef, node: cst.Del, name: str) -> None:
+        """`for obj in objs: del obj` where `objs` is a parameter, in a function meant to
+        free: each `del` unbinds the loop variable; the caller's list and names keep
+        every object."""
+        loop = next((n for n in iter_nodes(fn.body) if isinstance(n, cst.For)
+                     and isinstance(n.target, cst.Name) and n.target.value == name
+                     and isinstance(n.iter, cst.Name) and _is_parameter(fn, n.iter.value)
+                     and any(d is node for d in iter_nodes(n.body))), None)
+        if loop is None or self.ctx.heavy.local_assignments(fn).get(name):
+            return
+        if not (name_words(fn.name.value) & CLEANUP_WORDS or self._reclaims_in(fn.body)):
+            return
+        objects = loop.iter.value
+        self.report(
+            node,
+            f"`del {name}` in `{fn.name.value}()` only unbinds the loop variable over its parameter "
+            f"`{objects}`: the caller's `{objects}` and its own names keep every object alive, so "
+            f"nothing is freed; the caller has to drop its references (`del a, b`) before collecting",
+            severity=Severity.WARNING,
+        )
 
     def _deletes_to_free(self, fn: cst.FunctionDef, node: cst.Del, name: str) -> bool:
         if fn.name.value in ("__exit__", "__aexit__"):
@@ -308,6 +430,135 @@ class Worker:
             return True
         last = (q or "").rsplit(".", 1)[-1]
         return last in RECLAIM_NAMES
+
+    # -- (4) reclaiming what is still held ----------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._cache_emptied_before_release(node)
+        if self.ctx.scope.method_class is not None:
+            self._released_but_handed_out(node)
+
+    def _cache_emptied_before_release(self, fn: cst.FunctionDef) -> None:
+        """A cleanup function that empties the allocator's cache right before the call that
+        unloads (`torch.cuda.empty_cache()` then `unload_all_models()`), and never after:
+        the cache gives back only blocks nothing uses yet, and what the unload frees
+        afterwards stays reserved."""
+        if not name_words(fn.name.value) & CLEANUP_WORDS:
+            return
+        for block in _statement_blocks(fn):
+            for i, stmt in enumerate(block[:-1]):
+                emptied = next((c for c in _ordered_calls(stmt) if self._empties_cache(c)), None)
+                if emptied is None:
+                    continue
+                release = next((c for c in _ordered_calls(block[i + 1]) if self._unloads(c)), None)
+                if release is None or any(self._empties_cache(c) for later in block[i + 1:]
+                                          for c in _ordered_calls(later)):
+                    continue
+                self.report(
+                    emptied,
+                    f"`{self.ctx.code(emptied)}` runs before `{short(self.ctx.code(release))}`: it gives back "
+                    "only cached blocks nothing uses yet, and what the unload frees afterwards stays "
+                    "reserved by the allocator; empty the cache after the release",
+                    severity=Severity.WARNING,
+                )
+
+    def _empties_cache(self, call: cst.Call) -> bool:
+        last = (self.ctx.qualname(call.func) or "").rsplit(".", 1)[-1]
+        return last in ALLOCATOR_RECLAIMS
+
+    def _unloads(self, call: cst.Call) -> bool:
+        last = (self.ctx.qualname(call.func) or "").rsplit(".", 1)[-1]
+        return bool(name_words(last) & UNLOADING_WORDS) and not self._reclaims(call)
+
+    def _released_but_handed_out(self, fn: cst.FunctionDef) -> None:
+        """A method that reloads `self.x` and returns an object built around it
+        (`return (Patcher(Wrapper(self.x)),)`): releasing the previous `self.x`
+        (`self.x = None`, `del`) before a reclaim call frees nothing, since the object
+        this method returned on an earlier call still holds it - unless the old object is
+        moved off the device in place first (`old.to("cpu")`)."""
+        handed = self._handed_out(fn)
+        if not handed:
+            return
+        released: dict[str, cst.CSTNode] = {}
+        aliases: dict[str, str] = {}
+        moved: set[str] = set()
+        for node in _ordered(fn.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0].target, node.value
+                if isinstance(target, cst.Name) and self._self_attr(value) in handed:
+                    aliases[target.value] = self._self_attr(value) or ""
+                elif self._self_attr(target) in handed and isinstance(value, cst.Name) and value.value == "None":
+                    released[self._self_attr(target) or ""] = node
+            elif isinstance(node, cst.Del):
+                for t in iter_nodes(node.target):
+                    if self._self_attr(t) in handed:
+                        released[self._self_attr(t) or ""] = node
+            elif isinstance(node, cst.Call) and _moves_off_device(node):
+                owner = node.func.value if isinstance(node.func, cst.Attribute) else None
+                attr = self._self_attr(owner) if owner is not None else None
+                if attr is None and isinstance(owner, cst.Name):
+                    attr = aliases.get(owner.value)
+                if attr:
+                    moved.add(attr)
+            elif isinstance(node, cst.Call) and self._reclaims(node):
+                pending = [a for a in released if a not in moved]
+                if not pending:
+                    continue
+                attr = pending[0]
+                self.report(
+                    node,
+                    f"`{self.ctx.code(node)}` after releasing `self.{attr}` frees nothing of it: "
+                    f"`{fn.name.value}()` returns an object built around `self.{attr}`, and the one it "
+                    "returned on an earlier call still holds the old value; move it off the device in "
+                    f"place first (`.to(\"cpu\")`) or have the holder of the returned object drop it",
+                    severity=Severity.WARNING,
+                    related=[RelatedNode(f"`self.{attr}` released here", released[attr]),
+                             RelatedNode("built into what is returned here", handed[attr])],
+                )
+                return
+
+    def _handed_out(self, fn: cst.FunctionDef) -> dict[str, cst.CSTNode]:
+        """`self` attributes that go into an object the method returns: {attr: the call}."""
+        built: dict[str, tuple[str, cst.CSTNode]] = {}  # local -> (attr, call)
+        found: dict[str, cst.CSTNode] = {}
+
+        def held(expr: cst.CSTNode) -> Optional[tuple[str, cst.CSTNode]]:
+            for call in iter_nodes(expr):
+                if not isinstance(call, cst.Call) or not self._wraps(call):
+                    continue
+                for arg in call.args:
+                    attr = self._self_attr(arg.value)
+                    if attr is not None:
+                        return attr, call
+                    if isinstance(arg.value, cst.Name) and arg.value.value in built:
+                        return built[arg.value.value]
+            return None
+
+        for node in _ordered(fn.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0].target, cst.Name):
+                kept = held(node.value)
+                if kept is not None:
+                    built[node.targets[0].target.value] = kept
+            elif isinstance(node, cst.Return) and node.value is not None:
+                kept = held(node.value)
+                if kept is not None:
+                    found.setdefault(*kept)
+        return found
+
+    def _wraps(self, call: cst.Call) -> bool:
+        """Does the call build an object that keeps its arguments (a class, a factory,
+        `ModelPatcher(model)`), rather than read them (`len(x)`, `logger.info(x)`)?"""
+        q = self.ctx.qualname(call.func) or ""
+        last = q.rsplit(".", 1)[-1]
+        if not last or q in _NON_KEEPING or q.removeprefix("builtins.") in _NON_KEEPING:
+            return False
+        return last[:1].isupper() or "factory" in last or bool(name_words(last) & KEEPING_VERBS)
+
+    @staticmethod
+    def _self_attr(expr: Optional[cst.CSTNode]) -> Optional[str]:
+        if isinstance(expr, cst.Attribute) and is_self(expr.value):
+            return expr.attr.value
+        return None
 
     # -- (2) WeakMethod callbacks ----------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -561,6 +812,44 @@ class _SelfToParams(cst.CSTTransformer):
         if is_self(original.value) and original.attr.value in self.renames:
             return cst.Name(self.renames[original.attr.value])
         return updated
+
+
+def _ordered(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Everything below `node` in source order, nested functions, classes and lambdas
+    left out (they run at another time)."""
+    for child in children(node):
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        yield child
+        yield from _ordered(child)
+
+
+def _ordered_calls(node: cst.CSTNode) -> list[cst.Call]:
+    return [n for n in (node, *_ordered(node)) if isinstance(n, cst.Call)]
+
+
+def _statement_blocks(fn: cst.FunctionDef) -> list[list[cst.CSTNode]]:
+    """Every sequence of statements in `fn` (its body, each indented block), nested
+    functions left out."""
+    blocks = [list(fn.body.body)] if isinstance(fn.body, cst.IndentedBlock) else []
+    blocks += [list(n.body) for n in _ordered(fn.body) if isinstance(n, cst.IndentedBlock)]
+    return blocks
+
+
+def _moves_off_device(call: cst.Call) -> bool:
+    """`x.cpu()`, `x.to("cpu")`, `x.to(device="meta")`: storage moved in place."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    if call.func.attr.value == "cpu" and not call.args:
+        return True
+    return call.func.attr.value == "to" and any(
+        isinstance(a.value, cst.SimpleString) and a.value.value.strip("\"'") in ("cpu", "meta") for a in call.args)
+
+
+def _is_parameter(fn: cst.FunctionDef, name: str) -> bool:
+    """A parameter of `fn`, `*args` included."""
+    star = fn.params.star_arg
+    return find_param(fn, name) is not None or (isinstance(star, cst.Param) and star.name.value == name)
 
 
 def _bare_names(target: cst.CSTNode) -> list[cst.Name]:

@@ -68,7 +68,29 @@ class _Scan:
         self._bound: dict[int, set] = {}
 
     def found(self) -> tuple:
-        return self._deleted_parameters(), self._weak_callbacks(), self._rebound_containers()
+        freeing = tuple(sorted(set(self._deleted_parameters()) | set(self._reclaiming_functions())))
+        return freeing, self._weak_callbacks(), self._rebound_containers()
+
+    def _reclaiming_functions(self) -> list:
+        """(function, True) for functions that reclaim memory (`empty_cache()`, ...) where the
+        rule may find it reclaims what is still held: a cleanup function (the cache emptied
+        before the unload), or a method that lets go of `self.x` and returns something."""
+        found = []
+        for fn in self.nodes.of(*_FUNCTIONS):
+            if not self._reclaims(fn):
+                continue
+            if name_words(fn.name) & CLEANUP_WORDS:
+                found.append((fn.name, True))
+                continue
+            inside = [n for n in ast.walk(fn) if isinstance(n, (ast.Return, ast.Assign, ast.Delete))]
+            returns = any(type(n) is ast.Return and n.value is not None for n in inside)
+            lets_go = any(
+                (type(n) is ast.Assign and type(n.value) is ast.Constant and n.value.value is None
+                 and any(_ast_self_attr(t) for t in n.targets))
+                or (type(n) is ast.Delete and any(_ast_self_attr(t) for t in n.targets)) for n in inside)
+            if returns and lets_go:
+                found.append((fn.name, True))
+        return found
 
     def aliases(self) -> dict[str, str]:
         """`import a.b as c`, `from a import b as c`: {"c": "b"} (a call of `c` is one of
@@ -107,6 +129,9 @@ class _Scan:
             args = fn.args
             params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
             for name in names:
+                if name not in params and self._loop_over_parameter(fn, name, params) and self._surely(fn):
+                    found.add((fn.name, True))  # `for obj in objs: del obj`
+                    continue
                 if name not in params or name == "cls":
                     continue
                 if name == "self":
@@ -122,6 +147,15 @@ class _Scan:
                     continue
                 found.add((fn.name, surely))
         return tuple(sorted(found)) if found else ()
+
+    def _loop_over_parameter(self, fn: ast.AST, name: str, params: set) -> bool:
+        """Is `name` the target of a loop in `fn` over one of its parameters?"""
+        if fn.args.vararg is not None:
+            params = params | {fn.args.vararg.arg}
+        return any(type(node.target) is ast.Name and node.target.id == name
+                   and type(node.iter) is ast.Name and node.iter.id in params
+                   and fn.lineno <= node.lineno <= fn.end_lineno
+                   for node in self.nodes.of(ast.For))
 
     def _rebound(self, fn: ast.AST, name: str) -> bool:
         """Assigned in `fn` itself (`local_assignments`), or a loop target anywhere in it."""
@@ -346,6 +380,8 @@ class IneffectiveReleasePrefilter(Prefilter):
                 end = data.find(b"def ", start)
                 if _BARE_DEL.search(data, start, end if end != -1 else len(data)):
                     return True
+        if any(t in data for t in _CLEANUP_TOKENS[:6]) and (b"= None" in data or _CLEANUP_DEF.search(data)):
+            return True  # a reclaim call that may come too early or while the object is held
         if not any(cue in data for cue in _EMPTY_CUES):
             return False
         # `self.x = {}` inside a release method
