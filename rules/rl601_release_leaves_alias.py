@@ -486,8 +486,8 @@ references it when, anywhere in the class, it was
 - assigned from the same local value: `m = load(); self.a = m; self.b = Wrapper(m)`;
 - handed `self.a`: `self.b.load_model(self.a)`, `self.b.model = self.a`.
 
-Values only derived from it (`len(self.a)`, `str(self.a)`, `self.a.config`,
-`self.a.compute(x)`) do not count. A `.clear()` release is only reported for
+Values only derived from it (`len(self.a)`, `str(self.a)`, `os.path.join(self.a, "x")`,
+`self.a.config`, `self.a.compute(x)`) do not count. A `.clear()` release is only reported for
 attributes built from the container (a clear empties the shared object itself).
 
 Not release methods (the shared judgement of `analysis/release.py`): `__del__` (what

@@ -24,6 +24,13 @@ SCALAR_CALLS = SCALAR_CALLS | frozenset(f"builtins.{n}" for n in SCALAR_CALLS)
 SCALAR_CALLS = SCALAR_CALLS | frozenset(
     {"ctypes.addressof", "ctypes.sizeof", "sys.getsizeof", "sys.getrefcount", "operator.index"}
 )
+# Path arithmetic returns a new string: `self.log = os.path.join(self.tmpdir, "x")` keeps no
+# reference to what `self.tmpdir` holds.
+SCALAR_CALLS = SCALAR_CALLS | frozenset(
+    f"{module}.{name}" for module in ("os.path", "posixpath", "ntpath")
+    for name in ("join", "abspath", "realpath", "dirname", "basename", "normpath", "relpath",
+                 "expanduser", "expandvars", "splitext", "split")
+) | frozenset({"os.fspath", "os.fsencode", "os.fsdecode"})
 
 # Method names on a receiver that only read what they are handed.
 READ_ONLY_METHODS = frozenset(
