@@ -66,7 +66,10 @@ class whose `__call__` keeps what the function its `__init__` was given returns 
 attribute (`self.memo[key] = self.func(...)`).
 On a method, `self` is one of those arguments. A wrapper that keeps the result on the
 instance (`self._cache[func] = ...`), keys made of `id()`s, and a key that is not built
-from the call's arguments (one slot per function) are not memoizing caches.
+from the call's arguments (one slot per function) are not memoizing caches; neither is a
+decorator that builds an `lru_cache` per instance on first call and stores it on the
+instance (`setattr(self, func.__name__, cached)`, over `weakref.ref(self)`): one cache per
+instance, dying with it.
 
 Bounded caches are reported too. The finding is an error when the class is heavy (a
 `torch.nn.Module` subclass, or a configured heavy type) and either holds weights or the

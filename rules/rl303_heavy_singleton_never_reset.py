@@ -140,6 +140,13 @@ functions with heavy parameters (the cache's keys: RL101), nor tensors the funct
 computes itself from plain inputs (`return torch.tensor(LUT[bits], device=device)`, a
 per-device table: process scratch, like RL302's per-device memos).
 
+A cached loader is reported too (a warning): a function that returns a container it makes
+empty and fills, in a loop over a file it opens, with numpy or torch arrays (`with
+open(path) as f: for line in f: table[word] = np.array(...)`, `shards.append(torch.load(
+...))`). The table is as large as the file - a word-vector file, a feature store - and
+stays after what it was loaded for has copied it, unless something calls `cache_clear()`.
+A table filled from a constant range (per-device levels) or with plain values is not.
+
 A reset only counts when it can run: a module-level reset function whose name is never
 called, imported or otherwise used anywhere in the project (its file included) is dead
 code, and the global is reported with it as related location. Dropping the old object
@@ -156,6 +163,19 @@ elements such as `torch.zeros(4)`, a module without weights such as an op, a pro
 object holding only such things), public globals (no leading underscore) of a module
 that another project file imports as a module (it may reset `mod.X = None` itself), and
 files that write `globals()` with computed names.
+
+A cached loader of a word-vector table, never cleared:
+
+```python
+@functools.lru_cache(1)
+def load_glove(path):
+    table = {}
+    with open(path) as f:
+        for line in f:
+            word, *values = line.split()
+            table[word] = np.array([float(v) for v in values])
+    return table  # RL303: the whole table outlives the embedding layer built from it
+```
 
 ## Why it leaks
 A module global is a GC root: what it references lives until the interpreter exits. A
@@ -194,6 +214,24 @@ owner instead of in a process-wide cache.
 """
 
     valid = [
+        # a cached loader cleared once the model is built
+        """
+import functools
+import numpy as np
+
+@functools.lru_cache(1)
+def load_glove(path):
+    table = {}
+    with open(path) as f:
+        for line in f:
+            table[line.split()[0]] = np.array(line.split()[1:], dtype=float)
+    return table
+
+def build(path):
+    rows = len(load_glove(path))
+    load_glove.cache_clear()
+    return rows
+""",
         # reset by a function that is called
         """
 import torch
@@ -255,6 +293,22 @@ def make():
 """,
     ]
     invalid = [
+        # a cached loader filling a table of arrays from a file
+        Example(
+            """
+import functools
+import numpy as np
+
+@functools.lru_cache(1)
+def load_glove(path):
+    table = {}
+    with open(path) as f:
+        for line in f:
+            table[line.split()[0]] = np.array(line.split()[1:], dtype=float)
+    return table
+""",
+            lines=[11],
+        ),
         Example(
             """
 import torch.nn as nn
@@ -479,6 +533,36 @@ def load_head(dim: int):
                 related=[RelatedNode("cached here", decorator)],
             )
             return
+        table = self._array_table(fn, returns.found)
+        if table is not None:
+            deco = " ".join(self.ctx.code(decorator.decorator).split())
+            self.report(
+                table,
+                f"`{name}()` is cached by `@{deco}`: the table of arrays it loads from a file "
+                f"stays alive until the interpreter exits, one per distinct argument tuple, and "
+                f"nothing in the project calls `{name}.cache_clear()`. Clear it once what it "
+                "was loaded for is built (or keep the table on its owner instead)",
+                severity=Severity.WARNING,
+                related=[RelatedNode("cached here", decorator)],
+            )
+
+    def _array_table(self, fn: cst.FunctionDef, returns: list[cst.Return]) -> Optional[cst.Return]:
+        """A loader: the function returns a container it made empty and fills, in a loop
+        over a file it opened, with numpy/torch arrays (`for line in f: table[w] =
+        np.array(...)`). Its size is the file's, not a per-device constant table's."""
+        assignments = self.ctx.heavy.local_assignments(fn)
+        for ret in returns:
+            if not isinstance(ret.value, cst.Name):
+                continue
+            name = ret.value.value
+            made = [v for v, _ in assignments.get(name, ())]
+            if len(made) != 1 or not _empty_container(self.ctx, made[0]):
+                continue
+            files = _opened_files(self.ctx, fn)
+            if files and any(_fills_with_arrays(self.ctx, loop, name)
+                             for loop in _loops_over(fn, files)):
+                return ret
+        return None
 
     def _project_object(self, value: cst.BaseExpression) -> bool:
         """An instance of a project class (a workspace object owning buffers), rather
@@ -595,6 +679,97 @@ class _ReturnValues(OwnScopeVisitor):
         if node.value is not None:
             self.found.append(node)
 
+
+
+_ARRAY_MAKERS = frozenset(
+    {f"numpy.{n}" for n in ("array", "asarray", "asanyarray", "fromstring", "frombuffer",
+                            "fromfile", "load", "loadtxt", "genfromtxt", "zeros", "empty", "ones",
+                            "full", "stack", "concatenate")}
+    | {f"torch.{n}" for n in ("tensor", "as_tensor", "from_numpy", "load", "stack", "cat",
+                              "zeros", "empty", "ones", "full")})
+
+
+def _empty_container(ctx, value: Optional[cst.BaseExpression]) -> bool:
+    """`{}`, `[]`, `dict()`, `list()`."""
+    if isinstance(value, cst.Dict):
+        return not value.elements
+    if isinstance(value, cst.List):
+        return not value.elements
+    return (isinstance(value, cst.Call) and not value.args
+            and ctx.qualname(value.func) in ("dict", "list", "builtins.dict", "builtins.list"))
+
+
+def _opened_files(ctx, fn: cst.FunctionDef) -> set[str]:
+    """Names the function binds to a file it opens (`with open(p) as f`, `f = open(p)`)."""
+    names: set[str] = set()
+
+    class _Opens(cst.CSTVisitor):
+        def visit_WithItem(self, node: cst.WithItem) -> None:
+            if _is_open(ctx, node.item) and node.asname is not None \
+                    and isinstance(node.asname.name, cst.Name):
+                names.add(node.asname.name.value)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if _is_open(ctx, node.value):
+                names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+
+    visit(fn.body, _Opens())
+    return names
+
+
+def _is_open(ctx, value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Call) and ctx.qualname(value.func) in ("open", "builtins.open", "io.open")
+
+
+def _loops_over(fn: cst.FunctionDef, files: set[str]) -> list[cst.For]:
+    """`for ... in f` / `in enumerate(f)` over one of `files`."""
+    found: list[cst.For] = []
+
+    class _Loops(cst.CSTVisitor):
+        def visit_For(self, node: cst.For) -> None:
+            names = set()
+
+            class _Names(cst.CSTVisitor):
+                def visit_Name(self, n: cst.Name) -> None:
+                    names.add(n.value)
+
+            visit(node.iter, _Names())
+            if names & files:
+                found.append(node)
+
+    visit(fn.body, _Loops())
+    return found
+
+
+def _fills_with_arrays(ctx, loop: cst.For, container: str) -> bool:
+    """Does the loop write `container[k] = <array>` or `container.append(<array>)`, the
+    array made by a numpy/torch call (directly or in a local of the loop)?"""
+    made: dict[str, cst.BaseExpression] = {}
+    stored: list[cst.BaseExpression] = []
+
+    class _Writes(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for t in node.targets:
+                target = t.target
+                if isinstance(target, cst.Name):
+                    made[target.value] = node.value
+                elif (isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name)
+                      and target.value.value == container):
+                    stored.append(node.value)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if (isinstance(func, cst.Attribute) and func.attr.value == "append"
+                    and isinstance(func.value, cst.Name) and func.value.value == container and node.args):
+                stored.append(node.args[0].value)
+
+    visit(loop.body, _Writes())
+    for value in stored:
+        if isinstance(value, cst.Name):
+            value = made.get(value.value, value)
+        if isinstance(value, cst.Call) and ctx.qualname(value.func) in _ARRAY_MAKERS:
+            return True
+    return False
 
 
 def _unchained(expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Option
 from retainlint.core.gcpause import gc_paused
 from retainlint.project.installed_types import Verdicts, known_verdicts
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
-from retainlint.project.memoizers import memoizes
+from retainlint.project.memoizers import caches_per_instance, memoizes
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
 
@@ -327,7 +327,8 @@ class _Summarizer:
             elif q in CACHE_DECORATORS and node.args and isinstance(node.args[0], ast.Name):
                 wraps_cache = True
         if any(self.qualify(d.func if isinstance(d, ast.Call) else d) in CACHE_DECORATORS
-               for nested in body.defs for d in nested.decorator_list):
+               for nested in body.defs for d in nested.decorator_list) \
+                and not caches_per_instance(body.defs):
             wraps_cache = True  # a nested cached function, returned as the wrapper
         if not wraps_cache and (body.defs or is_method) and memoizes(
                 fn, body.defs, self.nodes.owner_of.get(id(fn)) if is_method else None):

@@ -138,3 +138,30 @@ def _key_from(key: ast.AST, params: set[str], locals_: dict[str, ast.AST]) -> bo
                     seen.add(sub.id)
                     todo.append(locals_[sub.id])
     return found
+
+
+def caches_per_instance(nested: list[ast.AST]) -> bool:
+    """Does a nested wrapper store what it builds on the instance it is called with
+    (`setattr(self, func.__name__, cached_method)`, `self.__dict__[name] = cached`)? A
+    decorator that makes a cached function per call and keeps it there has one cache per
+    instance, dying with it - not a class-wide cache keyed by `self`."""
+    for wrapper in nested:
+        if not isinstance(wrapper, _FUNCTION_DEFS):
+            continue
+        params = [a.arg for a in (*wrapper.args.posonlyargs, *wrapper.args.args)]
+        if not params:
+            continue
+        first = params[0]
+        for node in ast.walk(wrapper):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "setattr" and node.args
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id == first):
+                return True
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute)
+                            and target.value.attr == "__dict__"
+                            and isinstance(target.value.value, ast.Name)
+                            and target.value.value.id == first):
+                        return True
+    return False

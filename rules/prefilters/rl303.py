@@ -141,13 +141,15 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
         one called or imported somewhere)."""
         summary = getattr(data, "summary", None)
         if summary is None:
-            return (b"global " in data or b"cache" in data) and names_heavy_type(
-                data, ("torch", "transformers"), settings, index)
+            return ((b"global " in data or b"cache" in data) and names_heavy_type(
+                data, ("torch", "transformers"), settings, index)) or (
+                b"cache" in data and b"open(" in data and (b"np." in data or b"numpy." in data))
         found = summary.scans.get(cls.code)
         if not found:
             return False
         entries, used, *more = found
-        if more and any(might_be_heavy(names, summary, settings, index) for names in more[0]):
+        if more and any(names == ARRAY_TABLE or might_be_heavy(names, summary, settings, index)
+                        for names in more[0]):
             return True  # a cached function that may return something heavy
         for name, assigns, resets in entries:
             heavy = {fn for fn, _, names in assigns if might_be_heavy(names, summary, settings, index)}
@@ -195,7 +197,30 @@ def _cached_returns(nodes) -> tuple:
         result = evidence.result()
         if result is not None:
             found.append(result)
+        elif _may_load_array_table(fn):
+            found.append(ARRAY_TABLE)
     return tuple(found)
+
+
+# `_cached_returns`' entry for a cached loader that may fill a table of arrays from a file
+ARRAY_TABLE = "array table"
+_ARRAY_MODULES = ("np", "numpy", "torch")
+
+
+def _may_load_array_table(fn: ast.AST) -> bool:
+    """A superset of the rule's `loads_array_table`: the function opens something and
+    calls a numpy/torch function inside a loop."""
+    opens = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "open"
+                for n in ast.walk(fn))
+    if not opens:
+        return False
+    for loop in ast.walk(fn):
+        if isinstance(loop, (ast.For, ast.While)):
+            for n in ast.walk(loop):
+                if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id in _ARRAY_MODULES):
+                    return True
+    return False
 
 
 def _cache_decorator(node: ast.AST) -> bool:

@@ -158,3 +158,80 @@ def test_a_module_memo_keyed_by_the_instance_is_a_warning(tmp_path):
         """,
     })
     assert _findings(tmp_path, "RL301") == [("RL301", "layout.py", 2, "warning")]
+
+
+def test_a_per_instance_cache_stored_on_the_instance_is_not_a_cache_decorator(tmp_path):
+    _write(tmp_path, {
+        "memo.py": """
+            import functools
+            import weakref
+
+            def memoized_method(*lru_args, **lru_kwargs):
+                def decorator(func):
+                    @functools.wraps(func)
+                    def wrapped(self, *args):
+                        self_weak = weakref.ref(self)
+
+                        @functools.lru_cache(*lru_args, **lru_kwargs)
+                        def cached(*args):
+                            return func(self_weak(), *args)
+
+                        setattr(self, func.__name__, cached)
+                        return cached(*args)
+
+                    return wrapped
+
+                return decorator
+        """,
+        "services.py": """
+            from memo import memoized_method
+
+            class Services:
+                def __init__(self, loader):
+                    self.loader = loader
+
+                @memoized_method()
+                def get(self, name):
+                    return self.loader.load(name)
+        """,
+    })
+    assert _findings(tmp_path, "RL102") == []
+
+
+LOADER = """
+    import functools
+    import numpy as np
+
+    @functools.lru_cache(1)
+    def load_vectors(path):
+        table = {}
+        with open(path) as f:
+            for line in f:
+                word, *values = line.split()
+                table[word] = np.array([float(v) for v in values])
+        return table
+"""
+
+
+def test_a_cached_loader_of_an_array_table_is_reported_until_something_clears_it(tmp_path):
+    _write(tmp_path, {
+        "vectors.py": LOADER,
+        "model.py": """
+            from vectors import load_vectors
+
+            def build(path):
+                return len(load_vectors(path))
+        """,
+    })
+    assert _findings(tmp_path, "RL303") == [("RL303", "vectors.py", 12, "warning")]
+    _write(tmp_path, {
+        "model.py": """
+            from vectors import load_vectors
+
+            def build(path):
+                rows = len(load_vectors(path))
+                load_vectors.cache_clear()
+                return rows
+        """,
+    })
+    assert _findings(tmp_path, "RL303") == []
