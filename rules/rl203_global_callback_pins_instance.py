@@ -67,6 +67,7 @@ class _Registration:
     function: cst.FunctionDef
     statement: Optional[cst.CSTNode]
     container: Optional[str] = None  # the module global appended to
+    through: Optional[str] = None  # the module function that appends it (`on_shutdown`)
     saved_as: Optional[str] = None  # `self.<attr> = signal.signal(...)`: the old handler
 
 
@@ -113,6 +114,11 @@ that keeps the instance alive:
   list, set or deque is a module global of the same file that is read somewhere (in the
   file, or imported by another one: a container that is only ever added to is a
   keep-alive anchor, retaining on purpose);
+- a call of a module function of the same file that adds its argument, as given, to such
+  a list (`on_shutdown(self.stop)` with `def on_shutdown(handler): _handlers.append(handler)`:
+  a framework's shutdown or event registry); here only taking single entries out undoes it
+  (a `clear()` of all entries at shutdown or in a test reset does not), and a registry
+  function that first wraps what it is given (`handler = WeakMethod(handler)`) is not one;
 - the same with a bound method of another object known to be heavy
   (`atexit.register(self.model.cleanup)`, `atexit.register(model.close)`);
 - an argument of `__init__` put in a list, set or deque of the class body
@@ -275,6 +281,32 @@ class Worker:
     invalid = [
         Example(
             """
+from typing import Callable
+
+_handlers: list[Callable] = []
+
+
+def on_shutdown(handler: Callable) -> None:
+    _handlers.append(handler)
+
+
+async def shutdown() -> None:
+    for handler in _handlers:
+        handler()
+
+
+class Planner:
+    def __init__(self, process):
+        self.process = process
+        on_shutdown(self.stop)
+
+    def stop(self):
+        self.process.terminate()
+""",
+            lines=[19],
+        ),
+        Example(
+            """
 import atexit
 
 import torch
@@ -394,6 +426,10 @@ def running():
         self._triggers_removed: dict[str, set[str]] = {}
         self._containers: dict[str, cst.CSTNode] = {}  # module-level list/set/deque -> name node
         self._emptied: set[str] = set()  # names removed from / rebound / handed away
+        self._cleared: set[str] = set()  # containers emptied all at once (`.clear()`)
+        # module functions that add a parameter, as given, to a module container:
+        # name -> (position, parameter, container)
+        self._registry_functions: dict[str, tuple[int, str, str]] = {}
         # class -> how it is instantiated: "module", "singleton", "other", "entry:<function>"
         # (in a function that may be a process entry point), "registry:<dict>" (kept in a
         # module dict by the function that makes it)
@@ -417,8 +453,41 @@ def running():
             elif self._dict(value):
                 self._registries.add(target.value)
         for stmt in node.body:
+            if isinstance(stmt, cst.FunctionDef):
+                stored = self._stored_parameter(stmt)
+                if stored is not None:
+                    self._registry_functions[stmt.name.value] = stored
+        for stmt in node.body:
             if isinstance(stmt, cst.If) and _is_main_guard(stmt.test):
                 self._entry_points |= _called_names(stmt.body)
+
+    def _stored_parameter(self, fn: cst.FunctionDef) -> Optional[tuple[int, str, str]]:
+        """`def on_shutdown(handler): _handlers.append(handler)`: the parameter a module
+        function adds, as given (never rebound: `handler = _Weak(handler)` first stores
+        something else), to a module-level list, set or deque."""
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        keyword_only = [p.name.value for p in fn.params.kwonly_params]
+        rebound = self.ctx.heavy.local_assignments(fn)
+        for node in iter_nodes(fn.body):
+            if not (
+                isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in ADDERS and isinstance(node.func.value, cst.Name)
+                and node.func.value.value in self._containers
+            ):
+                continue
+            positional, _ = call_args(node)
+            position = ADDERS[node.func.attr.value]
+            if len(positional) <= position or not isinstance(positional[position].value, cst.Name):
+                continue
+            name = positional[position].value.value
+            container = node.func.value.value
+            if name in rebound or container in rebound:
+                continue
+            if name in params:
+                return params.index(name), name, container
+            if name in keyword_only:
+                return -1, name, container
+        return None
 
     def _dict(self, value: cst.BaseExpression) -> bool:
         if isinstance(value, cst.Dict):
@@ -502,7 +571,7 @@ def running():
             node.attr.value in _REMOVERS and isinstance(node.value, cst.Name)
             and self._container_here(node.value.value)
         ):
-            self._emptied.add(node.value.value)
+            (self._cleared if node.attr.value == "clear" else self._emptied).add(node.value.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.qualname(node.func)
@@ -559,6 +628,17 @@ def running():
             if len(positional) > position:
                 self._consider(node.func.attr.value, node, positional[position].value, cls, fn,
                                extra=[a.value for a in positional[position + 1:]])
+        elif (
+            isinstance(node.func, cst.Name) and node.func.value in self._registry_functions
+            and not self._local(node.func.value, fn)
+        ):
+            position, param, container = self._registry_functions[node.func.value]
+            positional, keywords = call_args(node)
+            given = positional[position].value if 0 <= position < len(positional) else (
+                keywords[param].value if param in keywords else None)
+            if given is not None:
+                self._consider("append", node, given, cls, fn, container=container,
+                               through=node.func.value)
         elif adder:
             container = node.func.value.value
             position = ADDERS[node.func.attr.value]
@@ -659,7 +739,7 @@ def running():
             return False
         return find_param(fn, name) is not None or name in self.ctx.heavy.local_assignments(fn)
 
-    def _consider(self, kind, call, callback, cls, fn, extra=(), container=None) -> bool:
+    def _consider(self, kind, call, callback, cls, fn, extra=(), container=None, through=None) -> bool:
         what = self._pins_self(callback, fn, cls, 0)
         pins_self = what is not None
         if what is None:
@@ -683,7 +763,7 @@ def running():
                         saved_as = target.value
         self._registrations.append(
             _Registration(kind, call, callback, what, pins_self, cls, fn, statement,
-                          container=container, saved_as=saved_as)
+                          container=container, saved_as=saved_as, through=through)
         )
         return True
 
@@ -985,8 +1065,9 @@ def running():
         if reg.kind in LOOP_TRIGGERS:
             remover = LOOP_TRIGGERS[reg.kind][1]
             return any(remover in self._triggers_removed.get(name, ()) for name in names)
-        # appended to a module-level container
-        if reg.container in self._emptied:
+        # appended to a module-level container; through a registry function, only entries
+        # taken out one by one undo it (a `clear()` of all at shutdown or a reset does not)
+        if reg.container in self._emptied or (reg.through is None and reg.container in self._cleared):
             return True
         qualified = f"{self.ctx.module_name}.{reg.container}"
         if not self._read_anywhere(reg.container, qualified):
@@ -1034,7 +1115,7 @@ def running():
             return name in self._entry_points and name not in self._called_by_functions and not (
                 self.ctx.index.ask(instantiated_in_functions, f"{self.ctx.module_name}.{name}"))
         if how == "registry":  # one per key, in a module dict nothing takes them out of
-            return name not in self._emptied and not removed_in_project(
+            return name not in self._emptied and name not in self._cleared and not removed_in_project(
                 self.ctx.index, f"{self.ctx.module_name}.{name}")
         return False
 
@@ -1112,6 +1193,10 @@ def running():
             _, remover, registry = LOOP_TRIGGERS[reg.kind]
             until = "it is removed"
             undo = f"no method of `{cls_name}` calls `{remover}(...)`"
+        elif reg.through is not None:
+            registry = f"module global `{reg.container}` (through `{reg.through}()`)"
+            undo = ("nothing takes single entries out again"
+                    + (" (only a `clear()` of them all)" if reg.container in self._cleared else ""))
         else:
             registry = f"module global `{reg.container}`"
             undo = "nothing takes it out again"

@@ -6,12 +6,15 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import call_args
+from retainlint.analysis.cstutil import call_args, name_bindings, body_statements
+from retainlint.analysis.heavy import find_param
+from retainlint.analysis.hooks import iter_nodes
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
 from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl204 import (
     EAGER_DEFAULTS,
+    PER_INSTANCE,
     REGISTRATIONS,
     FinalizerRegisteredPerCallPrefilter,
 )
@@ -22,7 +25,8 @@ class FinalizerRegisteredPerCall(Rule):
     name = "finalizer-registered-per-call"
     summary = (
         "`weakref.finalize(...)` / `atexit.register(...)` written as the default of "
-        "`setdefault`/`get`/`pop` registers again on every call"
+        "`setdefault`/`get`/`pop` registers again on every call; the same exit or at-fork "
+        "callback registered again by every `__init__`"
     )
     severity = Severity.ERROR
     fix_applicability = Applicability.NONE
@@ -33,6 +37,14 @@ Reports `weakref.finalize(...)` and `atexit.register(...)` (however imported) ev
 the default argument of `d.setdefault(key, ...)`, `d.get(key, ...)` or `d.pop(key, ...)`
 - anywhere in that argument, except inside a lambda or a nested function (which would
 only run when called).
+
+Also reports (a warning) `atexit.register(...)` and `os.register_at_fork(...)` in a
+class's `__init__` when what is registered is the same every time - a class attribute
+(`atexit.register(Pool._close_all)`), a module function, constants - with nothing from
+the instance (`self`, parameters, locals; registering those is RL203's or RL201's
+business), and no once-guard around it (an `if` on a flag its body sets:
+`if not Pool._registered: atexit.register(...); Pool._registered = True`). A class that
+makes a single instance (`__new__`, a class-level `_instance`) is not reported.
 
 ## Why it leaks
 Python evaluates every argument before the call: the default is built on every call,
@@ -48,6 +60,10 @@ A UI framework's bindable property ran
 its `__set__`: every write of a property of a live element added another finalizer
 (nicegui 2.14; the fix keeps the owners in a `WeakValueDictionary`).
 
+Each construction adds one more entry to a list that only interpreter exit (or, for
+at-fork hooks, nothing) empties: small entries, but one per instance ever made, and the
+callback runs once per entry.
+
 ## Example
 ```python
 import weakref
@@ -60,13 +76,44 @@ class Bindable:
         _props.setdefault(key, weakref.finalize(owner, _props.pop, key, None))  # RL204
 ```
 
+```python
+import atexit
+
+class Client:
+    _live = []
+
+    def __init__(self):
+        Client._live.append(weakref.ref(self))
+        atexit.register(Client._close_all)  # RL204: once per client
+```
+
 ## Suggestion (no automatic fix)
-Register only when the key is new (`if key not in d: d[key] = weakref.finalize(...)`), or
+Register once: at module level, or behind a class-level flag set in the same branch.
+For the default of `setdefault`, register only when the key is new (`if key not in d: d[key] = weakref.finalize(...)`), or
 let a weak container do the bookkeeping (`weakref.WeakValueDictionary`,
 `weakref.WeakKeyDictionary`).
 """
 
     valid = [
+        # registered once, behind a class-level flag; or with the instance's own resource
+        """
+import atexit
+
+
+class Client:
+    _registered = False
+
+    def __init__(self, handle):
+        self.handle = handle
+        if not Client._registered:
+            atexit.register(Client._close_all)
+            Client._registered = True
+        atexit.register(close_handle, self.handle)
+
+    @classmethod
+    def _close_all(cls):
+        pass
+""",
         # registered once per key: a membership test first
         """
 import weakref
@@ -116,9 +163,32 @@ def on_request(conn, key):
 """,
             lines=[8, 9],
         ),
+        Example(
+            """
+import atexit
+import os
+
+
+def _reinit_all():
+    pass
+
+
+class Client:
+    def __init__(self, config):
+        self.config = config
+        atexit.register(Client._close_all)
+        os.register_at_fork(after_in_child=_reinit_all)
+
+    @classmethod
+    def _close_all(cls):
+        pass
+""",
+            lines=[13, 14],
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._per_instance(node)
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value in EAGER_DEFAULTS):
             return
@@ -138,6 +208,59 @@ def on_request(conn, key):
                 f"objects in a `weakref.WeakValueDictionary`",
             )
 
+    def _per_instance(self, node: cst.Call) -> None:
+        """`atexit.register(Cls._close_all)` in `__init__`: the same callback once more per
+        instance."""
+        qualified = self.ctx.qualname(node.func)
+        if qualified not in PER_INSTANCE:
+            return
+        scope = self.ctx.scope
+        cls, fn = scope.method_class, scope.function
+        if cls is None or fn is None or fn.name.value != "__init__" or self._single_instance(cls):
+            return
+        if any(isinstance(n, (cst.Call, cst.Lambda)) for arg in node.args for n in iter_nodes(arg.value)):
+            return  # built per call: what it holds is left to the rules on what registries pin
+        locals_ = set(self.ctx.heavy.local_assignments(fn)) | {
+            n.name.value for n in iter_nodes(fn.body) if isinstance(n, (cst.FunctionDef, cst.ClassDef))}
+        for arg in node.args:
+            for name in _names(arg.value):
+                if name == "self" or find_param(fn, name) is not None or name in locals_:
+                    return  # it holds the instance's own things: RL203 / RL201
+        if self._once_guarded(fn):
+            return
+        self.report(
+            node,
+            f"`{self.ctx.code(node)}` runs in `{cls.name.value}.__init__`: every new instance "
+            f"registers the same callback again in a process-wide list that "
+            f"{'only interpreter exit empties' if qualified == 'atexit.register' else 'is never emptied'}"
+            f" - one more entry per instance ever made, each run at "
+            f"{'exit' if qualified == 'atexit.register' else 'every fork'}. Register it once (at module "
+            f"level, or behind a class-level flag set in the same branch)",
+            severity=Severity.WARNING,
+        )
+
+    def _single_instance(self, cls: cst.ClassDef) -> bool:
+        """A class that makes one instance (`__new__`, a class-level `_instance`)."""
+        if "__new__" in self.ctx.methods(cls):
+            return True
+        return any(t.value == "_instance" for t, _ in name_bindings(body_statements(cls)))
+
+    def _once_guarded(self, fn: cst.FunctionDef) -> bool:
+        """Inside `if not X._registered:` whose body sets `X._registered`."""
+        statements = self.ctx.scope.statements
+        inner = statements[statements.index(fn) + 1:] if fn in statements else statements
+        code = self.ctx.code
+        for stmt in inner:
+            if not isinstance(stmt, cst.If):
+                continue
+            tested = {code(n) for n in iter_nodes(stmt.test) if isinstance(n, (cst.Name, cst.Attribute))}
+            for n in iter_nodes(stmt.body):
+                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else (
+                    [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
+                if any(code(t) in tested for t in targets):
+                    return True
+        return False
+
     def _registrations(self, expr: cst.BaseExpression) -> list[cst.Call]:
         """The registration calls evaluated with `expr` (not those inside a lambda or a
         nested function: they run only when called)."""
@@ -155,6 +278,22 @@ def on_request(conn, key):
 
         visit(expr, _Finder())
         return found
+
+
+def _names(expr: cst.BaseExpression) -> set[str]:
+    """The variables `expr` reads (not attribute names: `Cls._close` reads `Cls`)."""
+    found: set[str] = set()
+
+    class _Finder(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> Optional[bool]:
+            visit(node.value, self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            found.add(node.value)
+
+    visit(expr, _Finder())
+    return found
 
 
 def _kept_until(qualified: str) -> str:

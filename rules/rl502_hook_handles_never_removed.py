@@ -20,6 +20,7 @@ from retainlint.analysis.hooks import (
     ClassHandles,
     HandleStore,
     hook_argument,
+    hook_name,
     is_accumulate_grad,
     iter_nodes,
     mentions_self,
@@ -53,6 +54,14 @@ removes them (`.remove()` on the handle, on a loop variable over the container, 
 helper named like `remove_hooks(self._handles)`). A release method releases the whole
 object: not a per-item `free(self, slot)`, nor an abstract stub that only raises. A class
 with no release method at all is reported only when no method removes them.
+
+Also reports (a warning) a handle kept in a local of a function and removed there
+(`h = layer.register_forward_hook(fn)` ... `h.remove()`) when the hooked object is one the
+caller handed in (a parameter, or an attribute or item of one) and no removal of that
+handle is in a `finally:` or an `except` block, nor is the handle used as a context
+manager: an exception between the two (the forward pass raising) skips `h.remove()` and
+leaves the hook, with everything its closure saved, on the caller's object - one more per
+failed call.
 
 Also reports a discarded handle of a hook on a gradient accumulator - the `AccumulateGrad`
 node reached as `p.expand_as(p).grad_fn.next_functions[0][0]` (or through
@@ -289,6 +298,18 @@ class Probe:
 """,
             lines=[4],
         ),
+        # removed only when the forward pass returns normally
+        Example(
+            """
+def layer_outputs(model, layer, x):
+    saved = []
+    handle = layer.register_forward_hook(lambda m, a, out: saved.append(out))
+    model(x)
+    handle.remove()
+    return saved
+""",
+            lines=[4],
+        ),
         # a discarded handle on a gradient accumulator
         Example(
             """
@@ -513,6 +534,46 @@ def install(params, hook):
                 return True
         return False
 
+    # -- handles removed only on the normal path ----------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """`h = layer.register_forward_hook(fn)` on an object the caller handed in, and
+        `h.remove()` later, but in no `finally:` / `except` block of the function."""
+        params = {p.name.value for p in (*node.params.posonly_params, *node.params.params,
+                                         *node.params.kwonly_params)} - {"self", "cls"}
+        own = list(_own_nodes(node.body))
+        handles: dict[str, list[cst.Call]] = {}
+        for n in own:
+            if (
+                isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
+                and isinstance(n.value, cst.Call) and hook_name(n.value) is not None
+                and _rooted_in(receiver(n.value), params)
+                and self._pinning_hook(n.value, node)
+            ):
+                handles.setdefault(n.targets[0].target.value, []).append(n.value)
+        if not handles:
+            return
+        removed = _removed_names(own)
+        guarded = {name for t in own if isinstance(t, (cst.Try, cst.TryStar))
+                   for block in (t.finalbody, *t.handlers) if block is not None
+                   for name in _removed_names(_own_nodes(block.body))}
+        guarded |= {n.value for w in own if isinstance(w, cst.With) for item in w.items
+                    for n in iter_nodes(item.item) if isinstance(n, cst.Name)}
+        for name in sorted((removed & set(handles)) - guarded):
+            for call in handles[name]:
+                self.report(
+                    call,
+                    f"`{name}` (the handle of `{hook_name(call)}` on "
+                    f"`{short(self.ctx.code(receiver(call)))}`, an object the caller keeps) is removed "
+                    f"only when the code after it returns normally: an exception there skips "
+                    f"`{name}.remove()` and leaves the hook, with all its closure saved, on that object - "
+                    f"one more per failed call. Remove it in a `finally:` block",
+                    severity=Severity.WARNING,
+                )
+
+    def _pinning_hook(self, call: cst.Call, fn: cst.FunctionDef) -> bool:
+        hook = hook_argument(call)
+        return hook is not None and self._hook_pins(hook, fn)
+
     # -- discarded handles on gradient accumulators --------------------------------------
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
@@ -577,6 +638,32 @@ def install(params, hook):
             return any(self._hook_pins(a.value, fn) or (isinstance(a.value, cst.Name) and a.value.value in enclosing)
                        for a in hook.args)
         return False
+
+
+# -- helpers: handles in a function's own code -------------------------------------------
+
+
+def _own_nodes(node: cst.CSTNode):
+    """The nodes under `node`, not those of nested functions, lambdas or classes (they
+    run at another time)."""
+    for child in node.children:
+        yield child
+        if not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            yield from _own_nodes(child)
+
+
+def _removed_names(nodes) -> set[str]:
+    """Locals `x` with an `x.remove()` among `nodes`."""
+    return {n.func.value.value for n in nodes
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "remove"
+            and not n.args and isinstance(n.func.value, cst.Name)}
+
+
+def _rooted_in(expr: Optional[cst.BaseExpression], params: set[str]) -> bool:
+    """`layer`, `model.encoder`, `model.blocks[3]` for a parameter `layer` / `model`."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value in params
 
 
 # -- helpers: removal through the instance, ownership by the hooked module ---------------

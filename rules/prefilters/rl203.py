@@ -116,6 +116,27 @@ def _containers(body: list[ast.stmt]) -> set[str]:
     return found
 
 
+def registry_functions(tree: ast.Module, containers: set[str]) -> set[str]:
+    """Module-level functions that put one of their parameters, as given, into a module
+    container (`def on_shutdown(handler): _handlers.append(handler)`: a registry API)."""
+    found = set()
+    for fn in tree.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        rebound = {t.id for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                   for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        for n in ast.walk(fn):
+            if (
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ADDERS
+                and isinstance(n.func.value, ast.Name) and n.func.value.id in containers
+                and len(n.args) > ADDERS[n.func.attr] and isinstance(n.args[ADDERS[n.func.attr]], ast.Name)
+                and n.args[ADDERS[n.func.attr]].id in params - rebound
+            ):
+                found.add(fn.name)
+    return found
+
+
 def _added_to(source: bytes, name: bytes) -> bool:
     """Does `NAME.append` / `.add` / `.insert` (spaces and line continuations allowed
     around the dot) appear in the source?"""
@@ -148,12 +169,14 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
     @classmethod
     def scan(cls, nodes) -> bool:
         """In an instance method, `atexit.register(...)`, `signal.signal(sig, handler)`,
-        `os.register_at_fork(...)`, an event loop's trigger (`LOOP_TRIGGERS`), or an
-        element added to a list, set or deque the module binds (`visit_Call`); in any
+        `os.register_at_fork(...)`, an event loop's trigger (`LOOP_TRIGGERS`), an
+        element added to a list, set or deque the module binds, or a call of a module
+        function that adds its argument to one (`visit_Call`); in any
         function, an element added to a list, set or deque a class body binds."""
         source = nodes.source
         containers = _module_containers(nodes.tree)
         containers = {name for name in containers if _added_to(source, name.encode())}
+        registries = registry_functions(nodes.tree, containers)
         # `cls._params.append(...)`: a class-level list (`_class_registry_pins`)
         in_class = {name for name in _class_containers(nodes) if _added_to(source, name.encode())}
         # `signal.signal` resolves only through `signal.signal` spelled out or an import
@@ -183,6 +206,9 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
                     continue
             elif name in LOOP_TRIGGERS:
                 if kind is not ast.Attribute or len(node.args) <= LOOP_TRIGGERS[name][0]:
+                    continue
+            elif name in registries:
+                if kind is not ast.Name or not (node.args or node.keywords):
                     continue
             else:
                 continue

@@ -20,7 +20,8 @@ class HookHandlesNeverRemovedPrefilter(Prefilter):
     @classmethod
     def scan(cls, nodes: FileNodes) -> bool:
         """A registration on something other than `self`, in a class, whose handle is not
-        thrown away (it may be stored on `self`); or a discarded `register_hook` /
+        thrown away (it may be stored on `self`), or outside a class in a file that calls
+        `.remove()`; or a discarded `register_hook` /
         `register_prehook` in a file that reaches gradient accumulators."""
         statements = None
         for call in ast_registrations(nodes):
@@ -36,6 +37,8 @@ class HookHandlesNeverRemovedPrefilter(Prefilter):
                     return True
             elif any(isinstance(o, ast.ClassDef) for o in nodes.owners(call)):
                 return True
+            elif b".remove()" in nodes.source:
+                return True  # a handle kept in a local of a function and removed there
         return False
 
     @classmethod
