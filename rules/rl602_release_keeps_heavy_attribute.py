@@ -21,7 +21,7 @@ from retainlint.core.finding import Applicability, Position, Related, Severity
 from retainlint.core.paths import display_path
 from retainlint.analysis.heavy import find_param
 from retainlint.project.index import qualified_in
-from retainlint.project.names import HEAVY_TYPES
+from retainlint.project.names import HEAVY_TYPES, releases as releases_word
 from retainlint.project.release_shape import exception_slots, may_release_parts, releasing_owners
 from retainlint.analysis.release import FINALIZER, release_methods
 from retainlint.analysis.weight import sources, substantial_value, weigher, weightless_layer
@@ -105,13 +105,17 @@ Four more shapes (the last two whatever the part holds, torch or not):
   release method releases its other parts in place (`self.profiler.shutdown()`) but
   neither releases nor drops this one (the owner's release method is reported as well,
   for the attribute it keeps).
-- **a part only `__del__` frees** (any object, torch or not): `__del__` frees an
-  attribute in place (`native.adapter_free(self._adapter)`, `self.index.release()`)
-  that the release path, which lets go of other parts, neither frees nor drops - and no
-  other method frees it (a callback the release path may run:
-  `self._stack.callback(self._free_adapter)`). `__del__` runs only when the last
-  reference goes; after `close()` the part stays allocated while anything holds the
-  object. Freeing a file on disk (`os.remove(self.path)`) is not such a part.
+- **a part another method frees** (any object, torch or not): `__del__` frees an
+  attribute in place (`native.adapter_free(self._adapter)`, `self.index.release()`), or
+  a method that is not itself a release closes it as a whole (`render(close=True)`:
+  `self.viewer.close()`, also `.shutdown()`, `.unload()`, `.destroy()`, ... without
+  arguments), and the release path, which lets go of other parts, neither frees nor
+  drops it. Not evidence: a method handed on as a callback (the release path may run
+  it: `self._stack.callback(self._free_adapter)`; what it frees counts as freed), a
+  method named as a release of its own (`release_host_resources()`, which its owner
+  calls), a per-item `free(request)`, a lock's or semaphore's `release()`, and freeing
+  a file on disk (`os.remove(self.path)`). `__del__` runs only when the last reference
+  goes; after `close()` the part stays allocated while anything holds the object.
 - **cleanup registered on an `ExitStack` nothing closes**: `self._exit_stack =
   ExitStack()` (or `AsyncExitStack()`) with `.callback(...)`, `.push(...)` or
   `.enter_context(...)` registered on it, reported at the first registration when no
@@ -147,9 +151,10 @@ A stored exception's traceback references every frame it went through and their 
 the request, the connection, often the holder itself. A part with no release method gives
 its owner nothing to call: what it holds (a model's weights registered in a forward
 context, its KV caches) is freed only when every reference to it goes. A native handle
-freed only in `__del__` (a LoRA adapter's weights, a multimodal projector context) or by
-a callback on an `ExitStack` nobody unwinds stays allocated after the object is closed,
-for as long as a server, a UI or a cache still holds it.
+freed only in `__del__` (a LoRA adapter's weights, a multimodal projector context), a
+window only `render(close=True)` closes, or a callback on an `ExitStack` nobody unwinds
+stays allocated after the object is closed, for as long as a server, a UI, an
+evaluation loop or a cache still holds it.
 
 ```python
 class Llama:
@@ -185,7 +190,7 @@ project index) defines one taking no arguments - guarded by
 For a stored exception, `self._exception = None` at the same place, as an unsafe fix (a
 reader of the exception after the release now sees `None`). No fix for a part with no
 release method (give it one that frees what it holds, and call it from the owner's), for
-a part only `__del__` frees (register its free on the release path, e.g. on the
+a part another method frees (free it on the release path too, e.g. on the
 `ExitStack` `close()` unwinds, and let `__del__` call `close()`), nor for an `ExitStack`
 nothing closes (close it from a release method, or register the cleanup on the stack of
 the object whose release it belongs to).
@@ -299,6 +304,27 @@ class Worker:
 """,
     ]
     invalid = [
+        # a viewer only render() closes, kept by close()
+        Example(
+            """
+import native
+
+class Env:
+    def __init__(self, rom):
+        self.viewer = None
+        self.emulator = native.Emulator(rom)
+
+    def render(self, close=False):
+        if close and self.viewer is not None:
+            self.viewer.close()
+        elif self.viewer is None:
+            self.viewer = native.Window()
+
+    def close(self):
+        del self.emulator
+""",
+            lines=[15],
+        ),
         # a part only __del__ frees, kept by close()
         Example(
             """
@@ -513,7 +539,7 @@ class Worker:
         if not releases:
             self._check_unreleasable(node, methods)
             return
-        self._check_finalizer_frees(node, releases, methods)
+        self._check_freed_elsewhere(node, releases, methods)
         heavy = self._heavy_attributes(node, methods)
         if heavy and self._is_module_class(node):
             heavy = {}
@@ -579,38 +605,46 @@ class Worker:
                                applicability=Applicability.UNSAFE)
         self.report(release.name, message, fix=fix, related=related, statement=release)
 
-    # -- a part only the finalizer frees --------------------------------------------
-    def _check_finalizer_frees(self, cls: cst.ClassDef, releases: list, methods) -> None:
-        """`__del__` frees a part in place (`self.x.close()`, `free_adapter(self.x)`) that
-        the explicit release path, which lets go of other parts, neither frees nor drops:
-        after `close()` the part stays allocated as long as the instance is referenced.
-        The author's own `__del__` says the part needs freeing, whatever it is."""
-        finalizer = methods.get(FINALIZER)
-        if finalizer is None:
-            return
+    # -- a part another method frees ----------------------------------------------
+    def _check_freed_elsewhere(self, cls: cst.ClassDef, releases: list, methods) -> None:
+        """Another method frees a part in place (`__del__`: `free_adapter(self.x)`;
+        `render(close=True)`: `self.viewer.close()`) that the release path, which lets go
+        of other parts, neither frees nor drops: after `close()` the part stays allocated
+        as long as the instance is referenced. The author's own code says the part needs
+        freeing, whatever it is."""
         path = self.ctx.release.drops(cls, releases)
         if path is None or not path.objects:
             return
-        freed = _freed_in_place(finalizer)
-        # a method that frees it too may be run by the release path unseen (a callback
-        # on a stack it unwinds: `self._stack.callback(self._free_adapter)`)
+        on_path = {id(fn) for _, fn in path.methods}
+        handed = _handed_methods(cls)
+        evidence: dict[str, cst.FunctionDef] = {}
+        maybe_on_path: set[str] = set()
         for fn in body_functions(cls):
-            if fn is not finalizer:
-                freed -= _freed_in_place(fn)
-        kept = sorted(a for a in freed if a not in path.all and a not in methods)
+            name = fn.name.value
+            if id(fn) in on_path or name == "__init__":
+                continue
+            if name in handed:
+                # a callback the release path may run unseen (`self._stack.callback(self.m)`)
+                maybe_on_path |= _freed_in_place(fn)
+                continue
+            if name != FINALIZER and releases_word(name):
+                continue  # another release path (`release_host_resources()`) the owner calls
+            for attr in _freed_in_place(fn) if name == FINALIZER else _closed_whole(fn):
+                evidence.setdefault(attr, fn)
+        kept = sorted(a for a in evidence if a not in path.all and a not in maybe_on_path and a not in methods)
         if not kept or self._is_actor(cls):
             return
         release = releases[0]
         where = f"{cls.name.value}.{release.name.value}()"
-        names = " nor ".join(f"`self.{a}`" for a in kept[:3])
+        names = " nor ".join(f"`self.{a}` (which `{evidence[a].name.value}()` frees)" for a in kept[:3])
         message = (
-            f"`{where}` lets go of other parts but never frees {names}, which `__del__` frees: "
-            f"after `{release.name.value}()` {'it stays' if len(kept) == 1 else 'they stay'} allocated "
-            f"as long as the `{cls.name.value}` is referenced; free {'it' if len(kept) == 1 else 'them'} "
-            f"on the release path (and drop the reference), leaving `__del__` to call "
-            f"`{release.name.value}()`"
+            f"`{where}` lets go of other parts but never frees {names}: after "
+            f"`{release.name.value}()` {'it stays' if len(kept) == 1 else 'they stay'} allocated as long "
+            f"as the `{cls.name.value}` is referenced; free {'it' if len(kept) == 1 else 'them'} on the "
+            f"release path and drop the reference"
         )
-        related = [RelatedNode("`__del__` frees it here", finalizer.name)]
+        related = [RelatedNode(f"`{evidence[a].name.value}()` frees `self.{a}` here", evidence[a].name)
+                   for a in kept]
         self.report(release.name, message, related=related, statement=release)
 
     # -- an ExitStack nothing closes -------------------------------------------------
@@ -1279,7 +1313,7 @@ def _mentions_self(expr) -> bool:
     return finder.found
 
 
-# -- parts freed only by `__del__` ---------------------------------------------------------
+# -- parts another method frees ------------------------------------------------------------
 # What frees a part in place when called on it (`self.x.close()`) or handed it
 # (`lora_adapter_free(self.x)`): memory and native handles, not `remove`/`clear`/`reset`
 # (a file on disk, a container emptied).
@@ -1390,3 +1424,41 @@ class _StackClosers(cst.CSTVisitor):
         if node.attr.value in _STACK_CLOSERS and isinstance(node.value, cst.Attribute) \
                 and node.value.attr.value in self.attrs:
             self.closed.add(node.value.attr.value)
+
+
+def _handed_methods(cls: cst.ClassDef) -> set[str]:
+    """Methods of `cls` referenced as `self.m` without being called: handed on as
+    callbacks (`self._stack.callback(self._free)`, `atexit.register(self.close)`)."""
+    found: set[str] = set()
+
+    class _Handed(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            for arg in node.args:
+                attr = self_attribute(arg.value)
+                if attr is not None:
+                    found.add(attr)
+
+    visit(cls, _Handed())
+    return found
+
+
+# Whole-object closes outside `__del__`: no arguments, and not `free`/`release`, which
+# elsewhere free one item (`free(request)`) or release a lock or semaphore.
+_CLOSE_WORDS = frozenset({"close", "shutdown", "unload", "destroy", "dispose", "terminate", "teardown"})
+
+
+def _closed_whole(fn: cst.FunctionDef) -> set[str]:
+    """Attributes `fn` closes as a whole: `self.x.close()`, `self.x.shutdown()`."""
+    found: set[str] = set()
+
+    class _Closes(OwnScopeVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and not node.args and func.attr.value in _CLOSE_WORDS:
+                attr = self_attribute(func.value)
+                if attr is not None:
+                    found.add(attr)
+
+    visit(fn.body, _Closes())
+    return found
+

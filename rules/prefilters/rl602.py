@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Optional
 
 from retainlint.core.config import DEFAULT_RELEASE_METHODS
@@ -379,10 +380,17 @@ def _registers_on_exit_stack(data: bytes) -> bool:
     return b"ExitStack" in data and any(r in data for r in _STACK_REGISTRATIONS)
 
 
+# A part freed in place (`self.viewer.close()`, `adapter_free(self._adapter)`).
+_FREES_A_PART = re.compile(
+    rb"self\.\w+\.(?:close|free|release|shutdown|unload|destroy|dispose|terminate|cleanup|teardown)\("
+    rb"|(?:free|release|destroy|dealloc\w*|dispose|close|unload)\(self\.\w+")
+
+
 def _finalizer_may_free(data: bytes, settings) -> bool:
-    """A `__del__` next to a release method: it may free a part the release keeps."""
-    return b"def __del__(" in data and any(
-        f"def {m}(".encode() in data for m in settings.release_methods if m != "__del__")
+    """A release method next to code freeing a part in place: a method other than the
+    release path may free a part the release keeps."""
+    return any(f"def {m}(".encode() in data for m in settings.release_methods if m != "__del__") \
+        and _FREES_A_PART.search(data) is not None
 
 
 class ReleaseKeepsHeavyAttributePrefilter(Prefilter):

@@ -1,7 +1,7 @@
 """RL602's release paths that keep a part outside torch (issue 17, held-out incidents):
-a part only `__del__` frees, and cleanup registered on an ExitStack nothing closes - run
-as a user runs retainlint, on a small project, with the cache on (the prefilter decides
-which files are read)."""
+a part another method (here `__del__`) frees, and cleanup registered on an ExitStack
+nothing closes - run as a user runs retainlint, on a small project, with the cache on
+(the prefilter decides which files are read)."""
 
 import json
 import textwrap
@@ -83,7 +83,7 @@ def test_a_part_only_the_finalizer_frees_is_reported_at_the_release_method(tmp_p
     code, found = _check(tmp_path)
     assert code == 1
     assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "llm.py", 12)]
-    assert "`Llm.close()` lets go of other parts but never frees `self._adapter`, which `__del__` frees" \
+    assert "`Llm.close()` lets go of other parts but never frees `self._adapter` (which `__del__()` frees)" \
         in found[0][3]
     # upstream's fix: the adapter's free goes on the stack close() unwinds
     text = (tmp_path / "llm.py").read_text().replace(
