@@ -1055,11 +1055,7 @@ class Settings(QDialog):
         if how == "hook":
             return hook_removed_on_exit(self.ctx, method, site, hook_argument(site))
         if how == "slot":  # the class disconnects that signal (on close, say)
-            return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-                       and n.func.attr.value == "disconnect" and self.ctx.code(n.func.value) == where
-                       or isinstance(n, cst.Call) and any(self.ctx.code(a.value) == where for a in n.args)
-                       and "disconnect" in self.ctx.code(n.func)
-                       for n in iter_nodes(cls))
+            return any(isinstance(n, cst.Call) and self._disconnects(n, where) for n in iter_nodes(cls))
         if how in ("stored", "cached", "constructed"):
             if undone_on_every_exit(self.ctx, method, site,
                                     lambda statement: self._restores(statement, where, sites)):
@@ -1090,6 +1086,14 @@ class Settings(QDialog):
         text = self.ctx.code(cls)
         return any(f"{container}.{verb}(" in text for verb in ("pop", "popitem", "remove", "discard", "clear")) \
             or f"del {container}[" in text
+
+    def _disconnects(self, call: cst.Call, signal: str) -> bool:
+        """`signal.disconnect()`, or a helper named for it given the signal
+        (`_disconnect(self.box.valueChanged)`)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "disconnect":
+            return self.ctx.code(func.value) == signal
+        return "disconnect" in self.ctx.code(func) and any(self.ctx.code(a.value) == signal for a in call.args)
 
     def _restores(self, statement: cst.CSTNode, where: str, sites: "_Sites") -> bool:
         """Does `statement` set `where` back to something that is no callback over
