@@ -55,9 +55,11 @@ helper named like `remove_hooks(self._handles)`). A release method releases the 
 object: not a per-item `free(self, slot)`, nor an abstract stub that only raises. A class
 with no release method at all is reported only when no method removes them.
 
-Also reports (a warning) a handle kept in a local of a function and removed there
-(`h = layer.register_forward_hook(fn)` ... `h.remove()`) when the hooked object is one the
-caller handed in (a parameter, or an attribute or item of one) and no removal of that
+Also reports (a warning) a handle kept in a local of a function, or in a local list, and
+removed there (`h = layer.register_forward_hook(fn)` ... `h.remove()`; `hs.append(...)` ...
+`for h in hs: h.remove()`) when the hooked object is one the caller handed in (a
+parameter, an attribute, item or `.modules()` of one, a loop variable over those), the
+hook keeps something (a closure over locals, a bound method), and no removal of that
 handle is in a `finally:` or an `except` block, nor is the handle used as a context
 manager: an exception between the two (the forward pass raising) skips `h.remove()` and
 leaves the hook, with everything its closure saved, on the caller's object - one more per
@@ -541,15 +543,24 @@ def install(params, hook):
         params = {p.name.value for p in (*node.params.posonly_params, *node.params.params,
                                          *node.params.kwonly_params)} - {"self", "cls"}
         own = list(_own_nodes(node.body))
-        handles: dict[str, list[cst.Call]] = {}
+        params |= {name for n in own if isinstance(n, cst.For) and _rooted_in(n.iter, params)
+                   for name in target_names(n.target)}  # `for layer in layers:`
+        handles: dict[str, list[cst.Call]] = {}  # a local handle, or a local list of them
         for n in own:
-            if (
-                isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name)
-                and isinstance(n.value, cst.Call) and hook_name(n.value) is not None
-                and _rooted_in(receiver(n.value), params)
-                and self._pinning_hook(n.value, node)
+            if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+                holder, call = n.targets[0].target.value, n.value
+            elif (
+                isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "append"
+                and isinstance(n.func.value, cst.Name) and len(n.args) == 1
             ):
-                handles.setdefault(n.targets[0].target.value, []).append(n.value)
+                holder, call = n.func.value.value, n.args[0].value
+            else:
+                continue
+            if (
+                isinstance(call, cst.Call) and hook_name(call) is not None
+                and _rooted_in(receiver(call), params) and self._pinning_hook(call, node)
+            ):
+                handles.setdefault(holder, []).append(call)
         if not handles:
             return
         removed = _removed_names(own)
@@ -562,10 +573,10 @@ def install(params, hook):
             for call in handles[name]:
                 self.report(
                     call,
-                    f"`{name}` (the handle of `{hook_name(call)}` on "
+                    f"`{name}` (holding the handle of `{hook_name(call)}` on "
                     f"`{short(self.ctx.code(receiver(call)))}`, an object the caller keeps) is removed "
                     f"only when the code after it returns normally: an exception there skips "
-                    f"`{name}.remove()` and leaves the hook, with all its closure saved, on that object - "
+                    f"the removal and leaves the hook, with all its closure saved, on that object - "
                     f"one more per failed call. Remove it in a `finally:` block",
                     severity=Severity.WARNING,
                 )
@@ -653,15 +664,24 @@ def _own_nodes(node: cst.CSTNode):
 
 
 def _removed_names(nodes) -> set[str]:
-    """Locals `x` with an `x.remove()` among `nodes`."""
-    return {n.func.value.value for n in nodes
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "remove"
-            and not n.args and isinstance(n.func.value, cst.Name)}
+    """Locals `x` with an `x.remove()` among `nodes`, and lists `xs` of them
+    (`for h in xs: h.remove()`)."""
+    nodes = list(nodes)
+    removed = {n.func.value.value for n in nodes
+               if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "remove"
+               and not n.args and isinstance(n.func.value, cst.Name)}
+    return removed | {n.iter.value for n in nodes if isinstance(n, cst.For) and isinstance(n.iter, cst.Name)
+                      and target_names(n.target) & removed}
 
 
 def _rooted_in(expr: Optional[cst.BaseExpression], params: set[str]) -> bool:
-    """`layer`, `model.encoder`, `model.blocks[3]` for a parameter `layer` / `model`."""
-    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+    """`layer`, `model.encoder`, `model.blocks[3]`, `model.modules()` for a parameter
+    `layer` / `model`."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(expr, cst.Call):
+            if not isinstance(expr.func, cst.Attribute):
+                return False
+            expr = expr.func
         expr = expr.value
     return isinstance(expr, cst.Name) and expr.value in params
 
