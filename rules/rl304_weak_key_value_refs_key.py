@@ -63,7 +63,14 @@ or is built from it without a copy:
 - a new container (`c = wkd.get(k, {})`, `c = []`) that the same function fills with
   objects reaching the key, or links back to the object the key was read from
   (`root = self.scope.root; wkd[root] = c; item = c[i]; item.parent = self`): the
-  container holds the key just the same.
+  container holds the key just the same;
+- a value made from what pluggable callbacks return when handed the key: a call of a
+  loop variable with the key among its arguments (`for p in processors:
+  data.update(p(request))`, `[hook(page) for hook in self.hooks]`), stored as it is or
+  merged into a new container. The callbacks are not visible where the value is cached,
+  and one that hands its argument back (Django's `request` context processor returns
+  `{"request": request}`) makes the value hold its key. Named functions (`stats(m)`)
+  and a memo decorator's `fn(obj)` do not count.
 
 It also reports a function decorated with a weak-keyed cache decorator (a decorator of
 the file that builds a `WeakKeyDictionary`, or one whose name says so, such as
@@ -149,6 +156,19 @@ class Tracker:
         self.grads[t] = t.grad
         self.grads[t] = t.detach()
 """,
+        # callbacks handed something else than the key, or reduced to plain values
+        """
+import weakref
+
+_labels = weakref.WeakKeyDictionary()
+
+def label(request, processors):
+    data = {}
+    for processor in processors:
+        data.update(processor(request.path))
+        data[processor.__name__] = len(processor(request))
+    _labels[request] = data
+""",
         # a class that keeps only a weak reference to the key, and a container of plain data
         """
 import weakref
@@ -233,6 +253,24 @@ def compiled(model):
     return functools.partial(run, model)
 """,
             lines=[16],
+        ),
+        # the value merges what callbacks return for the key (a context processor may
+        # return `{"request": request}`)
+        Example(
+            """
+from weakref import WeakKeyDictionary
+
+_context_data = WeakKeyDictionary()
+
+def context_data(request, processors):
+    if request not in _context_data:
+        data = {}
+        for processor in processors:
+            data.update(processor(request))
+        _context_data[request] = data
+    return _context_data[request]
+""",
+            lines=[11],
         ),
         # the value is a container filled with objects linked back to the key's owner
         Example(
@@ -367,17 +405,24 @@ class Node:
                 continue
             holder = reaches(self.ctx, w.value, w.key, w.function, w.cls)
             if holder is None:
-                holder = self._filled_to_reach(w)
-            if holder is None:
+                holder = self._filled_to_reach(w, self._reaching)
+            callback = None
+            if holder is None and w.function is not None:
+                callback = (_callback_result(self.ctx, w.value, w.key, w.function)
+                            or self._filled_to_reach(w, self._from_callback))
+            if holder is None and callback is None:
                 continue
             key_code = ctx_code(self.ctx, w.key)
             value_code = ctx_code(self.ctx, w.value)
             heavy = holds_heavy(self.ctx, w.key, w.function, w.cls) or self._heavy_keys(
                 self._weak[w.ref])
+            how = "holds the key" if callback is None else (
+                f"is made from what callbacks return for the key (`{_short(ctx_code(self.ctx, callback))}`), "
+                "and one that hands its argument back makes it hold the key")
             self.report(
                 w.node,
                 f"`{w.container}` is weak-keyed, but the value written under `{key_code}` "
-                f"(`{_short(value_code)}`) holds the key: the entry is never evicted and keeps "
+                f"(`{_short(value_code)}`) {how}: the entry is never evicted and keeps "
                 f"`{key_code}` alive as long as `{w.container}` lives; store `weakref.ref({key_code})` "
                 "or values that do not reach the key",
                 severity=Severity.ERROR if heavy else Severity.WARNING,
@@ -387,11 +432,12 @@ class Node:
         for fn, decorator, cls in self._decorated:
             self._judge_decorated(fn, decorator, cls)
 
-    def _filled_to_reach(self, w: _Write) -> Optional[cst.CSTNode]:
+    def _filled_to_reach(self, w: _Write, holds) -> Optional[cst.CSTNode]:
         """The value is a new container (`cache = wkd.get(k, {})`, `cache = []`) that the
-        same function fills with objects reaching the key, or linked back to what the key
-        was read from (`root = self.scope.root` ... `item = cache[i]; item.parent = self`):
-        the container holds its key just the same. Returns what links it, or None."""
+        same function fills with objects that `holds` says reach the key (or one of the
+        objects it was read from: `root = self.scope.root` ... `item = cache[i];
+        item.parent = self`): the container holds its key just the same. Returns what
+        links it, or None."""
         fn = w.function
         if fn is None or not isinstance(w.value, cst.Name):
             return None
@@ -405,9 +451,17 @@ class Node:
         linked = [*fill.elements,
                   *(value for alias, value in fill.links if alias in fill.aliases)]
         for value in linked:
-            if any(reaches(self.ctx, value, a, fn, w.cls) is not None for a in anchors):
-                return value
+            found = holds(value, w, anchors)
+            if found is not None:
+                return found
         return None
+
+    def _reaching(self, value, w: _Write, anchors) -> Optional[cst.CSTNode]:
+        fn = w.function
+        return value if any(reaches(self.ctx, value, a, fn, w.cls) is not None for a in anchors) else None
+
+    def _from_callback(self, value, w: _Write, anchors) -> Optional[cst.CSTNode]:
+        return _callback_result(self.ctx, value, w.key, w.function) if w.function is not None else None
 
     def _heavy_keys(self, definition: cst.CSTNode) -> bool:
         """Does the definition's annotation or subscripted constructor name a heavy key
@@ -500,6 +554,60 @@ def _new_container(ctx, value: Optional[cst.BaseExpression]) -> bool:
     return ctx.qualname(func) in _CONTAINER_CTORS
 
 
+def _callback_result(ctx, value: Optional[cst.BaseExpression], key: cst.BaseExpression,
+                     fn: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+    """Is the value what a pluggable callback returns when given the key: a call of a
+    loop variable (`for hook in hooks: data = hook(key)`, `[hook(key) for hook in ...]`)
+    with the key among its arguments? The callbacks are not visible here, and a callback
+    handed an object commonly hands it back (a context processor returning
+    `{"request": request}`): such a value holds its key. Named functions (`stats(key)`)
+    and parameters (a memo decorator's `fn(obj)`, judged at the decorated function) do
+    not count. Returns the call, or None."""
+    if isinstance(value, cst.Name):
+        for assigned, _ in ctx.heavy.local_assignments(fn).get(value.value, ()):
+            found = _callback_result(ctx, assigned, key, fn) if not isinstance(assigned, cst.Name) else None
+            if found is not None:
+                return found
+        return None
+    loops = _LoopNames()
+    visit(fn.body, loops)
+    callees = loops.names
+    if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        callees = callees | _comprehension_names(value.for_in)
+        value = value.value if isinstance(value, cst.DictComp) else value.elt
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+            and value.func.value in callees):
+        return None
+    key_code = ctx.code(key).strip()
+    return value if any(ctx.code(a.value).strip() == key_code for a in value.args) else None
+
+
+def _comprehension_names(comp: Optional[cst.CompFor]) -> frozenset:
+    names: set[str] = set()
+    while comp is not None:
+        names |= _target_names(comp.target)
+        comp = comp.inner_for_in
+    return frozenset(names)
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _target_names(e.value)}
+    return set()
+
+
+class _LoopNames(OwnScopeVisitor):
+    """The names a function's own `for` statements bind."""
+
+    def __init__(self) -> None:
+        self.names: frozenset = frozenset()
+
+    def visit_For(self, node: cst.For) -> None:
+        self.names = self.names | _target_names(node.target)
+
+
 def _owners(ctx, key: cst.BaseExpression, fn: cst.FunctionDef) -> list[cst.Name]:
     """What the key was read from: `self` for `self.scope.root`, also through a local
     (`root = self.scope.root`). The owner reaches the key through its attributes."""
@@ -551,5 +659,5 @@ class _ContainerFill(OwnScopeVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if (isinstance(func, cst.Attribute) and self._is_container(func.value)
-                and func.attr.value in ("append", "add", "insert", "setdefault", "extend")):
+                and func.attr.value in ("append", "add", "insert", "setdefault", "extend", "update")):
             self.elements.extend(a.value for a in node.args[-1:])
