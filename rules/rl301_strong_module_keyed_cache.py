@@ -12,7 +12,7 @@ from retainlint.analysis.holding import keeps_argument
 from retainlint.project.names import UNION_WRAPPERS
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.module_caches import Candidate, ContainerTracker, Event, annotation_text
-from retainlint.rules.prefilters.rl301 import StrongModuleKeyedCachePrefilter
+from retainlint.rules.prefilters.rl301 import StrongModuleKeyedCachePrefilter, per_call_positions
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 
 # builtins whose results (str, int, tuple...) cannot be weakly referenced
@@ -61,6 +61,15 @@ back by it (`_boxes[self] = box ... return _boxes[self]`, also through a local t
 `self` or a tuple with it) keeps every instance the method ever ran on, whatever the
 class: reported as a warning when the keys are not known to be heavy. A container written
 under `self` but never read back by it (a registry) is left to the other rules.
+
+A module- or class-level container written, in an override of a library callback, under
+an object the library hands that callback afresh on every call and drops afterwards - the
+parsed document of lxml's element-class `lookup(type, doc, namespace, name)`, the log
+record of a `logging.Handler`/`Filter`/`Formatter` method, the node of an
+`ast.NodeVisitor`'s `visit_*`, the request of a `socketserver` server - also inside a
+tuple key or through a local holding one, keeps every one of them: an error, the growth
+has no bound. Keys made of the callback's plain arguments (`(node_type, namespace, name)`)
+or of the object's fields (`record.msg`) are not reported.
 
 A container is not reported when the file removes entries from it (`del c[k]`, `.pop`,
 `.popitem`, `.clear`, `.discard`, `.remove`, `-=`), rebinds it from a function
@@ -119,6 +128,23 @@ class Cell:
         return _boxes[self]
 ```
 Keep the result on the instance instead (`self._box = ...`).
+
+A class-level memo keyed by the document lxml passes to the element-class lookup:
+
+```python
+from lxml.html import HtmlElementClassLookup
+
+class DomLookup(HtmlElementClassLookup):
+    _lookups = {}  # RL301: every parsed document stays alive
+
+    def lookup(self, node_type, document, namespace, name):
+        k = (node_type, document, namespace, name)
+        if k not in self._lookups:
+            self._lookups[k] = make_class(name)
+        return self._lookups[k]
+```
+Make it an instance attribute (`self._lookups = {}` in `__init__`): it dies with the
+parser that owns the lookup.
 
 ## Fix (safe)
 `weakref.WeakKeyDictionary` for dicts, `weakref.WeakSet` for sets, keeping the
@@ -226,6 +252,36 @@ class Program:
         if context not in self._sizes:
             self._sizes[context] = len(context.devices)
         return self._sizes[context]
+""",
+        # a library callback's memo keyed by its plain arguments, or by a method no
+        # library calls (what it is handed is unknown)
+        """
+import logging
+from lxml import etree
+
+_seen = {}
+
+class Lookup(etree.CustomElementClassLookup):
+    _by_name = {}
+
+    def lookup(self, node_type, document, namespace, name):
+        key = (node_type, namespace, name)
+        if key not in self._by_name:
+            self._by_name[key] = make_class(name)
+        return self._by_name[key]
+
+class Once(logging.Filter):
+    def filter(self, record):
+        _seen[record.msg] = True
+        return True
+
+class Documents:
+    _parsed = {}
+
+    def parse(self, document):
+        if document not in self._parsed:
+            self._parsed[document] = expensive_parse(document)
+        return self._parsed[document]
 """,
         # a local of the same name shadows the global
         """
@@ -396,6 +452,22 @@ class Cell:
 """,
             lines=[2],
         ),
+        # a class-level memo keyed by the document lxml hands the lookup on every parse
+        Example(
+            """
+from lxml.html import HtmlElementClassLookup
+
+class DomLookup(HtmlElementClassLookup):
+    _lookups = {}
+
+    def lookup(self, node_type, document, namespace, name):
+        k = (node_type, document, namespace, name)
+        if k not in self._lookups:
+            self._lookups[k] = make_class(name)
+        return self._lookups[k]
+""",
+            lines=[5],
+        ),
     ]
 
     _scopes = ("module", "class", "instance")
@@ -429,7 +501,8 @@ class Cell:
                 kinds |= write_kinds
                 heavy_writes.append(e)
         if not kinds:
-            self._judge_instance_keyed_memo(c, events)
+            if not self._judge_instance_keyed_memo(c, events):
+                self._judge_per_call_keys(c, events)
             return
         if described is None:
             described = (
@@ -485,7 +558,7 @@ class Cell:
                         related=[RelatedNode("written here", e.node)] if e.node else [])
             return
 
-    def _judge_instance_keyed_memo(self, c: Candidate, events: list[Event]) -> None:
+    def _judge_instance_keyed_memo(self, c: Candidate, events: list[Event]) -> bool:
         """A module- or class-level memo a method fills under `self` and reads back by it
         (`_boxes[self] = box ... return _boxes[self]`, also through a local holding `self`):
         every instance the method ever ran on stays alive with all it holds. A warning:
@@ -511,7 +584,69 @@ class Cell:
                 statement=c.statement, severity=Severity.WARNING,
                 related=[RelatedNode("keyed by the instance here", e.node)] if e.node else [],
             )
+            return True
+        return False
+
+    def _judge_per_call_keys(self, c: Candidate, events: list[Event]) -> None:
+        """A module- or class-level container written, in an override of a library
+        callback, under an object the library hands that callback afresh on every call
+        (lxml's `lookup(type, doc, namespace, name)` document, a handler's log record,
+        a visitor's node), also inside a tuple or through a local holding one: every
+        document, record or node ever seen stays alive, one more per call - an error
+        (unbounded), although none of them is known to be heavy."""
+        for e in events:
+            fn = e.function
+            if e.kind != "write" or fn is None or e.cls is None or e.key is None:
+                continue
+            params = [*fn.params.posonly_params, *fn.params.params][1:]
+            fresh = {params[i].name.value for base in self._library_bases(e.cls)
+                     for i in per_call_positions(base, fn.name.value) if i < len(params)}
+            held = self._per_call_part(e.key, fn, fresh)
+            if held is None:
+                continue
+            holder = "module global" if c.scope[0] == "module" else f"class attribute of `{c.scope[1]}`"
+            self.report(
+                c.target,
+                f"`{c.name}` ({holder}) keeps every `{held}` the library passes to "
+                f"`{e.cls.name.value}.{fn.name.value}()` alive, one more per call: it is a key "
+                f"and entries are never removed (keep the container on the instance, or key it "
+                f"by plain values)",
+                statement=c.statement,
+                related=[RelatedNode("keyed by it here", e.node)] if e.node else [],
+            )
             return
+
+    def _library_bases(self, cls: cst.ClassDef, depth: int = 0) -> set[str]:
+        """The qualified names of `cls`'s bases, through the classes of this file."""
+        found: set[str] = set()
+        for arg in cls.bases:
+            name = self.ctx.qualname(arg.value)
+            if not name:
+                continue
+            local = self.ctx.classes.get(name)
+            if local is not None and local is not cls and depth < 5:
+                found |= self._library_bases(local, depth + 1)
+            else:
+                found.add(name)
+        return found
+
+    def _per_call_part(self, key: cst.BaseExpression, fn: cst.FunctionDef, fresh: set[str],
+                       depth: int = 0) -> Optional[str]:
+        """The per-call parameter the key is, holds in a tuple, or is a local assigned
+        one of those (never rebound to anything else)."""
+        if not fresh:
+            return None
+        if isinstance(key, cst.Tuple):
+            return next((found for el in key.elements
+                         if (found := self._per_call_part(el.value, fn, fresh, depth)) is not None), None)
+        if not isinstance(key, cst.Name):
+            return None
+        assigned = self.ctx.heavy.local_assignments(fn).get(key.value, ())
+        if key.value in fresh:
+            return key.value if not assigned else None
+        if depth == 0 and len(assigned) == 1 and assigned[0][0] is not None:
+            return self._per_call_part(assigned[0][0], fn, fresh, 1)
+        return None
 
     def _is_instance(self, key: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> bool:
         """`self` in a method, a tuple holding it, or a local assigned one of those (in

@@ -19,6 +19,45 @@ from retainlint.project.prefilter import Prefilter
 INSTANCE_MEMO = "instance memo"
 # ... and for a module- or class-level container a method writes under `self`
 INSTANCE_KEYED = "instance-keyed memo"
+# ... and for one written in an override of a library callback (see `PER_CALL_ARGUMENTS`)
+PER_CALL_KEYED = "per-call keyed"
+
+# Library callbacks whose overrides are handed a fresh object on every call, which the
+# library drops once the call is done: base class -> {method: positions of those
+# arguments after `self`}; a method name ending in `*` stands for every method of that
+# prefix. Known from the libraries' documented signatures, not from the code checked.
+_LXML_LOOKUP = {"lookup": (1,)}  # lookup(type, doc, namespace, name): the parsed document
+_LOG_HANDLER = {"emit": (0,), "handle": (0,), "format": (0,), "filter": (0,)}  # a LogRecord
+_AST_VISITOR = {"visit*": (0,), "generic_visit": (0,)}  # a node of the tree being walked
+PER_CALL_ARGUMENTS: dict[str, dict[str, tuple[int, ...]]] = {
+    "lxml.etree.CustomElementClassLookup": _LXML_LOOKUP,
+    "lxml.html.HtmlElementClassLookup": _LXML_LOOKUP,
+    "lxml.etree.PythonElementClassLookup": {"lookup": (0, 1)},  # lookup(doc, element)
+    "logging.Handler": _LOG_HANDLER,
+    "logging.StreamHandler": _LOG_HANDLER,
+    "logging.FileHandler": _LOG_HANDLER,
+    "logging.handlers.BufferingHandler": _LOG_HANDLER,
+    "logging.handlers.MemoryHandler": _LOG_HANDLER,
+    "logging.handlers.QueueHandler": {**_LOG_HANDLER, "prepare": (0,), "enqueue": (0,)},
+    "logging.Filter": {"filter": (0,)},
+    "logging.Formatter": {"format": (0,), "formatMessage": (0,), "formatException": (0,)},
+    "ast.NodeVisitor": _AST_VISITOR,
+    "ast.NodeTransformer": _AST_VISITOR,
+    # process_request(request, client_address): the connection's socket
+    "socketserver.BaseServer": {"process_request": (0,), "finish_request": (0,),
+                                "verify_request": (0,), "shutdown_request": (0,)},
+}
+
+
+def per_call_positions(base: str, method: str) -> tuple[int, ...]:
+    """The positions (after `self`) of the arguments a library hands `method`, overridden
+    in a subclass of `base`, afresh on every call; () when none are known."""
+    methods = PER_CALL_ARGUMENTS.get(base, {})
+    if method in methods:
+        return methods[method]
+    return next((found for name, found in methods.items()
+                 if name.endswith("*") and method.startswith(name[:-1])), ())
+
 
 
 def _instance_key(key: ast.AST, fn: ast.AST) -> bool:
@@ -37,6 +76,13 @@ def _instance_key(key: ast.AST, fn: ast.AST) -> bool:
                     isinstance(node.value, ast.Name) and node.value.id == "self"):
                 return True
     return False
+
+
+def _callback_method(fn: ast.AST) -> bool:
+    """Might `fn` override a library callback of `PER_CALL_ARGUMENTS` (by its name only)?"""
+    name = getattr(fn, "name", "")
+    return any(name == m or (m.endswith("*") and name.startswith(m[:-1]))
+               for methods in PER_CALL_ARGUMENTS.values() for m in methods)
 
 
 class StrongModuleKeyedCachePrefilter(Prefilter):
@@ -72,6 +118,9 @@ class StrongModuleKeyedCachePrefilter(Prefilter):
         if any(method_class is not None and _instance_key(key, fn)
                for _, key, _, fn, method_class in facts.writes):
             return INSTANCE_KEYED
+        if any(method_class is not None and method_class.bases and _callback_method(fn)
+               for _, _, _, fn, method_class in facts.writes):
+            return PER_CALL_KEYED
         return evidence.result()
 
     @classmethod
@@ -83,6 +132,6 @@ class StrongModuleKeyedCachePrefilter(Prefilter):
             return (might_define_container(data) and names_heavy_type(data, ("torch", "transformers"), settings, index)) \
                 or b"self." in data
         found = summary.scans.get(cls.code)
-        if found == INSTANCE_MEMO or found == INSTANCE_KEYED:
+        if found in (INSTANCE_MEMO, INSTANCE_KEYED, PER_CALL_KEYED):
             return True
         return found is not None and might_be_heavy(found, summary, settings, index)
