@@ -25,7 +25,9 @@ from retainlint.project.names import HEAVY_TYPES, releases as releases_word
 from retainlint.project.release_shape import exception_slots, may_release_parts, releasing_owners
 from retainlint.analysis.release import FINALIZER, release_methods
 from retainlint.analysis.weight import sources, substantial_value, weigher, weightless_layer
-from retainlint.rules.prefilters.rl602 import ReleaseKeepsHeavyAttributePrefilter, ACCESSORS, may_store_exception
+from retainlint.rules.prefilters.rl602 import (
+    ACCESSORS, ACQUIRES, ReleaseKeepsHeavyAttributePrefilter, may_store_exception,
+)
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
 
@@ -88,7 +90,7 @@ abstract ones; and classes whose release path drops attributes by name (`vars(se
 `self.__dict__`), hands `self` to other code or calls a callable attribute (a
 finalizer). One release method dropping an attribute is enough.
 
-Four more shapes (the last two whatever the part holds, torch or not):
+Five more shapes (the last three whatever the part holds, torch or not):
 
 - **a stored exception** pins a big object graph without a heavy attribute: an exception
   handed to a method and kept on `self` (`def set_exception(self, exc): self._exception =
@@ -123,6 +125,19 @@ Four more shapes (the last two whatever the part holds, torch or not):
   it on), nothing in the file closes an attribute of that name (`handler._exit_stack.close()`,
   `weakref.finalize(self, self._stack.close)`), and no project subclass in another file
   does: the callbacks never run while the instance lives.
+- **a resource acquired in place and never given back**: a part the class builds
+  (`self.model = Model.from_config(config)`) that a method makes acquire a resource of
+  its own - `self.model.load()`, `.open()`, `.connect()`, `.acquire()`, `.allocate()` as
+  a statement, with no positional argument - when nothing gives it back: no method of
+  the class, nothing in the file (`wrapper.model.unload()`, also through a name bound to
+  the attribute) and no project subclass in another file calls the inverse (`unload()`;
+  `close()`; `disconnect()`/`close()`; `release()`; `free()`/`deallocate()`/`release()`)
+  on an attribute of that name, nor drops the part (`self.model = None`, `del
+  self.model`). Reported at the class. Not an item handed in (`allocate(seq)`,
+  `connect(address)`, `load(weights)`: per-call work, not the part's own resource), a
+  part handed in by the caller (`self.model = model`), nor a project class that defines
+  no inverse. `start()` (threads) and `init()`/`setup()` (configuration) are not counted
+  as acquiring.
 
 ## Why it leaks
 A release method is where an owner gives back what it holds. What it leaves on `self`
@@ -154,7 +169,10 @@ context, its KV caches) is freed only when every reference to it goes. A native 
 freed only in `__del__` (a LoRA adapter's weights, a multimodal projector context), a
 window only `render(close=True)` closes, or a callback on an `ExitStack` nobody unwinds
 stays allocated after the object is closed, for as long as a server, a UI, an
-evaluation loop or a cache still holds it.
+evaluation loop or a cache still holds it. A library that loaded a model's weights onto
+the GPU (and keeps them registered) or opened a connection gives them back when asked
+(`unload()`, `close()`); a wrapper that never asks, and whose owner has no method to
+call, keeps them after "unload model" has dropped everything else.
 
 ```python
 class Llama:
@@ -178,6 +196,12 @@ class ChatHandler:
     def load(self, model):
         self.ctx = native.clip_init(self.clip_path, model)
         self._exit_stack.callback(native.clip_free, self.ctx)  # RL602: never closed
+
+
+class Wrapper:  # RL602: `self.model.unload()` is never called
+    def __init__(self, model_dir):
+        self.model = Model.from_config(Config.from_directory(model_dir))
+        self.model.load(progressbar=True)
 ```
 
 ## Fix (safe)
@@ -193,10 +217,24 @@ release method (give it one that frees what it holds, and call it from the owner
 a part another method frees (free it on the release path too, e.g. on the
 `ExitStack` `close()` unwinds, and let `__del__` call `close()`), nor for an `ExitStack`
 nothing closes (close it from a release method, or register the cleanup on the stack of
-the object whose release it belongs to).
+the object whose release it belongs to), nor for a resource never given back (add a
+release method that calls the inverse, and call it from the owner's release path).
 """
 
     valid = [
+        # the wrapper unloads the model it loaded
+        """
+from exlib import Model
+
+class Wrapper:
+    def __init__(self, model_dir):
+        self.model = Model.from_directory(model_dir)
+        self.model.load(progressbar=True)
+
+    def unload(self):
+        self.model.unload()
+        self.model = None
+""",
         # the adapter's free is registered on the stack close() unwinds
         """
 import contextlib
@@ -304,6 +342,21 @@ class Worker:
 """,
     ]
     invalid = [
+        # a model loaded in place that nothing unloads
+        Example(
+            """
+from exlib import Model
+
+class Wrapper:
+    def __init__(self, model_dir):
+        self.model = Model.from_directory(model_dir)
+        self.model.load(progressbar=True)
+
+    def __call__(self, ids):
+        return self.model.forward(ids)
+""",
+            lines=[4],
+        ),
         # a viewer only render() closes, kept by close()
         Example(
             """
@@ -535,6 +588,7 @@ class Worker:
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         methods = self.ctx.methods(node)
         self._check_unclosed_stacks(node)
+        self._check_never_given_back(node)
         releases = release_methods(self.ctx, node)
         if not releases:
             self._check_unreleasable(node, methods)
@@ -677,9 +731,11 @@ class Worker:
             )
             self.report(first, message, statement=statement)
 
-    def _closed_by_subclasses_elsewhere(self, cls: cst.ClassDef, attrs: set[str]) -> set[str]:
-        """Stack attributes closed (`.s.close`, ...) in a file of another module that
-        holds a project subclass of `cls`."""
+    def _closed_by_subclasses_elsewhere(self, cls: cst.ClassDef, attrs: set[str],
+                                        closers: Optional[frozenset] = None) -> set[str]:
+        """Attributes closed (`.s.close`, ...; `closers`) in a file of another module
+        that holds a project subclass of `cls`."""
+        closers = closers or _STACK_CLOSERS
         qualified = f"{self.ctx.module_name}.{cls.name.value}"
         index = self.ctx.index
         here = os.path.abspath(self.ctx.path)
@@ -692,10 +748,75 @@ class Worker:
                 closed |= attrs  # unreadable: it may close them
                 continue
             for node in ast.walk(parsed[0]):
-                if isinstance(node, ast.Attribute) and node.attr in _STACK_CLOSERS \
+                if isinstance(node, ast.Attribute) and node.attr in closers \
                         and isinstance(node.value, ast.Attribute) and node.value.attr in attrs:
                     closed.add(node.value.attr)
         return closed
+
+    # -- a resource acquired in place and never given back ---------------------------
+    def _check_never_given_back(self, cls: cst.ClassDef) -> None:
+        """A part the class builds (`self.m = Model.from_config(c)`) and then makes
+        acquire a resource of its own (`self.m.load()`: no item handed in) whose inverse
+        (`unload()`) nothing calls on it - no method of the class, nothing in the file,
+        no project subclass elsewhere - and that nothing drops (`self.m = None`): what it
+        acquired (weights a library loaded, a connection) is given back only if and when
+        the part is collected, and a library that registers it keeps it for good."""
+        if self.ctx.classes.get(cls.name.value) is not cls:
+            return  # a nested class: its subclasses and holders are not known
+        acquired = _acquired_in_place(cls)
+        if not acquired:
+            return
+        built = self._built_parts(cls)
+        given = _given_back(self.ctx.module, {a: ACQUIRES[v] for a, (v, _) in acquired.items()})
+        kept = [a for a in acquired if a in built and a not in given and self._has_inverse(built[a], acquired[a][0])]
+        if not kept:
+            return
+        elsewhere = self._closed_by_subclasses_elsewhere(
+            cls, set(kept), frozenset().union(*(ACQUIRES[acquired[a][0]] for a in kept)))
+        kept = [a for a in kept if a not in elsewhere]
+        if not kept or self._is_actor(cls):
+            return
+        def inverse(attr: str) -> str:
+            first, *others = sorted(ACQUIRES[acquired[attr][0]])
+            return f"`self.{attr}.{first}()`" + "".join(f" (or `.{o}()`)" for o in others)
+
+        names = " nor ".join(f"{inverse(a)} after `self.{a}.{acquired[a][0]}()`" for a in kept[:3])
+        message = (
+            f"`{cls.name.value}` never calls {names}, nor drops the part: what "
+            f"{'it acquired stays' if len(kept) == 1 else 'they acquired stay'} held as long as the "
+            f"`{cls.name.value}` lives, and an owner has no method to call to give it back; add "
+            f"a release method that does it"
+        )
+        related = [RelatedNode(f"`self.{a}` acquires it here", acquired[a][1]) for a in kept]
+        self.report(cls.name, message, related=related, statement=cls)
+
+    def _built_parts(self, cls: cst.ClassDef) -> dict[str, cst.Call]:
+        """Attributes a method of `cls` assigns a call that builds something (not an
+        accessor such as `getattr(...)`, `.get(...)`): attribute -> the call."""
+        built: dict[str, cst.Call] = {}
+        for fn in body_functions(cls):
+            for key, entries in self.ctx.heavy.local_assignments(fn).items():
+                if not key.startswith("self."):
+                    continue
+                for value, _ in entries:
+                    if isinstance(value, cst.Call) and _callee_word(value) not in ACCESSORS:
+                        built.setdefault(key[5:], value)
+        return built
+
+    def _has_inverse(self, call: cst.Call, verb: str, depth: int = 0) -> bool:
+        """Can the part give the resource back: unless it is a project class (or built
+        by one's classmethod) that defines none of the inverse methods, assume it can."""
+        index = self.ctx.index
+        q = self.ctx.qualname(call.func)
+        if q is None:
+            return True
+        q = index.resolve(self.ctx.absolute(q)) or q
+        candidates = [q, q.rsplit(".", 1)[0]]  # the class, or the class of a classmethod
+        for c in candidates:
+            c = _project_class(index, index.resolve(c) or c)
+            if c is not None:
+                return _defines_any(index, c, ACQUIRES[verb])
+        return True
 
     # -- a part its owner cannot release ----------------------------------------------
     def _check_unreleasable(self, cls: cst.ClassDef, methods) -> None:
@@ -1462,3 +1583,116 @@ def _closed_whole(fn: cst.FunctionDef) -> set[str]:
     visit(fn.body, _Closes())
     return found
 
+
+
+def _acquired_in_place(cls: cst.ClassDef) -> dict[str, tuple[str, cst.Call]]:
+    """`self.x.load()` / `.open()` / `.connect(timeout=5)` as a statement in a method
+    of `cls`, with no positional argument (an item handed in - `allocate(seq)`,
+    `connect(address)`, `load(weights)` - is no resource of the part's own):
+    attribute -> (verb, the first such call)."""
+    found: dict[str, tuple[str, cst.Call]] = {}
+
+    class _Acquires(cst.CSTVisitor):
+        def visit_Expr(self, node: cst.Expr) -> None:
+            call = node.value
+            if isinstance(call, cst.Await):
+                call = call.expression
+            if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+                return
+            verb = call.func.attr.value
+            if verb not in ACQUIRES or any(a.keyword is None and a.star != "**" for a in call.args):
+                return
+            attr = self_attribute(call.func.value)
+            if attr is not None:
+                found.setdefault(attr, (verb, call))
+
+    for fn in body_functions(cls):
+        visit(fn.body, _Acquires())
+    return found
+
+
+def _given_back(module: cst.Module, inverses: dict[str, frozenset]) -> set[str]:
+    """Attributes something in the file gives back or drops: `<anything>.x.unload`
+    (called or handed on), the inverse called on a name bound to `<anything>.x` or to
+    `getattr(<anything>, "x", ...)`, `self.x = None` / `del self.x` / `delattr(self, "x")`."""
+    given: set[str] = set()
+    aliases: dict[str, set[str]] = {}  # local name -> attributes it was bound to
+
+    def named(expr) -> Optional[str]:
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "getattr" \
+                and len(expr.args) >= 2 and isinstance(expr.args[1].value, cst.SimpleString):
+            return expr.args[1].value.evaluated_value if isinstance(expr.args[1].value.evaluated_value, str) \
+                else None
+        return None
+
+    class _Bindings(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            attr = named(node.value)
+            for t in node.targets:
+                if isinstance(t.target, cst.Name) and attr in inverses:
+                    aliases.setdefault(t.target.value, set()).add(attr)
+                target = self_attribute(t.target)
+                if target in inverses and isinstance(node.value, cst.Name) and node.value.value == "None":
+                    given.add(target)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            attr = named(node.value)
+            if attr in inverses and isinstance(node.target, cst.Name):
+                aliases.setdefault(node.target.value, set()).add(attr)
+
+        def visit_Del(self, node: cst.Del) -> None:
+            targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
+            for t in targets:
+                target = self_attribute(t.value if isinstance(t, cst.Element) else t)
+                if target in inverses:
+                    given.add(target)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == "delattr" and len(node.args) >= 2 \
+                    and isinstance(node.args[1].value, cst.SimpleString):
+                name = node.args[1].value.evaluated_value
+                if name in inverses:
+                    given.add(name)
+
+    class _Inverses(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            verb = node.attr.value
+            receiver = node.value
+            attrs = {receiver.attr.value} if isinstance(receiver, cst.Attribute) else \
+                aliases.get(receiver.value, set()) if isinstance(receiver, cst.Name) else set()
+            given.update(a for a in attrs if verb in inverses.get(a, ()))
+
+    visit(module, _Bindings())
+    visit(module, _Inverses())
+    return given
+
+
+def _project_class(index, qualified: str) -> Optional[str]:
+    """The project class `qualified` names: itself, or the one class whose name it ends
+    with (a namespace package's modules are indexed from below it: `deepdoc.server.
+    adapters.x.C` is indexed as `adapters.x.C`)."""
+    if qualified in index.classes:
+        return qualified
+    if "." not in qualified:
+        return None
+    matches = [k for k in index.classes if qualified.endswith("." + k)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _defines_any(index, qualified: str, names: frozenset, depth: int = 0) -> bool:
+    """Does the project class `qualified`, or a base of it, define one of `names`? A base
+    outside the project may."""
+    info = index.classes.get(qualified)
+    if info is None or depth > _MAX_DEPTH:
+        return True
+    if any(n in info.methods for n in names):
+        return True
+    for base in info.bases:
+        resolved = index.resolve(base) or base
+        if resolved in ("object", "builtins.object"):
+            continue
+        if _defines_any(index, resolved, names, depth + 1):
+            return True
+    return False

@@ -386,6 +386,22 @@ _FREES_A_PART = re.compile(
     rb"|(?:free|release|destroy|dealloc\w*|dispose|close|unload)\(self\.\w+")
 
 
+# Verbs by which an object acquires a resource of its own in place (`self.model.load()`,
+# no item handed in), with the calls that give it back. `start` (threads, most of them
+# daemons) and `init`/`setup` (configuration) are left out: on the development trees
+# they are mostly not resources.
+ACQUIRES = {
+    "load": frozenset({"unload"}),
+    "open": frozenset({"close"}),
+    "connect": frozenset({"disconnect", "close"}),
+    "acquire": frozenset({"release"}),
+    "allocate": frozenset({"free", "deallocate", "release"}),
+}
+# ... called as a statement on an attribute, with no positional argument.
+_ACQUIRES_IN_PLACE = re.compile(
+    rb"self\.\w+\.(?:" + b"|".join(v.encode() for v in ACQUIRES) + rb")\(\s*(?:\)|\*\*|\w+\s*=[^=])")
+
+
 def _finalizer_may_free(data: bytes, settings) -> bool:
     """A release method next to code freeing a part in place: a method other than the
     release path may free a part the release keeps."""
@@ -415,7 +431,8 @@ class ReleaseKeepsHeavyAttributePrefilter(Prefilter):
         summary = getattr(data, "summary", None)
         if summary is not None:
             index.offer_source(summary.path, bytes(data))  # the questions below may read it
-        if _registers_on_exit_stack(data) or _finalizer_may_free(data, settings):
+        if _registers_on_exit_stack(data) or _finalizer_may_free(data, settings) \
+                or _ACQUIRES_IN_PLACE.search(data) is not None:
             return True
         if summary is not None and _unreleasable_part(summary, settings, index):
             return True

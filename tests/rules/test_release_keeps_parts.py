@@ -95,3 +95,38 @@ def test_a_part_only_the_finalizer_frees_is_reported_at_the_release_method(tmp_p
         "        self._adapter = None\n")
     (tmp_path / "llm.py").write_text(text)
     assert _check(tmp_path) == (0, [])
+
+
+WRAPPER = """
+    from speechlib import Recognizer
+
+
+    class Wrapper:
+        def __init__(self, model_dir):
+            self.engine = Recognizer.from_directory(model_dir)
+            self.engine.load(progressbar=True)
+
+        def __call__(self, audio):
+            return self.engine.run(audio)
+"""
+
+WRAPPER_SUBCLASS = """
+    from wrapper import Wrapper
+
+
+    class StreamingWrapper(Wrapper):
+        def stream(self, chunks):
+            return [self(c) for c in chunks]
+"""
+
+
+def test_a_part_loaded_in_place_and_never_unloaded_is_reported_until_a_subclass_elsewhere_unloads_it(tmp_path):
+    _write(tmp_path, {"wrapper.py": WRAPPER, "streaming.py": WRAPPER_SUBCLASS})
+    code, found = _check(tmp_path)
+    assert code == 1
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "wrapper.py", 4)]
+    assert "`Wrapper` never calls `self.engine.unload()` after `self.engine.load()`" in found[0][3]
+    # a subclass in another file gains a release method that unloads the part
+    (tmp_path / "streaming.py").write_text(
+        (tmp_path / "streaming.py").read_text() + "\n    def unload(self):\n        self.engine.unload()\n")
+    assert _check(tmp_path) == (0, [])
