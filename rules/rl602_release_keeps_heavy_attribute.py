@@ -23,7 +23,7 @@ from retainlint.analysis.heavy import find_param
 from retainlint.project.index import qualified_in
 from retainlint.project.names import HEAVY_TYPES, releases as releases_word
 from retainlint.project.release_shape import exception_slots, may_release_parts, releasing_owners
-from retainlint.analysis.release import FINALIZER, release_methods
+from retainlint.analysis.release import FINALIZER, is_release_method, release_methods, release_names
 from retainlint.analysis.weight import sources, substantial_value, weigher, weightless_layer
 from retainlint.rules.prefilters.rl602 import (
     ACCESSORS, ACQUIRES, ReleaseKeepsHeavyAttributePrefilter, may_store_exception,
@@ -90,7 +90,7 @@ abstract ones; and classes whose release path drops attributes by name (`vars(se
 `self.__dict__`), hands `self` to other code or calls a callable attribute (a
 finalizer). One release method dropping an attribute is enough.
 
-Five more shapes (the last three whatever the part holds, torch or not):
+Six more shapes (the last four whatever the part holds, torch or not):
 
 - **a stored exception** pins a big object graph without a heavy attribute: an exception
   handed to a method and kept on `self` (`def set_exception(self, exc): self._exception =
@@ -138,6 +138,15 @@ Five more shapes (the last three whatever the part holds, torch or not):
   part handed in by the caller (`self.model = model`), nor a project class that defines
   no inverse. `start()` (threads) and `init()`/`setup()` (configuration) are not counted
   as acquiring.
+- **a release inherited that only marks the object closed**: a class with no release
+  method of its own inherits one from a project base (any file) whose release path lets
+  go of nothing and only flips flags (`def close(self): self._closed = True`, also
+  through methods it calls on `self`, overrides included), while the class keeps a store
+  of its own: an instance of a project class, built directly or by a method returning
+  one (`self.root = self._make_entry(...)`), with a method other than `__init__` that
+  puts what it is handed into a container of its own (`self._dir[name] = entry`,
+  `self._items.append(item)`). Reported at the class. Not a no-op hook (`def
+  teardown(self): pass`), nor a base release that lets go of parts (judged as above).
 
 ## Why it leaks
 A release method is where an owner gives back what it holds. What it leaves on `self`
@@ -172,7 +181,9 @@ stays allocated after the object is closed, for as long as a server, a UI, an
 evaluation loop or a cache still holds it. A library that loaded a model's weights onto
 the GPU (and keeps them registered) or opened a connection gives them back when asked
 (`unload()`, `close()`); a wrapper that never asks, and whose owner has no method to
-call, keeps them after "unload model" has dropped everything else.
+call, keeps them after "unload model" has dropped everything else. A store behind a
+`close()` inherited from a base that only marks the object closed (an in-memory
+filesystem's tree of file buffers) stays filled after `close()`.
 
 ```python
 class Llama:
@@ -202,6 +213,12 @@ class Wrapper:  # RL602: `self.model.unload()` is never called
     def __init__(self, model_dir):
         self.model = Model.from_config(Config.from_directory(model_dir))
         self.model.load(progressbar=True)
+
+
+class MemoryStore(Store):  # RL602: `Store.close()` only sets `self._closed = True`
+    def __init__(self):
+        super().__init__()
+        self.root = _Node()  # `_Node.set_child(name, node)` fills `self._children`
 ```
 
 ## Fix (safe)
@@ -218,10 +235,33 @@ a part another method frees (free it on the release path too, e.g. on the
 `ExitStack` `close()` unwinds, and let `__del__` call `close()`), nor for an `ExitStack`
 nothing closes (close it from a release method, or register the cleanup on the stack of
 the object whose release it belongs to), nor for a resource never given back (add a
-release method that calls the inverse, and call it from the owner's release path).
+release method that calls the inverse, and call it from the owner's release path), nor
+for a store behind an inherited release (override it to drop the store and call
+`super()`'s).
 """
 
     valid = [
+        # the class drops its store, then closes as its base does
+        """
+class Store:
+    def close(self):
+        self._closed = True
+
+class _Node:
+    def __init__(self):
+        self._children = {}
+
+    def set_child(self, name, node):
+        self._children[name] = node
+
+class MemoryStore(Store):
+    def __init__(self):
+        self.root = _Node()
+
+    def close(self):
+        self.root = None
+        super().close()
+""",
         # the wrapper unloads the model it loaded
         """
 from exlib import Model
@@ -342,6 +382,29 @@ class Worker:
 """,
     ]
     invalid = [
+        # a store kept by a close() inherited from a base that only marks it closed
+        Example(
+            """
+class Store:
+    def close(self):
+        self._closed = True
+
+class _Node:
+    def __init__(self):
+        self._children = {}
+
+    def set_child(self, name, node):
+        self._children[name] = node
+
+class MemoryStore(Store):
+    def __init__(self):
+        self.root = _Node()
+
+    def write(self, name, node):
+        self.root.set_child(name, node)
+""",
+            lines=[13],
+        ),
         # a model loaded in place that nothing unloads
         Example(
             """
@@ -592,6 +655,7 @@ class Worker:
         releases = release_methods(self.ctx, node)
         if not releases:
             self._check_unreleasable(node, methods)
+            self._check_inherited_flag_only(node, methods)
             return
         self._check_freed_elsewhere(node, releases, methods)
         heavy = self._heavy_attributes(node, methods)
@@ -817,6 +881,70 @@ class Worker:
             if c is not None:
                 return _defines_any(index, c, ACQUIRES[verb])
         return True
+
+    # -- an inherited release that only marks the object closed -----------------------
+    def _check_inherited_flag_only(self, cls: cst.ClassDef, methods) -> None:
+        """A class with no release method of its own inherits one from a project base
+        that only flips flags (`FS.close()`: `self._closed = True`), while the class
+        keeps a store of its own - an instance of a project class whose methods fill a
+        container of theirs with what they are handed (`self._dir[name] = entry`): after
+        `close()` every entry stays as long as the object is referenced."""
+        if self.ctx.classes.get(cls.name.value) is not cls:
+            return
+        inherited = None
+        for name in release_names(self.ctx):
+            found = self.ctx.release.lookup(cls, name)
+            if found is not None and found[0] is not cls and found[1] is not None \
+                    and is_release_method(self.ctx, found[1]):
+                inherited = found
+                break
+        if inherited is None:
+            return
+        path = self.ctx.release.drops(cls, [inherited[1]])
+        if path is None or path.objects or not path.flags:
+            return  # it lets go of something (judged as the class's own), or does nothing
+        stores = {a: kind for a, kind in self._stores(cls, methods).items() if a not in path.all}
+        if not stores or self._is_actor(cls):
+            return
+        base = inherited[0].name.value if isinstance(inherited[0], cst.ClassDef) \
+            else inherited[0].qualname.rsplit(".", 1)[1]
+        release = inherited[1].name.value
+        names = ", ".join(f"`self.{a}` (a `{kind}` its methods fill)" for a, kind in sorted(stores.items())[:3])
+        message = (
+            f"`{cls.name.value}` inherits `{release}()` from `{base}`, which only marks the object "
+            f"closed: {names} stays, with everything stored in it, as long as the "
+            f"`{cls.name.value}` is referenced after `{release}()`; override `{release}()` to drop it "
+            f"and call `super().{release}()`"
+        )
+        self.report(cls.name, message, statement=cls)
+
+    def _stores(self, cls: cst.ClassDef, methods) -> dict[str, str]:
+        """Attributes `cls` assigns an instance of a project store class, built directly
+        or by a method of `cls` that returns one: attribute -> the class's name."""
+        found: dict[str, str] = {}
+        for attr, call in self._built_parts(cls).items():
+            for target in self._built_classes(call, methods):
+                if _fills_container(self.ctx.index, target):
+                    found[attr] = target.rsplit(".", 1)[1]
+                    break
+        return found
+
+    def _built_classes(self, call: cst.Call, methods) -> list[str]:
+        """Project classes `call` builds: `Store(...)`, or `self.make(...)` whose
+        `return` statements build one."""
+        calls = [call]
+        if isinstance(call.func, cst.Attribute) and is_self(call.func.value) \
+                and call.func.attr.value in methods:
+            fn = methods[call.func.attr.value]
+            calls = [n.value for n in _returns(fn) if isinstance(n.value, cst.Call)]
+        index = self.ctx.index
+        found = []
+        for c in calls:
+            q = self.ctx.qualname(c.func)
+            resolved = index.resolve(self.ctx.absolute(q)) or q if q else None
+            if resolved in index.classes:
+                found.append(resolved)
+        return found
 
     # -- a part its owner cannot release ----------------------------------------------
     def _check_unreleasable(self, cls: cst.ClassDef, methods) -> None:
@@ -1696,3 +1824,60 @@ def _defines_any(index, qualified: str, names: frozenset, depth: int = 0) -> boo
         if _defines_any(index, resolved, names, depth + 1):
             return True
     return False
+
+
+def _returns(fn: cst.FunctionDef) -> list[cst.Return]:
+    found: list[cst.Return] = []
+
+    class _Returns(OwnScopeVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node)
+
+    visit(fn.body, _Returns())
+    return found
+
+
+def _fills_container(index, qualified: str) -> bool:
+    """Does a method of the project class `qualified` (not `__init__`) put an object it is
+    handed, as it is, into a container of the instance: `self.c[name] = entry`,
+    `self.c.append(item)` (`entry`, `item` parameters; `self.c` assigned in a method, not
+    a class-level memo)? A value derived from what is handed (`self.sizes[p.numel()] =
+    groups`) is a bounded memo, not a store."""
+    info = index.classes.get(qualified)
+    if info is None:
+        return False
+    parsed = sources(index).tree(info.path)
+    if parsed is None:
+        return False
+    node = next((n for n in ast.walk(parsed[0]) if isinstance(n, ast.ClassDef) and n.lineno == info.line), None)
+    if node is None:
+        return False
+    functions = [fn for fn in node.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    instance = {t.attr for fn in functions for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if _own_attribute(t)}
+    for fn in functions:
+        if fn.name == "__init__":
+            continue
+        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs][1:]}
+
+        def handed(expr) -> bool:
+            return isinstance(expr, ast.Name) and expr.id in params
+
+        def container(expr) -> bool:
+            return _own_attribute(expr) and expr.attr in instance
+
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign) and handed(n.value) and any(
+                    isinstance(t, ast.Subscript) and container(t.value) for t in n.targets):
+                return True
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _FILLS \
+                    and container(n.func.value) and any(handed(a) for a in n.args):
+                return True
+    return False
+
+
+_FILLS = frozenset({"append", "add", "setdefault", "insert"})
+
+
+def _own_attribute(expr) -> bool:
+    return isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"

@@ -65,6 +65,24 @@ def _unreleasable_part(summary, settings, index) -> bool:
     )
 
 
+def _inherits_release(summary, settings, index) -> bool:
+    """A class of the file with no method of a release name that inherits one from a
+    project base (the rule judges whether that release only flips flags)."""
+    names = tuple(n for n in settings.release_methods if n != "__del__")
+
+    def defines(qualified: str, depth: int) -> bool:
+        info = index.classes.get(qualified)
+        if info is None or depth > _MAX_ORIGIN:
+            return False
+        return any(n in info.methods for n in names) or any(
+            defines(index.resolve(b) or b, depth + 1) for b in info.bases)
+
+    return any(
+        not any(n in c.methods for n in names) and any(defines(index.resolve(b) or b, 1) for b in c.bases)
+        for c in summary.classes.values()
+    )
+
+
 def _stores_exception(summary, scanned: tuple, settings, index) -> bool:
     """A class of the file with a method of a release name that may store, or inherit a
     method storing, an exception handed to it (`may_store_exception`)."""
@@ -434,7 +452,8 @@ class ReleaseKeepsHeavyAttributePrefilter(Prefilter):
         if _registers_on_exit_stack(data) or _finalizer_may_free(data, settings) \
                 or _ACQUIRES_IN_PLACE.search(data) is not None:
             return True
-        if summary is not None and _unreleasable_part(summary, settings, index):
+        if summary is not None and (_unreleasable_part(summary, settings, index)
+                                    or _inherits_release(summary, settings, index)):
             return True
         found = summary.scans.get(cls.code) if summary is not None else None
         if found is not None and _stores_exception(summary, found, settings, index):

@@ -130,3 +130,46 @@ def test_a_part_loaded_in_place_and_never_unloaded_is_reported_until_a_subclass_
     (tmp_path / "streaming.py").write_text(
         (tmp_path / "streaming.py").read_text() + "\n    def unload(self):\n        self.engine.unload()\n")
     assert _check(tmp_path) == (0, [])
+
+
+BASE = """
+    class Store:
+        def __init__(self):
+            self._closed = False
+
+        def close(self):
+            self._closed = True
+"""
+
+MEMORY_STORE = """
+    from base import Store
+
+
+    class _Node:
+        def __init__(self):
+            self._children = {}
+
+        def set_child(self, name, node):
+            self._children[name] = node
+
+
+    class MemoryStore(Store):
+        def __init__(self):
+            super().__init__()
+            self.root = _Node()
+
+        def write(self, name, node):
+            self.root.set_child(name, node)
+"""
+
+
+def test_a_store_kept_by_a_release_inherited_from_another_file_is_reported_until_the_class_drops_it(tmp_path):
+    _write(tmp_path, {"base.py": BASE, "memory.py": MEMORY_STORE})
+    code, found = _check(tmp_path)
+    assert code == 1
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "memory.py", 12)]
+    assert "`MemoryStore` inherits `close()` from `Store`, which only marks the object closed" in found[0][3]
+    # the class overrides close() to drop its tree, then closes as the base does
+    (tmp_path / "memory.py").write_text((tmp_path / "memory.py").read_text() + textwrap.indent(
+        "\ndef close(self):\n    self.root = None\n    super().close()\n", "    "))
+    assert _check(tmp_path) == (0, [])
