@@ -803,10 +803,10 @@ class Worker:
         qualified = f"{self.ctx.module_name}.{cls.name.value}"
         index = self.ctx.index
         here = os.path.abspath(self.ctx.path)
-        paths = {c.path for c in index.classes.values()
-                 if os.path.abspath(c.path) != here and any(index.resolve(b) == qualified for b in c.bases)}
         closed: set[str] = set()
-        for path in sorted(paths):
+        # looked up one by one, so that a cached result depends on those files' contents
+        found = (index.classes.get(name) for name in index.ask(subclasses_elsewhere, (qualified, here)))
+        for path in sorted({c.path for c in found if c is not None}):
             parsed = sources(index).tree(path)
             if parsed is None:
                 closed |= attrs  # unreadable: it may close them
@@ -1797,6 +1797,15 @@ def _given_back(module: cst.Module, inverses: dict[str, frozenset]) -> set[str]:
     return given
 
 
+def subclasses_elsewhere(index, key: tuple[str, str]) -> tuple[str, ...]:
+    """The project classes deriving directly from `qualified` in files other than
+    `here`. A question for `ProjectIndex.ask` (it reads every class summary)."""
+    qualified, here = key
+    return tuple(sorted(name for name, c in index.classes.items()
+                        if os.path.abspath(c.path) != here
+                        and any(index.resolve(b) == qualified for b in c.bases)))
+
+
 def _project_class(index, qualified: str) -> Optional[str]:
     """The project class `qualified` names: itself, or the one class whose name it ends
     with (a namespace package's modules are indexed from below it: `deepdoc.server.
@@ -1805,6 +1814,12 @@ def _project_class(index, qualified: str) -> Optional[str]:
         return qualified
     if "." not in qualified:
         return None
+    return index.ask(class_named_by_suffix, qualified)
+
+
+def class_named_by_suffix(index, qualified: str) -> Optional[str]:
+    """The one project class whose qualified name `qualified` ends with, if exactly one
+    does. A question for `ProjectIndex.ask` (it reads every class name)."""
     matches = [k for k in index.classes if qualified.endswith("." + k)]
     return matches[0] if len(matches) == 1 else None
 
