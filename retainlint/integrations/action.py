@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from retainlint.core.paths import display_path, uri_path
 from retainlint.output.github import GITHUB_LEVEL, gh_escape_data, github_line
 from retainlint.output.json_report import from_json
 from retainlint.output.sarif import sarif
-from retainlint.output.escape import printable
+from retainlint.output.escape import code_span, printable
 from retainlint.integrations.changed import (
     ChangedError,
     ChangedLines,
@@ -139,13 +138,9 @@ def _cell(text: str) -> str:
 
 
 def _code(text: str) -> str:
-    """`text` (a file name from the pull request) as a Markdown code span in a table cell:
-    a fence longer than any run of backticks in it, so that nothing in it can end the span
-    and become a link, an image or HTML; `|` escaped, as the table needs even there."""
-    text = printable(text).replace("|", "\\|")
-    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""  # one space each side is dropped
-    return f"{fence}{pad}{text}{pad}{fence}"
+    """`text` (a file name from the pull request) as a code span in a table cell: `|`
+    escaped, as the table needs even inside a span."""
+    return code_span(text).replace("|", "\\|")
 
 
 def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: str,
