@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from retainlint.core.source import read_source
+from retainlint.core.source import MAX_PARSE_BYTES, read_source
 
 SUFFIX = ".ipynb"
 _MARKER = "# retainlint: cell {}\n"
@@ -50,11 +50,18 @@ class Notebook:
 
 
 def parse(data: bytes) -> Notebook:
-    """The notebook's virtual module; NotebookError when it is not a readable notebook."""
+    """The notebook's virtual module; NotebookError when it is not a readable notebook.
+    The size cap of source files holds before the JSON is parsed: a parsed document takes
+    about ten times its size in memory."""
+    if len(data) > MAX_PARSE_BYTES:
+        raise NotebookError(f"file too large to check ({len(data) / 2**20:.1f} MB "
+                            f"> {MAX_PARSE_BYTES >> 20} MB)")
     try:
         document = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as e:
         raise NotebookError(f"cannot read notebook: {e}") from None
+    except RecursionError:  # `[[[[...`: the JSON decoder recurses once per level
+        raise NotebookError("cannot read notebook: nested too deeply") from None
     cells = document.get("cells") if isinstance(document, dict) else None
     if not isinstance(cells, list):
         raise NotebookError("cannot read notebook: no list of cells (nbformat 4 expected)")

@@ -236,3 +236,26 @@ def test_a_notebook_on_stdin(tmp_path):
     r = run_cli("check", "--no-cache", "--stdin-filename", CLASS_CACHE, "-", cwd=tmp_path,
                 input='{"cells": [')
     assert r.returncode == 1 and f"{CLASS_CACHE}:1:1: RL000 cannot read notebook" in r.stdout
+
+
+def test_a_deeply_nested_notebook_is_one_line_and_the_run_goes_on(tmp_path):
+    copy(tmp_path)
+    (tmp_path / "deep.ipynb").write_text('{"cells": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    r = run_cli("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    assert "Traceback" not in r.stdout + r.stderr
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("deep.ipynb")]
+    assert line == "deep.ipynb:1:1: RL000 cannot read notebook: nested too deeply", line
+    assert f"{CLASS_CACHE}:cell 2:2:" in r.stdout  # the other notebook was still checked
+    assert r.returncode == 1
+
+
+def test_a_notebook_past_the_size_cap_is_not_parsed(tmp_path):
+    copy(tmp_path)
+    big = json.loads((FIXTURES / CLASS_CACHE).read_text())
+    big["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "x" * (5 << 20)})
+    (tmp_path / "big.ipynb").write_text(json.dumps(big))
+    r = run_cli("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    assert "Traceback" not in r.stdout + r.stderr
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("big.ipynb")]
+    assert line.startswith("big.ipynb:1:1: RL000 file too large to check (5.0 MB > 4 MB)"), line
+    assert f"{CLASS_CACHE}:cell 2:2:" in r.stdout
