@@ -6,13 +6,13 @@ and refused when read (`source.read_source`)."""
 from __future__ import annotations
 
 import os
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
 import pathspec
 
+from retainlint.core import git
 from retainlint.core.errors import ConfigError
 from retainlint.core.source import leaves_project
 
@@ -60,12 +60,13 @@ def _excludes(root: Path, patterns: tuple[str, ...]) -> _Excludes:
 
 def _git_visible(directory: Path) -> Optional[set[Path]]:
     """Files git does not ignore under `directory`, or None outside a git work tree."""
+    repo = git.find_repository(directory)
+    if repo is None:
+        return None
     try:
-        out = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-            cwd=directory, capture_output=True, timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
+        out = git.run(repo, ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+                      cwd=directory, timeout=60)
+    except git.GitError:
         return None
     if out.returncode != 0:
         return None
@@ -119,14 +120,8 @@ def _discover(
 
 def git_toplevel(directory: Path) -> Optional[Path]:
     """The work tree `directory` is in, or None outside git."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=directory,
-                             capture_output=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    return _real(Path(os.fsdecode(out.stdout.strip())))
+    repo = git.find_repository(directory)
+    return None if repo is None else repo.work_tree
 
 
 def project_root(paths: Iterable[str], settings_source: Optional[Path],

@@ -31,6 +31,7 @@ from retainlint.output.github import GITHUB_LEVEL, gh_escape_data, github_line
 from retainlint.output.json_report import from_json
 from retainlint.output.sarif import sarif
 from retainlint.output.escape import code_span, printable
+from retainlint.core import git
 from retainlint.integrations.changed import (
     ChangedError,
     ChangedLines,
@@ -65,8 +66,13 @@ def _event(env: Mapping[str, str]) -> dict:
 
 
 def _resolves(ref: str, cwd: str) -> bool:
-    proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
-                          cwd=cwd, capture_output=True)
+    repo = git.find_repository(cwd)
+    if repo is None:
+        return False
+    try:
+        proc = git.run(repo, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
+    except git.GitError:
+        return False
     return proc.returncode == 0
 
 

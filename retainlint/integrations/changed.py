@@ -22,8 +22,10 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from retainlint.core import git
 from retainlint.core.finding import INTERNAL_ERROR, Finding, Position
 from retainlint.core.paths import relative_to_root
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
@@ -41,13 +43,12 @@ _ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v
             "\\": "\\", '"': '"'}
 
 
-def _git(args: Sequence[str], cwd: str, check_error: Optional[str] = None) -> subprocess.CompletedProcess:
+def _git(repo: git.Repository, args: Sequence[str], check_error: Optional[str] = None
+         ) -> subprocess.CompletedProcess[bytes]:
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=300)
-    except FileNotFoundError:
-        raise ChangedError("git is not installed") from None
-    except (OSError, subprocess.SubprocessError) as e:
-        raise ChangedError(f"git failed: {e}") from None
+        proc = git.run(repo, args)
+    except git.GitError as e:
+        raise ChangedError(str(e)) from None
     if check_error is not None and proc.returncode != 0:
         raise ChangedError(check_error)
     return proc
@@ -55,14 +56,8 @@ def _git(args: Sequence[str], cwd: str, check_error: Optional[str] = None) -> su
 
 def git_toplevel(cwd: Optional[str] = None) -> Optional[str]:
     """The root of the git work tree containing `cwd`, or None outside one (or without git)."""
-    try:
-        proc = _git(["rev-parse", "--show-toplevel"], cwd or os.getcwd())
-    except ChangedError:
-        return None
-    if proc.returncode != 0:
-        return None
-    top = proc.stdout.decode("utf-8", "surrogateescape").strip()
-    return os.path.realpath(top) if top else None
+    repo = git.find_repository(Path(cwd or os.getcwd()))
+    return None if repo is None else str(repo.work_tree)
 
 
 def repo_root(cwd: Optional[str] = None) -> str:
@@ -215,29 +210,31 @@ def changed_since(ref: str, cwd: Optional[str] = None) -> ChangedLines:
     the repository containing `cwd`. Raises ChangedError outside a git repository, for
     an unknown `ref`, or when there is no merge base (a shallow clone, unrelated history)."""
     cwd = cwd or os.getcwd()
-    root = git_toplevel(cwd)
-    if root is None:
+    if git.executable() is None:
+        raise ChangedError("git is not installed (no git on PATH)")
+    repo = git.find_repository(Path(cwd))
+    if repo is None:
         raise ChangedError(f"--changed-since needs a git repository, and {os.path.abspath(cwd)} is not in one")
     if not ref or ref.startswith("-"):
         raise ChangedError(f"unknown git revision `{ref}`")
-    _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root,
+    root = str(repo.work_tree)
+    _git(repo, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
          f"unknown git revision `{ref}`")
-    _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], root,
+    _git(repo, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
          "the repository has no commit yet (HEAD does not exist)")
-    proc = _git(["merge-base", "--end-of-options", ref, "HEAD"], root,
+    proc = _git(repo, ["merge-base", "--end-of-options", ref, "HEAD"],
                 f"no merge base between `{ref}` and HEAD (a shallow clone? fetch the full history, "
                 f"e.g. actions/checkout with fetch-depth: 0)")
     base = proc.stdout.decode().strip()
     diff = _git(
-        ["-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
+        repo, ["-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
          "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "--unified=0", "--find-renames",
          base, "--"],
-        root, f"git diff against {base[:12]} failed",
+        f"git diff against {base[:12]} failed",
     )
     added, removed = parse_diff(diff.stdout.decode("utf-8", "surrogateescape"))
     files: dict[str, Optional[set[int]]] = dict(added)
-    untracked = _git(["ls-files", "-z", "--others", "--exclude-standard"], root,
-                     "git ls-files failed")
+    untracked = _git(repo, ["ls-files", "-z", "--others", "--exclude-standard"], "git ls-files failed")
     for raw in untracked.stdout.split(b"\0"):
         if raw:
             files[raw.decode("utf-8", "surrogateescape")] = WHOLE_FILE
