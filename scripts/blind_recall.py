@@ -3,15 +3,14 @@ written from, scored with whatever rule codes the checker reports.
 
 Each buggy fixture `fixtures/blind/<name>.py` marks its bug sites with `# leak: <site>`
 comments (several lines may carry the same site name: any of them counts); its twin
-`<name>.fixed.py` applies the upstream fix. The docstring names the `Family:` of the bug.
+`<name>.fixed.py` applies the upstream fix (no markers). The docstring names the `Family:` of the bug.
 Each file is checked alone, as a user would check it, with the default rules and output:
 
     retainlint check --no-cache --no-project --output-format json --exit-zero <file>
 
 A site is caught when a finding starts on one of its lines, whatever its code; a twin is
-noisy when it draws any finding on a line that carries a site marker in the buggy file's
-twin (the twin keeps the markers of the lines it still has) or when `--strict-twins` is
-given and it draws any finding at all.
+noisy when it draws any finding at all (each is listed: a fix may leave, or make, another
+retention worth reading).
 
     python scripts/blind_recall.py [--cli PATH] [--verbose] [--json FILE]
 
@@ -57,7 +56,7 @@ def findings(cli: str, path: Path) -> list[dict]:
     return json.loads(done.stdout or "[]")
 
 
-def score(cli: str, case: Path, strict_twins: bool) -> dict:
+def score(cli: str, case: Path) -> dict:
     text = case.read_text(encoding="utf-8")
     marked = sites(case)
     got = findings(cli, case)
@@ -66,9 +65,7 @@ def score(cli: str, case: Path, strict_twins: bool) -> dict:
     twin = case.with_name(case.stem + ".fixed.py")
     noise: list[str] = []
     if twin.exists():
-        twin_marked = set().union(*sites(twin).values()) if sites(twin) else set()
-        noise = [f"{f['code']}:{f['location']['row']}" for f in findings(cli, twin)
-                 if strict_twins or f["location"]["row"] in twin_marked]
+        noise = [f"{f['code']}:{f['location']['row']}" for f in findings(cli, twin)]
     return {"file": str(case.relative_to(REPO)),
             "project": (m.group(1).strip() if (m := PROJECT.search(text)) else case.stem),
             "family": (m.group(1) if (m := FAMILY.search(text)) else "other"),
@@ -85,11 +82,10 @@ def main() -> int:
     ap.add_argument("--cli", default=default_cli(), help="the retainlint executable to score")
     ap.add_argument("--root", default=str(ROOT))
     ap.add_argument("--verbose", action="store_true", help="one line per fixture")
-    ap.add_argument("--strict-twins", action="store_true", help="any finding in a twin is noise")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args()
     cases = sorted(p for p in Path(args.root).glob("*.py") if not p.name.endswith(".fixed.py"))
-    results = [score(args.cli, case, args.strict_twins) for case in cases]
+    results = [score(args.cli, case) for case in cases]
     version = subprocess.run([args.cli, "--version"], capture_output=True, text=True).stdout.strip()
     by_family: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in results:
