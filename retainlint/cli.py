@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import io
 import json
 import logging
 import os
@@ -11,7 +12,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO, Iterator, Optional
 
 import click
 from rich.console import Console
@@ -24,6 +25,7 @@ from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
 from retainlint.core.errors import ConfigError
+from retainlint.core.source import WriteError, write_output
 from retainlint.engine.discover import excluded
 from retainlint.engine.projects import (Overrides, Project, ignored_here, plan, project_of,
                                         selection, settings_for)
@@ -240,76 +242,91 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
 
     colored = _color(color) and not machine and output_file is None
     err = _console(colored and sys.stderr.isatty(), stderr=True)
-    out = _console(colored, file=_open_output(output_file)) if output_file else _console(colored)
-    if from_stdin and fix and not diff:  # stdout is the fixed source; the report goes to stderr
-        sys.stdout.buffer.write(fixed_source or b"")
-        sys.stdout.flush()
-        out = err
-    findings = result.findings
-    internal = any(f.code == INTERNAL_ERROR[0] for f in findings)
-    floor = Severity(min_severity).rank
-    findings = [f for f in findings if f.severity.rank <= floor or f.code in ALWAYS_SHOWN]
-    if add_noqa or write_baseline:
-        _accept(findings, add_noqa, write_baseline, err)
-    if baseline_file is not None:
-        try:
-            findings, known = baseline.new_findings(baseline_file, findings)
-        except ConfigError as e:
-            _fail(str(e))
-            return
-        if known:
-            err.print(f"note: {known} finding{'s' if known != 1 else ''} in the baseline "
-                      f"not shown", highlight=False)
-    if changed is not None and not diff:
-        findings, left_out = split_findings(findings, changed)
-        if left_out:
-            err.print(f"note: {len(left_out)} finding{'s' if len(left_out) != 1 else ''} on lines "
-                      f"not changed since {changed_since_ref} not shown", highlight=False)
-    if not files:
-        err.print("warning: no Python files found", highlight=False)
-    for note in result.notes:
-        err.print(f"warning: {note}", highlight=False)
+    with _report_file(output_file) as report:
+        out = _console(colored, file=report) if report is not None else _console(colored)
+        if from_stdin and fix and not diff:  # stdout is the fixed source; the report goes to stderr
+            sys.stdout.buffer.write(fixed_source or b"")
+            sys.stdout.flush()
+            out = err
+        findings = result.findings
+        internal = any(f.code == INTERNAL_ERROR[0] for f in findings)
+        floor = Severity(min_severity).rank
+        findings = [f for f in findings if f.severity.rank <= floor or f.code in ALWAYS_SHOWN]
+        if add_noqa or write_baseline:
+            _accept(findings, add_noqa, write_baseline, err)
+        if baseline_file is not None:
+            try:
+                findings, known = baseline.new_findings(baseline_file, findings)
+            except ConfigError as e:
+                _fail(str(e))
+                return
+            if known:
+                err.print(f"note: {known} finding{'s' if known != 1 else ''} in the baseline "
+                          f"not shown", highlight=False)
+        if changed is not None and not diff:
+            findings, left_out = split_findings(findings, changed)
+            if left_out:
+                err.print(f"note: {len(left_out)} finding{'s' if len(left_out) != 1 else ''} on lines "
+                          f"not changed since {changed_since_ref} not shown", highlight=False)
+        if not files:
+            err.print("warning: no Python files found", highlight=False)
+        for note in result.notes:
+            err.print(f"warning: {note}", highlight=False)
 
-    if diff:
-        for chunk in result.diffs:
-            out.out(chunk, end="", highlight=False)
-        err.print(f"Would fix {result.fixed} finding{'s' if result.fixed != 1 else ''}.", highlight=False)
-        unsafe_only = sum(1 for f in findings if f.fix is not None
-                          and f.fix.applicability is Applicability.UNSAFE)
-        if not result.diffs and unsafe_only and not (unsafe_fixes or projects[0].settings.unsafe_fixes):
-            err.print(f"No safe fixes; {unsafe_only} unsafe fix{'es' if unsafe_only != 1 else ''} "
-                      f"available: see them with --diff --unsafe-fixes.", highlight=False)
-        if show_fixes:
-            text.show_fixes(err, result.fixed_codes, findings, applied=True)
-        sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
+        if diff:
+            for chunk in result.diffs:
+                out.out(chunk, end="", highlight=False)
+            err.print(f"Would fix {result.fixed} finding{'s' if result.fixed != 1 else ''}.", highlight=False)
+            unsafe_only = sum(1 for f in findings if f.fix is not None
+                              and f.fix.applicability is Applicability.UNSAFE)
+            if not result.diffs and unsafe_only and not (unsafe_fixes or projects[0].settings.unsafe_fixes):
+                err.print(f"No safe fixes; {unsafe_only} unsafe fix{'es' if unsafe_only != 1 else ''} "
+                          f"available: see them with --diff --unsafe-fixes.", highlight=False)
+            if show_fixes:
+                text.show_fixes(err, result.fixed_codes, findings, applied=True)
+            sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
 
-    if statistics:
-        text.print_statistics(out, findings, as_json=output_format == "json")
-    else:
-        shown.show(out, findings, changed.root if changed else repo_root())
-    if not machine:
-        unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-        before = sum(1 for rank in result.before if rank <= floor) if result.fixed else None
-        if show_fixes:
-            text.show_fixes(out, result.fixed_codes, findings, applied=bool(fix))
-        out.print(text.summary(findings, result.fixed, unsafe, before), highlight=False)
+        if statistics:
+            text.print_statistics(out, findings, as_json=output_format == "json")
+        else:
+            shown.show(out, findings, changed.root if changed else repo_root())
+        if not machine:
+            unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+            before = sum(1 for rank in result.before if rank <= floor) if result.fixed else None
+            if show_fixes:
+                text.show_fixes(out, result.fixed_codes, findings, applied=bool(fix))
+            out.print(text.summary(findings, result.fixed, unsafe, before), highlight=False)
 
-    if internal:
-        sys.exit(EXIT_ERROR)
-    if exit_zero:
+        if internal:
+            sys.exit(EXIT_ERROR)
+        if exit_zero:
+            sys.exit(EXIT_CLEAN)
+        if findings or (exit_non_zero_on_fix and result.fixed):
+            sys.exit(EXIT_FINDINGS)
         sys.exit(EXIT_CLEAN)
-    if findings or (exit_non_zero_on_fix and result.fixed):
-        sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_CLEAN)
 
 
-def _open_output(path: str) -> IO[str]:
-    """The --output-file, open for the report (closed when the process exits)."""
+@contextmanager
+def _report_file(path: Optional[str]) -> Iterator[Optional[IO[str]]]:
+    """The --output-file's report, kept in memory and written when the command ends (its
+    exit included), whole, and never through a symlink in the tree (see write_output)."""
+    if path is None:
+        yield None
+        return
+    report = io.StringIO()
     try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as e:
-        _fail(f"{path}: cannot write the report: {e.strerror or e}")
-        raise  # not reached: _fail exits
+        yield report
+    except SystemExit:
+        _write_file(path, report.getvalue().encode("utf-8"), "the report")
+        raise
+    _write_file(path, report.getvalue().encode("utf-8"), "the report")
+
+
+def _write_file(path: str, data: bytes, what: str) -> None:
+    try:
+        write_output(path, data)
+    except WriteError as e:
+        _fail(f"{path}: cannot write {what}: {e}")
 
 
 def _run_stdin(project: Project, mode: Mode, force_exclude: bool, diff: bool,
@@ -344,8 +361,8 @@ def _accept(findings: list, noqa: bool, baseline_file: Optional[str], err: Conso
     if baseline_file:
         try:
             count = baseline.write(baseline_file, findings)
-        except OSError as e:
-            _fail(f"{baseline_file}: cannot write baseline: {e.strerror or e}")
+        except WriteError as e:
+            _fail(f"{baseline_file}: cannot write the baseline: {e}")
         err.print(f"Wrote {count} finding{'s' if count != 1 else ''} to {baseline_file}.",
                   highlight=False)
     for problem in problems:

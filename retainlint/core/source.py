@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import signal
 import stat
-import tempfile
 import threading
 from contextlib import contextmanager
-from typing import Iterator, Optional, Union
+from typing import Callable, Iterator, Optional, Sequence, Union
 
 
 class WriteError(Exception):
@@ -98,6 +98,79 @@ def write_atomic(path: str, data: bytes, expected: Optional[bytes] = None) -> No
         _replace(real, data, st, expected)
 
 
+def write_output(path: str, data: bytes, roots: Sequence[str] = ()) -> None:
+    """Create or replace a file the user named for output (a report, a baseline, SARIF),
+    never through a symlink: the checked tree may hold one where the file goes. A link at
+    `path` is refused (whatever it points at), and so is a folder on the way that the
+    path reaches inside one of `roots` (default: the current directory and the project)
+    and that really lies outside it. Folders missing are made. The data goes to a temp
+    file in the same folder, renamed over the old file, so no reader sees half of it. A
+    new file gets the mode any new file gets (the umask), a replaced one keeps its mode."""
+    absolute = os.path.abspath(path)
+    folder, name = os.path.split(absolute)
+    real_folder = os.path.realpath(folder)
+    for root in roots or (os.getcwd(), *((_root,) if _root else ())):
+        inside = {os.path.abspath(root), os.path.realpath(root)}
+        if any(_inside(folder, r) for r in inside) and not _inside(real_folder, os.path.realpath(root)):
+            raise WriteError("a folder on the way is a symlink that leads out of the project")
+    target = os.path.join(real_folder, name)
+    try:
+        st: Optional[os.stat_result] = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise WriteError(e.strerror or str(e)) from None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise WriteError("is a symbolic link (not written through)")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise WriteError("not a regular file")
+    try:
+        os.makedirs(real_folder, exist_ok=True)
+        with interrupts_deferred():
+            fd, tmp = _temp_beside(target, 0o666)  # the umask applies, as to any new file
+            _rename_over(fd, tmp, target, data, lambda _fd, tmp: _keep_mode(tmp, st))
+    except OSError as e:
+        raise WriteError(e.strerror or str(e)) from None
+
+
+def _temp_beside(target: str, mode: int) -> tuple[int, str]:
+    """A new file open for writing in `target`'s folder (never an existing one, never
+    through a link), created with `mode` less the umask."""
+    folder = os.path.dirname(target)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = os.path.join(folder, f".retainlint-{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, mode), tmp
+        except FileExistsError:
+            continue
+
+
+def _keep_mode(tmp: str, replaced: Optional[os.stat_result]) -> None:
+    if replaced is not None:
+        os.chmod(tmp, stat.S_IMODE(replaced.st_mode))
+
+
+def _rename_over(fd: int, tmp: str, target: str, data: bytes,
+                 finish: Callable[[int, str], None]) -> None:
+    """Write `data` to the temp file `tmp`, open as `fd`, sync it, let `finish(fd, tmp)`
+    set owner and mode and make last checks, then rename it over `target`. The temp file
+    never stays behind, whatever happens."""
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            finish(f.fileno(), tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 @contextmanager
 def interrupts_deferred() -> Iterator[None]:
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
@@ -112,31 +185,18 @@ def interrupts_deferred() -> Iterator[None]:
 
 def _replace(path: str, data: bytes, original: os.stat_result,
              expected: Optional[bytes]) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".retainlint-", suffix=".tmp",
-                                   dir=os.path.dirname(path))
-    except OSError as e:
-        raise WriteError(f"cannot write fix: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-            _keep_owner(f.fileno(), original)
+    def finish(fd: int, tmp: str) -> None:
+        _keep_owner(fd, original)
         os.chmod(tmp, stat.S_IMODE(original.st_mode))  # after chown, which clears set-id bits
         # Last moment before the rename: an edit saved after this is still lost, but only
         # one landing in this instant, not during the whole fix.
         if expected is not None and read_source(path) != expected:
             raise WriteError("cannot write fix: file changed while being fixed (left unchanged)")
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise WriteError(f"cannot write fix: {e.strerror}") from None
-        raise
+    try:
+        fd, tmp = _temp_beside(path, 0o600)
+        _rename_over(fd, tmp, path, data, finish)
+    except OSError as e:
+        raise WriteError(f"cannot write fix: {e.strerror}") from None
 
 
 def _keep_owner(fd: int, original: os.stat_result) -> None:

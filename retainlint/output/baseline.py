@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
 from typing import Sequence
 
 from retainlint.core.errors import ConfigError
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Finding
 from retainlint.core.paths import display_path
+from retainlint.core.source import write_output
 from retainlint.output.sarif import fingerprints
 
 FORMAT = "retainlint-baseline/1"
@@ -28,19 +28,12 @@ def _keys(findings: Sequence[Finding], baseline: str) -> list[tuple[str, str, st
 
 
 def write(baseline: str, findings: Sequence[Finding]) -> int:
-    """Records `findings` (those that can be accepted); returns how many."""
+    """Records `findings` (those that can be accepted); returns how many. Raises
+    WriteError when the file cannot be written."""
     kept = [f for f in findings if f.code not in _NEVER]
     entries = [{"code": c, "path": p, "fingerprint": fp} for c, p, fp in sorted(_keys(kept, baseline))]
     data = json.dumps({"format": FORMAT, "findings": entries}, indent=1) + "\n"
-    directory = os.path.dirname(os.path.abspath(baseline))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".baseline-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(data)
-        os.replace(tmp, baseline)  # whole or not at all
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_output(baseline, data.encode("utf-8"))  # whole or not at all, never through a link
     return len(entries)
 
 
