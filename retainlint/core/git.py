@@ -70,16 +70,15 @@ def _options(repo: Repository) -> list[str]:
 
 
 def run(repo: Repository, args: Sequence[str], cwd: Optional[Path] = None,
-        timeout: float = TIMEOUT) -> subprocess.CompletedProcess[bytes]:
+        timeout: float = TIMEOUT, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """`git ARGS` in `repo` (run from `cwd`, a folder of its work tree, for relative
-    pathspecs); its output as bytes. Raises GitError when git cannot be run."""
+    pathspecs), given `stdin`; its output as bytes. Raises GitError when git cannot be run."""
     git = executable()
     if git is None:
         raise GitError("git is not installed (no git on PATH)")
     try:
         return subprocess.run([git, *_options(repo), *args], cwd=cwd or repo.work_tree,
-                              env=environment(), stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=timeout)
+                              env=environment(), input=stdin, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise GitError(f"git {' '.join(args[:1])} ran past {timeout:.0f} s") from None
     except OSError as e:

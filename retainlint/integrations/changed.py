@@ -29,6 +29,7 @@ from retainlint.core import git
 from retainlint.core.finding import INTERNAL_ERROR, Finding, Position
 from retainlint.core.paths import relative_to_root
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
+from retainlint.engine.discover import PYTHON_SUFFIXES
 
 
 class ChangedError(Exception):
@@ -39,14 +40,15 @@ class ChangedError(Exception):
 WHOLE_FILE = None
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_BARE_CR = re.compile(rb"\r(?!\n)")
 _ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
             "\\": "\\", '"': '"'}
 
 
-def _git(repo: git.Repository, args: Sequence[str], check_error: Optional[str] = None
-         ) -> subprocess.CompletedProcess[bytes]:
+def _git(repo: git.Repository, args: Sequence[str], check_error: Optional[str] = None,
+         stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     try:
-        proc = git.run(repo, args)
+        proc = git.run(repo, args, stdin=stdin)
     except git.GitError as e:
         raise ChangedError(str(e)) from None
     if check_error is not None and proc.returncode != 0:
@@ -111,7 +113,10 @@ def parse_diff(text: str) -> tuple[dict[str, set[int]], dict[str, set[int]]]:
     old_left = new_left = 0
     new_line = 0
     replacing = False  # in a run of changes that removed lines (git lists `-` before `+`)
-    for line in text.splitlines():
+    # Lines end at \n alone: str.splitlines() would also break at \f, \v, \x1c-\x1e,
+    # \x85, \u2028 and \u2029, characters a line of Python may hold (git prints them as
+    # they are with --text), and every later line of the hunk would be miscounted.
+    for line in text.split("\n"):
         if old_left > 0 or new_left > 0:
             if line.startswith("\\"):  # "\ No newline at end of file": not a line
                 continue
@@ -226,19 +231,61 @@ def changed_since(ref: str, cwd: Optional[str] = None) -> ChangedLines:
                 f"no merge base between `{ref}` and HEAD (a shallow clone? fetch the full history, "
                 f"e.g. actions/checkout with fetch-depth: 0)")
     base = proc.stdout.decode().strip()
+    # --text, --no-textconv, --no-ext-diff: a .gitattributes the change adds (`*.py -diff`,
+    # `binary`, a diff driver) must not turn its lines into "Binary files differ".
     diff = _git(
-        repo, ["-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
-         "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "--unified=0", "--find-renames",
-         base, "--"],
+        repo, ["-c", "core.quotePath=false", "diff", "--text", "--no-color", "--no-ext-diff",
+               "--no-textconv", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "--unified=0",
+               "--find-renames", base, "--"],
         f"git diff against {base[:12]} failed",
     )
     added, removed = parse_diff(diff.stdout.decode("utf-8", "surrogateescape"))
     files: dict[str, Optional[set[int]]] = dict(added)
+    for path in _converted(repo, base, files) | _bare_cr(root, files):
+        files[path] = WHOLE_FILE
     untracked = _git(repo, ["ls-files", "-z", "--others", "--exclude-standard"], "git ls-files failed")
     for raw in untracked.stdout.split(b"\0"):
         if raw:
             files[raw.decode("utf-8", "surrogateescape")] = WHOLE_FILE
     return ChangedLines(root=root, base=base, ref=ref, files=files, removed=removed)
+
+
+# Attributes under which git diffs another text than the file holds: a clean filter (git-lfs
+# makes a pointer of it), a re-encoding, $Id$ collapsed. Attributes cannot be turned off on
+# every git (--attr-source came in 2.40), so a file under one counts as changed in full.
+_CONVERTING = ("filter", "working-tree-encoding", "ident")
+
+
+def _converted(repo: git.Repository, base: str, diffed: Iterable[str]) -> set[str]:
+    """The files differing from `base` (by git's index and file times: nothing converted,
+    so a filter cannot hide a file from the list) that an attribute converts."""
+    listed = _git(repo, ["diff-index", "-z", "--name-only", "--no-renames", base, "--"],
+                  f"git diff-index against {base[:12]} failed")
+    paths = {p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+    paths.update(diffed)
+    if not paths:
+        return set()
+    proc = _git(repo, ["check-attr", "-z", "--stdin", *_CONVERTING], "git check-attr failed",
+                stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(paths)))
+    fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return {path for path, _attribute, value in zip(fields[0::3], fields[1::3], fields[2::3])
+            if value not in ("unspecified", "unset")}
+
+
+def _bare_cr(root: str, diffed: dict[str, Optional[set[int]]]) -> set[str]:
+    """Changed files with a carriage return not followed by a line feed: a line end for
+    Python, not for git, so the two number their lines differently."""
+    found = set()
+    for path, lines in diffed.items():
+        if lines is WHOLE_FILE or not path.endswith(PYTHON_SUFFIXES):
+            continue
+        try:
+            data = read_source(os.path.join(root, path))
+        except OSError:
+            continue
+        if _BARE_CR.search(data):
+            found.add(path)
+    return found
 
 
 def _last_line(start: Position, end: Position) -> int:

@@ -1,8 +1,11 @@
 """--changed-since REF: only findings on lines added or changed since merge-base(REF, HEAD)."""
 
 import json
+import os
 import subprocess
 import textwrap
+
+import pytest
 
 from conftest import BUGGY, CLEAN, run_cli
 from retainlint.integrations.changed import parse_diff, unquote_path
@@ -220,3 +223,68 @@ def test_deleting_a_cleanup_line_reports_what_it_leaves_behind(tree):
     r = run_cli("check", "--changed-since", "HEAD", "--output-format", "json", cwd=root)
     assert lines_of(r) == [("engine.py", 12), ("engine.py", 19)], r.stderr
     assert "1 finding on lines not changed since HEAD not shown" in r.stderr
+
+
+def pr_adding(tree, base_files, pr_files):
+    """A repository whose first commit has `base_files` and a second commit writing
+    `pr_files` (bytes or text, written as given): its root, the base commit checked against."""
+    root = tree({})
+    for name, content in base_files.items():
+        (root / name).write_bytes(content.encode() if isinstance(content, str) else content)
+    git(root, "init", "-q")
+    commit_all(root, "base")
+    for name, content in pr_files.items():
+        (root / name).write_bytes(content.encode() if isinstance(content, str) else content)
+    commit_all(root, "PR")
+    return root
+
+
+WITH_NEW_HOOK = "".join(BUGGY.splitlines(keepends=True)[:7] + [HOOK.replace("    ", "        ", 1)
+                                                                   .replace("self.hook", "self.other")]
+                        + BUGGY.splitlines(keepends=True)[7:])  # RL501 at 7 (old) and 8 (new)
+
+
+@pytest.mark.parametrize("attributes", ["*.py -diff\n", "*.py binary\n", "* -text\n*.py diff=hidden\n"])
+def test_gitattributes_added_by_the_change_hide_no_changed_line(tree, attributes):
+    """A pull request adding `.gitattributes` that makes git call .py files binary (or
+    hand them to a diff driver printing nothing) still has its new finding reported."""
+    root = pr_adding(tree, {"a.py": BUGGY}, {"a.py": WITH_NEW_HOOK, ".gitattributes": attributes})
+    git(root, "config", "diff.hidden.textconv", "true")  # a driver that prints nothing
+    git(root, "config", "diff.hidden.command", "true")
+    r = run_cli("check", "--changed-since", "HEAD~1", "--output-format", "json", cwd=root)
+    assert lines_of(r) == [("a.py", 8)], r.stdout + r.stderr
+    assert "1 finding on lines not changed since HEAD~1 not shown" in r.stderr
+
+
+def test_bare_carriage_returns_make_the_whole_file_changed(tree):
+    """A lone \\r ends a line for Python and not for git: line numbers of the two disagree,
+    so such a file counts as changed in full (its older finding too), and a file
+    beside it is judged by its lines as before."""
+    header = "# header\r# one more line for Python, not for git\n"
+    root = pr_adding(tree, {"a.py": header + BUGGY, "b.py": BUGGY},
+                     {"a.py": header + WITH_NEW_HOOK, "b.py": WITH_NEW_HOOK})
+    r = run_cli("check", "--changed-since", "HEAD~1", "--output-format", "json", cwd=root)
+    assert lines_of(r) == [("a.py", 9), ("a.py", 10), ("b.py", 8)], r.stdout + r.stderr
+
+
+def test_a_line_with_a_form_feed_is_one_line(tree):
+    """\\f, \\v, \\x1c-\\x1e, \\x85 and \\u2028 in a line are text, for git and for Python:
+    the diff is read by its \\n only, so the lines after them keep their numbers."""
+    odd = "        # a\x0cb\x0bc\x1cd\x1de\x1ef\u0085g\u2028h\u2029i\n"
+    lines = WITH_NEW_HOOK.splitlines(keepends=True)
+    root = pr_adding(tree, {"a.py": BUGGY}, {"a.py": "".join(lines[:7] + [odd] + lines[7:])})
+    r = run_cli("check", "--changed-since", "HEAD~1", "--output-format", "json", cwd=root)
+    assert lines_of(r) == [("a.py", 9)], r.stdout + r.stderr
+
+
+def test_a_clean_filter_hides_no_changed_file(tree, tmp_path_factory):
+    """A file under a clean filter (git-lfs turns it into a pointer) is diffed as the
+    filter's output: one that prints the old text makes git see no change at all. Such a
+    file counts as changed in full."""
+    old = tmp_path_factory.mktemp("old") / "a.py"
+    old.write_text(BUGGY)
+    root = pr_adding(tree, {"a.py": BUGGY}, {"a.py": WITH_NEW_HOOK, ".gitattributes": "*.py filter=old\n"})
+    git(root, "config", "filter.old.clean", f"cat '{old}'")
+    os.utime(root / "a.py", (1, 1))  # git reads the file again, through the filter
+    r = run_cli("check", "--changed-since", "HEAD~1", "--output-format", "json", cwd=root)
+    assert lines_of(r) == [("a.py", 7), ("a.py", 8)], r.stdout + r.stderr
