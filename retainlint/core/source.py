@@ -98,14 +98,15 @@ def write_atomic(path: str, data: bytes, expected: Optional[bytes] = None) -> No
         _replace(real, data, st, expected)
 
 
-def write_output(path: str, data: bytes, roots: Sequence[str] = ()) -> None:
+def write_output(path: str, data: bytes, roots: Sequence[str] = (), make_folders: bool = False) -> None:
     """Create or replace a file the user named for output (a report, a baseline, SARIF),
     never through a symlink: the checked tree may hold one where the file goes. A link at
     `path` is refused (whatever it points at), and so is a folder on the way that the
     path reaches inside one of `roots` (default: the current directory and the project)
-    and that really lies outside it. Folders missing are made. The data goes to a temp
-    file in the same folder, renamed over the old file, so no reader sees half of it. A
-    new file gets the mode any new file gets (the umask), a replaced one keeps its mode."""
+    and that really lies outside it. Missing folders are made if `make_folders`. The data
+    goes to a temp file in the same folder, renamed over the old file, so no reader sees
+    half of it. A new file gets the mode any new file gets (the umask), a replaced one
+    keeps its mode."""
     absolute = os.path.abspath(path)
     folder, name = os.path.split(absolute)
     real_folder = os.path.realpath(folder)
@@ -125,7 +126,8 @@ def write_output(path: str, data: bytes, roots: Sequence[str] = ()) -> None:
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise WriteError("not a regular file")
     try:
-        os.makedirs(real_folder, exist_ok=True)
+        if make_folders:
+            os.makedirs(real_folder, exist_ok=True)
         with interrupts_deferred():
             fd, tmp = _temp_beside(target, 0o666)  # the umask applies, as to any new file
             _rename_over(fd, tmp, target, data, lambda _fd, tmp: _keep_mode(tmp, st))

@@ -4,12 +4,14 @@ read, one function each, from the findings and the repository root."""
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from typing import Sequence
 from xml.etree import ElementTree as ET
 
 from retainlint.core.finding import Finding, Severity
 from retainlint.core.paths import display_path
+from retainlint.output.escape import printable
 from retainlint.output.json_report import to_json
 from retainlint.output.sarif import fingerprints
 
@@ -24,7 +26,19 @@ def json_lines(findings: Sequence[Finding]) -> list[str]:
 
 def pylint(findings: Sequence[Finding]) -> list[str]:
     """`path:line: [CODE] message`, as pylint's parseable format."""
-    return [f"{f.path}:{f.start.line}: [{f.code}({f.name})] {f.message}" for f in findings]
+    return [f"{printable(f.path)}:{f.start.line}: [{f.code}({f.name})] {printable(f.message)}"
+            for f in findings]
+
+
+# What XML 1.0 cannot hold even escaped, once printable() has written control characters
+# as text: the two non-characters.
+_NOT_XML = re.compile("[\ufffe\uffff]")
+
+
+def _xml(text: str, keep: str = "\t\n") -> str:
+    """`text` from the checked tree as XML text: control characters (forbidden in XML 1.0,
+    `&#27;` included) and bytes of names that were not UTF-8 written escaped, as everywhere."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", printable(text, keep))
 
 
 def junit(findings: Sequence[Finding]) -> str:
@@ -36,14 +50,16 @@ def junit(findings: Sequence[Finding]) -> str:
                         failures=str(len(findings)), errors="0")
     if not findings:  # a report with no failure still says what ran
         ET.SubElement(suites, "testsuite", name="retainlint", tests="0", failures="0", errors="0")
-    for path, found in sorted(by_file.items()):
+    for raw_path, found in sorted(by_file.items()):
+        path = _xml(raw_path, keep="")
         suite = ET.SubElement(suites, "testsuite", name=path, tests=str(len(found)),
                               failures=str(len(found)), errors="0")
         for f in found:
             case = ET.SubElement(suite, "testcase", name=f"retainlint.{f.code}.{f.name}",
                                  classname=path, file=path, line=str(f.start.line))
-            failure = ET.SubElement(case, "failure", message=f.message, type=f.severity.value)
-            failure.text = f"line {f.start.line}, col {f.start.column}, {f.message}"
+            message = _xml(f.message)
+            failure = ET.SubElement(case, "failure", message=message, type=f.severity.value)
+            failure.text = f"line {f.start.line}, col {f.start.column}, {message}"
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode")
 
