@@ -37,6 +37,20 @@ DEVELOPMENT = {
     "sentence-transformers==6.2.0": [""],
     "ultralytics==8.4.190": [""],
     "torchtune==0.6.1": [""],
+    # Whole trees beyond model serving and training: vision, quantization, kernels, web
+    # frameworks, messaging and plotting.
+    "torchvision==0.29.2": [""],
+    "torchao==0.18.0": [""],
+    "bitsandbytes==0.50.2": [""],
+    "optimum==2.3.0": [""],
+    "xformers==0.0.35": [""],
+    "kornia==0.9.0": [""],
+    "mmdet==3.3.0": [""],
+    "open-clip-torch==3.3.0": [""],
+    "flask==3.1.3": [""],
+    "fastapi==0.165.0": [""],
+    "kombu==5.7.0": [""],
+    "matplotlib==3.11.2": [""],
 }
 
 

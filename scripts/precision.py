@@ -1,72 +1,136 @@
-"""Precision on the development trees: today's findings joined with the verdicts read in
-docs/triage/<tree>.md (`path:line RLnnn true|minor|false - why`).
+"""Precision on the triaged trees: today's findings joined with the verdicts read in
+docs/triage/<name>-<version>.md, one line per finding:
 
-    python scripts/precision.py            # every development tree but vLLM/transformers
-    python scripts/precision.py sglang     # trees whose name contains "sglang"
+    - `path/relative/to/tree.py:LINE` RLnnn error|warning bug|negligible|wrong - why
 
-A finding no triage line names is counted as unread: precision is (true + minor) / read,
-and a tree with unread findings needs reading before its figure means anything."""
+    python scripts/precision.py                # every tree with a file in docs/triage/
+    python scripts/precision.py sglang         # trees whose name contains "sglang"
+    python scripts/precision.py --cli PATH     # score a given retainlint executable
+    python scripts/precision.py --by-rule      # a row per rule as well
+
+The tree and version come from the file's name; the folders checked from scripts/corpus.py
+DEVELOPMENT. A finding no line names (lines in the older true/minor/false format included)
+is unread; the shares are over read findings, so a tree with unread findings must be read
+before its figures mean anything. "Shown" is what the default output shows: a finding whose
+severity is neither error nor warning is hidden."""
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402 - the script's own folder
 
 ROOT = Path(__file__).resolve().parent.parent
-VERDICT = re.compile(r"`([^`\s]+):(\d+)`\s+(RL\d{3})\s+\**(true|minor|false)\**")
-TRIAGED = {"sglang": "sglang-0.5.23", "diffusers": "diffusers-0.42.1", "peft": "peft-0.21.2",
-           "timm": "timm-1.0.31", "trl": "trl-1.16.0", "ray": "ray-2.60.0",
-           "accelerate": "accelerate-1.15.0", "deepspeed": "deepspeed-0.19.8",
-           "pytorch-lightning": "pytorch-lightning-2.6.6", "lmdeploy": "lmdeploy-0.18.0",
-           "sentence-transformers": "sentence-transformers-6.2.0",
-           "ultralytics": "ultralytics-8.4.190", "torchtune": "torchtune-0.6.1"}
+VERDICT = re.compile(r"^\s*- `([^`\s]+):(\d+)`\s+(RL\d{3})\s+(?:error|warning)\s+"
+                     r"(bug|negligible|wrong)\b", re.M)
+TREE_FILE = re.compile(r"^(?P<name>.+)-(?P<version>\d[^-]*)$")
+SHOWN = ("error", "warning")
+Key = tuple[str, int, str]
+Finding = dict[str, Any]
+Tally = collections.Counter[str]
 
 
-def verdicts(tree: str) -> dict[tuple[str, int, str], str]:
-    text = (ROOT / "docs" / "triage" / f"{TRIAGED[tree]}.md").read_text()
-    return {(m[1], int(m[2]), m[3]): m[4] for m in VERDICT.finditer(text)}
+def default_cli() -> str:
+    beside = Path(sys.executable).parent / "retainlint"
+    return str(beside) if beside.exists() else (shutil.which("retainlint") or "retainlint")
 
 
-def findings(requirement: str, folders: list[str]) -> list[dict]:
-    top = corpus.fetch(requirement)
-    done = subprocess.run(["retainlint", "check", *(f or "." for f in folders), "--no-cache",
-                           "--output-format", "json", "--exit-zero"],
-                          cwd=top, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"retainlint failed on {top} (exit {done.returncode}): {done.stderr.strip()}")
-    return json.loads(done.stdout)
-
-
-def main(wanted: list[str]) -> None:
-    print("| tree | rule | findings | read | true | minor | false | precision |")
-    print("|---|---|---|---|---|---|---|---|")
-    for requirement, folders in corpus.DEVELOPMENT.items():
-        tree = requirement.split("==")[0]
-        if tree not in TRIAGED or wanted and not any(w in tree for w in wanted):
+def trees(triage: Path) -> list[tuple[str, str, Path]]:
+    """(name, version, file) of every triage file; its requirement must be a development tree."""
+    found = []
+    for path in sorted(triage.glob("*.md")):
+        m = TREE_FILE.match(path.stem)
+        if path.name == "README.md":
             continue
-        known = verdicts(tree)
-        rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-        for f in findings(requirement, folders):
-            verdict = known.get((f["filename"], f["location"]["row"], f["code"]), "unread")
-            for key in (f["code"], "all"):
-                rows[key]["findings"] += 1
-                rows[key][verdict] += 1
-        for code in sorted(rows, key=lambda c: (c == "all", c)):
-            c = rows[code]
-            read = c["findings"] - c["unread"]
-            share = f"{(c['true'] + c['minor']) / read:.0%}" if read else "-"
-            print(f"| {tree} | {code} | {c['findings']} | {read} | {c['true']} | {c['minor']} "
-                  f"| {c['false']} | {share} |")
-        if not rows:
-            print(f"| {tree} | all | 0 | 0 | 0 | 0 | 0 | - |")
+        if not m or f"{m['name']}=={m['version']}" not in corpus.DEVELOPMENT:
+            sys.exit(f"{path}: not <name>-<version>.md of a tree in scripts/corpus.py DEVELOPMENT")
+        found.append((m["name"], m["version"], path))
+    return found
+
+
+def verdicts(path: Path) -> dict[Key, str]:
+    known: dict[Key, str] = {}
+    for m in VERDICT.finditer(path.read_text(encoding="utf-8")):
+        key = (m[1], int(m[2]), m[3])
+        if known.setdefault(key, m[4]) != m[4]:
+            sys.exit(f"{path}: `{m[1]}:{m[2]}` {m[3]} is both {known[key]} and {m[4]}")
+    return known
+
+
+def findings(cli: str, requirement: str) -> list[Finding]:
+    top = corpus.fetch(requirement)
+    folders = [f or "." for f in corpus.DEVELOPMENT[requirement]]
+    done = subprocess.run([cli, "check", *folders, "--no-cache", "--output-format", "json",
+                           "--exit-zero"], cwd=top, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{top}: retainlint failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+    found: list[Finding] = json.loads(done.stdout or "[]")
+    return found
+
+
+def count(found: list[Finding], known: dict[Key, str], by_rule: bool) -> dict[str, Tally]:
+    rows: dict[str, Tally] = collections.defaultdict(collections.Counter)
+    for f in found:
+        verdict = known.get((f["filename"], f["location"]["row"], f["code"]), "unread")
+        error, shown = f["severity"] == "error", f["severity"] in SHOWN
+        for key in ((f["code"], "all") if by_rule else ("all",)):
+            c = rows[key]
+            c["findings"] += 1
+            c[verdict] += 1
+            c["errors"] += error
+            c["errors read"] += error and verdict != "unread"
+            c["error bugs"] += error and verdict == "bug"
+            c["shown"] += shown
+            c["shown read"] += shown and verdict != "unread"
+            c["shown bugs"] += shown and verdict == "bug"
+    return rows
+
+
+def share(part: int, whole: int) -> str:
+    return f"{part / whole:.0%}" if whole else "-"
+
+
+def row(first: str, c: Tally) -> str:
+    read = c["findings"] - c["unread"]
+    cells = [first, c["findings"], c["bug"], c["negligible"], c["wrong"], c["unread"], c["errors"],
+             f"{c['error bugs']} ({share(c['error bugs'], c['errors read'])})", c["shown"],
+             f"{c['shown bugs']} ({share(c['shown bugs'], c['shown read'])})",
+             share(c["wrong"], read)]
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("wanted", nargs="*", help="only trees whose name contains one of these")
+    ap.add_argument("--cli", default=default_cli(), help="the retainlint executable to score")
+    ap.add_argument("--triage", type=Path, default=ROOT / "docs" / "triage",
+                    help="the folder of triage files")
+    ap.add_argument("--by-rule", action="store_true", help="a row per rule under each tree")
+    args = ap.parse_args()
+    print("| tree | findings | bug | negligible | wrong | unread | errors | errors that are bugs "
+          "| shown | bugs of shown | wrong of all |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    total: Tally = collections.Counter()
+    for name, version, path in trees(args.triage):
+        if args.wanted and not any(w in name for w in args.wanted):
+            continue
+        known = verdicts(path)
+        rows = count(findings(args.cli, f"{name}=={version}"), known, args.by_rule)
+        for code in sorted(c for c in rows if c != "all"):
+            print(row(f"{name} {version} {code}", rows[code]))
+        print(row(f"{name} {version}", rows["all"]))
+        total.update(rows["all"])
+    print(row("**all**", total))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
