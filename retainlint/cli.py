@@ -292,7 +292,12 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
             shown.show(out, findings, changed.root if changed else repo_root())
         if not machine:
             unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-            before = sum(1 for rank in result.before if rank <= floor) if result.fixed else None
+            # What the fixes resolved, counted over every finding: those below the severity
+            # floor, or left out by a baseline or --changed-since, are fixed too. (Counted
+            # at the floor alone, fixing only warnings under --min-severity error read
+            # "0 fixed by 3 fixes".) Standard input keeps no count before: one a fix.
+            resolved = max(len(result.before) - len(result.findings), 0)
+            before = len(findings) + resolved if result.fixed and result.before else None
             if show_fixes:
                 text.show_fixes(out, result.fixed_codes, findings, applied=bool(fix))
             out.print(text.summary(findings, result.fixed, unsafe, before), highlight=False)
