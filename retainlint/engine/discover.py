@@ -10,10 +10,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
-import pathspec
-
 from retainlint.core import git
 from retainlint.core.errors import ConfigError
+from retainlint.core.globs import GitIgnore
 from retainlint.core.source import leaves_project
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # a notebook: its code cells (engine/notebook.py)
@@ -25,14 +24,15 @@ def _real(path: Path) -> Path:
 
 
 class _Excludes:
-    """Exclude patterns with .gitignore's meaning (pathspec), relative to the config root:
+    """Exclude patterns with .gitignore's meaning (core/globs.py: pathspec's reading, matched
+    in near-linear time, as a pull request's configuration may choose them), relative to the config root:
     a pattern without a slash matches a name at any depth (`build`, `*.egg-info`), one
     with a slash is anchored (`tests/fixtures/*`: `*` stays within one folder, `**`
     crosses them); a folder matched excludes everything below it."""
 
     def __init__(self, root: Path, patterns: Iterable[str]) -> None:
         self.root = root
-        self.spec = pathspec.GitIgnoreSpec.from_lines(list(patterns))
+        self.spec = GitIgnore(patterns)
 
     def relative(self, path: Path) -> str:
         try:
