@@ -20,6 +20,7 @@ from rich.console import Console
 from retainlint import __version__
 
 from retainlint.output import baseline, text
+from retainlint.output.escape import printable
 from retainlint.output.formats import FORMATS
 from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
@@ -63,7 +64,9 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _fail(message: str) -> None:
-    click.echo(f"retainlint: error: {message}", err=True)
+    # One line, whatever names or keys from the checked tree it quotes (a TOML key may
+    # hold a newline or an escape sequence).
+    click.echo(f"retainlint: error: {printable(message)}", err=True)
     sys.exit(EXIT_ERROR)
 
 

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
 from collections import Counter
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, TextIO
 
 from retainlint.core.paths import display_path, uri_path
-from retainlint.output.github import GITHUB_LEVEL, gh_escape_data, github_line
+from retainlint.core.source import WriteError, write_output
+from retainlint.output.github import GITHUB_LEVEL, gh_command, gh_text, github_line
 from retainlint.output.json_report import from_json
 from retainlint.output.sarif import sarif
 from retainlint.output.escape import code_span, printable
@@ -135,12 +137,18 @@ def annotations(findings: Sequence[Finding], root: str) -> list[str]:
     return lines
 
 
+# Every ASCII punctuation character Markdown gives a meaning to; CommonMark lets a
+# backslash make each of them plain text.
+_MARKDOWN = re.compile(r"""[\\`*_{}\[\]<>()#+\-.!|~&:"']""")
+
+
 def _cell(text: str) -> str:
-    text = printable(text, keep="\n")
-    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
-    if text.count("`") % 2:
-        text = text.replace("`", "\\`")
-    return text
+    """A message as a table cell, shown as plain text. Messages quote code from the pull
+    request between backticks, and that code may hold backticks itself: which backtick
+    closes a span cannot be told, so none is a span - each is shown as it is, and so is
+    anything that would make a link, an image, HTML or emphasis."""
+    text = _MARKDOWN.sub(lambda m: "\\" + m.group(), printable(text, keep="\n"))
+    return text.replace("\n", "<br>")
 
 
 def _code(text: str) -> str:
@@ -258,6 +266,17 @@ def _failure(rc: int, stderr: str) -> str:
     return f"retainlint check failed (exit {rc})" + (f": {lines[-1]}" if lines else "")
 
 
+def _log(text: str, stream: Optional[TextIO] = None) -> None:
+    """Text for the log, line by line, none of it read as a workflow command (gh_text):
+    the check's output and anything else quoting the pull request."""
+    for line in text.split("\n"):
+        print(gh_text(line), file=stream or sys.stdout, flush=True)
+
+
+def _error(message: str) -> None:
+    print(gh_command("error", message), flush=True)
+
+
 def main(env: Optional[Mapping[str, str]] = None) -> int:
     env = os.environ if env is None else env
     cwd = env.get("GITHUB_WORKSPACE") or os.getcwd()
@@ -278,22 +297,23 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
                 changed = changed_since(base, cwd)
                 base_note += f", merge base {changed.base[:12]}"
     except ChangedError as e:
-        print(f"::error title=retainlint::{gh_escape_data(str(e))}")
-        print(f"retainlint: error: {e}", file=sys.stderr)
+        _error(str(e))
+        _log(f"retainlint: error: {e}", sys.stderr)
         return 2
-    print(f"retainlint: {base_note}", flush=True)
+    _log(f"retainlint: {base_note}")
 
     args, dropped = safe_args(args)
     for arg in dropped:
-        print(f"::notice title=retainlint::{gh_escape_data(f'args: {arg} left out (the Action reads the findings as JSON and decides the outcome itself)')}")
+        print(gh_command("notice", f"args: {arg} left out (the Action reads the findings as JSON "
+                                   "and decides the outcome itself)"))
     rc, findings, stderr = run_check(sys.executable, paths, args, cwd)
     if stderr.strip():
-        print(printable(stderr.rstrip(), keep="\n"), file=sys.stderr, flush=True)
+        _log(stderr.rstrip(), sys.stderr)
     # Only exit 0 or 1 with a JSON list is a check that ran: anything else (a crash, a bad
     # configuration) fails the step, never passes as "no findings".
     failed = findings is None or rc not in (0, 1)
     if failed:
-        print(f"::error title=retainlint::{gh_escape_data(printable(_failure(rc, stderr)))}")
+        _error(_failure(rc, stderr))
     if findings is None:
         return 2
 
@@ -309,20 +329,18 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
             summary_markdown(kept, len(left_out), root, base_note, env, event, changed is not None))
     sarif_path = (env.get("RL_SARIF_FILE") or "").strip()
     if sarif_path:
-        target = os.path.normpath(os.path.join(cwd, sarif_path))
-        try:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8") as f:
-                json.dump(sarif(findings, root), f, indent=2)
-        except OSError as e:
-            print(f"::error title=retainlint::{gh_escape_data(f'cannot write {sarif_path}: {e}')}")
+        try:  # never through a link the pull request commits (a workspace file, a folder)
+            write_output(os.path.join(cwd, sarif_path), json.dumps(sarif(findings, root), indent=2).encode(),
+                         roots=(cwd,), make_folders=True)
+        except WriteError as e:
+            _error(f"{sarif_path}: cannot write SARIF: {e}")
             return 2
-        print(f"retainlint: wrote SARIF ({len(findings)} findings) to {sarif_path}")
+        _log(f"retainlint: wrote SARIF ({len(findings)} findings) to {sarif_path}")
     _append(env.get("GITHUB_OUTPUT"),
             f"findings={len(kept)}\nolder-findings={len(left_out)}\ntotal-findings={len(findings)}\n")
-    print(f"retainlint: {len(kept)} finding{'s' if len(kept) != 1 else ''}"
-          + (f" on changed lines, {len(left_out)} older left out" if changed is not None else "")
-          + "; see the job summary")
+    _log(f"retainlint: {len(kept)} finding{'s' if len(kept) != 1 else ''}"
+         + (f" on changed lines, {len(left_out)} older left out" if changed is not None else "")
+         + "; see the job summary")
     if failed:
         return 2
     return 1 if kept and fail else 0

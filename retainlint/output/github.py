@@ -25,6 +25,28 @@ def gh_escape_prop(s: str) -> str:
     return gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
+def gh_command(level: str, message: str, title: str = "retainlint") -> str:
+    """A workflow command with no location (`::error title=retainlint::message`): the
+    message's control characters escaped, its newlines the command's own (%0A)."""
+    text = printable(message, keep="\n")
+    return f"::{level} title={gh_escape_prop(title)}::{gh_escape_data(text)}"
+
+
+def gh_text(line: str) -> str:
+    """One line of log text that the runner shows as text and never runs: control
+    characters escaped (a newline or a carriage return would start a line of its own), and
+    when the line would read as a workflow command (`::name::`, or the older `##[name]`,
+    after any blanks, which the runner skips), its first character written as `\\x3a` or
+    `\\x23`. Text from the checked tree could otherwise stop the Action's commands
+    (`::stop-commands::`), mask values or forge annotations."""
+    line = printable(line)
+    body = line.lstrip()
+    if body.startswith(("::", "##[")):
+        at = len(line) - len(body)
+        line = f"{line[:at]}\\x{ord(body[0]):02x}{body[1:]}"
+    return line
+
+
 def github_line(f: Finding, root: str) -> str:
     """One `::error file=...,line=...::message` command for a finding. `col`/`endColumn`
     only when the finding starts and ends on one line (GitHub rejects them otherwise)."""

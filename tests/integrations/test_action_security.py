@@ -13,7 +13,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from conftest import BUGGY
-from test_action import NEW_LINE, ROOT, commands, outputs, pr_checkout, run_composite, run_script
+from test_action import NEW_LINE, ROOT, commands, git, outputs, pr_checkout, run_composite, run_script
 
 _LINES = BUGGY.splitlines(keepends=True)
 WITH_NEW_HOOK = "".join(_LINES[:7] + [NEW_LINE] + _LINES[7:])  # the PR's one new finding, old.py:8
@@ -189,3 +189,82 @@ def test_python_m_retainlint_imports_nothing_from_the_checked_tree(tmp_path):
                           cwd=tree, capture_output=True, text=True, timeout=120)
     assert not marker.exists(), marker.read_text()
     assert done.returncode == 1 and "m.py:5:9: RL401" in done.stdout, done.stdout + done.stderr
+
+
+# --- files the Action writes -------------------------------------------------------------
+
+def _outside_victim(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim"
+    victim.write_text("precious\n")
+    return outside, victim
+
+
+def test_sarif_file_is_not_written_through_a_link_the_pull_request_commits(tmp_path):
+    outside, victim = _outside_victim(tmp_path)
+    run = pr_checkout(tmp_path, {"old.py": BUGGY}, {"old.py": WITH_NEW_HOOK})
+    work = run["workspace"]
+    (work / "r.sarif").symlink_to(victim)
+    (work / "reports").symlink_to(outside)
+    git(work, "add", "r.sarif", "reports")
+    git(work, "commit", "-q", "-m", "links")
+    for name in ("r.sarif", "reports/new.sarif"):
+        r = run_script(run["env"], sarif_file=name)
+        assert r.returncode == 2, r.stdout + r.stderr
+        errors = [line for line in commands(r.stdout) if line.startswith("::error title=retainlint::")]
+        assert len(errors) == 1 and errors[0].startswith(f"::error title=retainlint::{name}: cannot write SARIF: "), r.stdout
+        assert victim.read_text() == "precious\n" and sorted(os.listdir(outside)) == ["victim"]
+    # a plain path still works, folders made as needed
+    r = run_script(run["env"], sarif_file="out/sub/r.sarif")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert json.loads((work / "out" / "sub" / "r.sarif").read_text())["version"] == "2.1.0"
+
+
+# --- nothing the pull request writes becomes a workflow command --------------------------
+
+FORGED = "::error file=old.py,line=1::forged"
+
+
+def _live_commands(text):
+    """Lines the runner would run as workflow commands (it skips leading blanks)."""
+    return [line.lstrip() for line in text.splitlines() if line.lstrip().startswith(("::", "##["))]
+
+
+def test_names_and_keys_from_the_pull_request_never_become_workflow_commands(tmp_path):
+    """A file name and a TOML key with newlines, workflow commands and an escape sequence
+    in them reach the check's stderr; the Action echoes it as text."""
+    name = f"n\n{FORGED}\n  ::add-mask::secret\n##[error]old\x1b[2J.py"
+    run = pr_checkout(tmp_path, {"old.py": BUGGY},
+                      {"old.py": WITH_NEW_HOOK, name: "x = 1  # noqa: RL998\n"})
+    r = run_script(run["env"])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "forged" in r.stdout + r.stderr  # the name is shown ...
+    (live,) = _live_commands(r.stdout + r.stderr)  # the one real finding, nothing forged
+    assert live.startswith(NEW_HOOK_ANNOTATION)
+    assert "\x1b" not in r.stdout + r.stderr
+
+    key = '"k\\n::stop-commands::pwned\\n::add-mask::secret\\u001b[2J"'
+    (tmp_path / "2").mkdir()
+    run = pr_checkout(tmp_path / "2", {"old.py": BUGGY},
+                      {"old.py": WITH_NEW_HOOK, "pyproject.toml": f"[tool.retainlint]\n{key} = 1\n"})
+    r = run_script(run["env"])
+    assert r.returncode == 2, r.stdout + r.stderr
+    (live,) = _live_commands(r.stdout + r.stderr)  # the Action's own error, the key escaped in it
+    assert live.startswith("::error title=retainlint::retainlint check failed (exit 2): ") and "stop-commands" in live
+    assert "\x1b" not in r.stdout + r.stderr
+
+
+def test_code_quoted_in_messages_stays_code_in_the_job_summary(tmp_path):
+    """RL501's message quotes the hook expression in backticks; one holding backticks must
+    not close the span and put a live link or HTML in the summary."""
+    hook = 'HOOKS["`](https://evil.example) <img src=x> `"]'
+    pr = WITH_NEW_HOOK.replace("register_bytecode_hook(self.second_hook)", f"register_bytecode_hook({hook})")
+    run = pr_checkout(tmp_path, {"old.py": BUGGY}, {"old.py": "HOOKS = {}\n" + pr})
+    r = run_script(run["env"])
+    assert r.returncode == 1, r.stdout + r.stderr
+    summary = Path(run["env"]["GITHUB_STEP_SUMMARY"]).read_text()
+    html = MarkdownIt("commonmark").enable("table").render(summary)
+    assert "https://evil.example" in html  # the message is there ...
+    assert "<img" not in html  # ... as text: no image, no link but the file's own
+    assert re.findall(r'href="([^"]*)"', html) == [f"https://github.com/octo/proj/blob/{run['head_sha']}/old.py#L9"]
