@@ -268,3 +268,20 @@ def test_code_quoted_in_messages_stays_code_in_the_job_summary(tmp_path):
     assert "https://evil.example" in html  # the message is there ...
     assert "<img" not in html  # ... as text: no image, no link but the file's own
     assert re.findall(r'href="([^"]*)"', html) == [f"https://github.com/octo/proj/blob/{run['head_sha']}/old.py#L9"]
+
+
+# --- a changed file that cannot be checked -----------------------------------------------
+
+def test_a_changed_file_that_cannot_be_checked_fails_the_step(tmp_path):
+    """The PR adds a new hook at line 9 and a 1,001-operand expression further down:
+    the file is no longer checked (RL000 at 1:1, a line the PR did not touch), and the
+    new hook goes unreported with it. The RL000 must fail the step."""
+    chain = "FLAG = " + " and ".join(["x"] * 1001) + "\n"
+    pr = "x = 1\n" + WITH_NEW_HOOK + chain
+    run = pr_checkout(tmp_path, {"old.py": "x = 1\n" + BUGGY}, {"old.py": pr})
+    r = run_script(run["env"])
+    assert r.returncode == 1, r.stdout + r.stderr
+    (line,) = commands(r.stdout)
+    assert line.startswith("::error file=old.py,line=1,endLine=1,col=1,endColumn=1,title=retainlint RL000 source-error::")
+    assert outputs(run["env"]["GITHUB_OUTPUT"])["findings"] == "1"
+    assert "`RL000` source-error" in Path(run["env"]["GITHUB_STEP_SUMMARY"]).read_text()
