@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import reprlib
 import sys
 from dataclasses import dataclass, field, replace
@@ -13,6 +14,7 @@ from typing import Any, Optional
 import pathspec
 
 from retainlint.core.errors import ConfigError
+from retainlint.core.source import leaves_project
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -99,6 +101,10 @@ def _is_config(path: Path) -> bool:
         raise ConfigError(f"{path}: cannot read configuration: {e.strerror or e}") from None
     if not path.is_file():
         raise ConfigError(f"{path}: not a regular file")
+    # A link out of the tree could be any file of the machine (a token, a key), and what
+    # it holds would reach error messages and the CI log: never read.
+    if leaves_project(str(path), os.path.realpath(path)):
+        raise ConfigError(f"{path}: configuration is a symlink that leads out of the project (not read)")
     return True
 
 
