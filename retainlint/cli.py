@@ -181,10 +181,13 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("--show-settings", is_flag=True,
               help="Print the settings the (first) file named is checked under, and exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what the run did besides checking (on stderr).")
+@click.option("--run-summary", "run_summary_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Also write what ran to FILE, as JSON: the rules, how many files, under which "
+                   "configuration (for CI wrappers such as the GitHub Action).")
 def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
           output_format, output_file, show_source, show_fixes, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
           force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
-          write_baseline, stdin_filename, no_project, show_settings, verbose) -> None:
+          write_baseline, stdin_filename, no_project, show_settings, verbose, run_summary_file) -> None:
     """Check PATHS (default: the current directory)."""
     if verbose:
         logging.basicConfig(level=logging.INFO, format="retainlint: %(message)s")
@@ -242,6 +245,8 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
                 results.append(run(project.files, list(project.codes), settings, mode, jobs,
                                    where, bar, project.context))
         result = RunResult.merged(results)
+    if run_summary_file is not None:
+        _write_file(run_summary_file, run_summary(projects), "the run summary")
 
     colored = _color(color) and not machine and output_file is None
     err = _console(colored and sys.stderr.isatty(), stderr=True)
@@ -328,6 +333,26 @@ def _report_file(path: Optional[str]) -> Iterator[Optional[IO[str]]]:
         _write_file(path, report.getvalue().encode("utf-8"), "the report")
         raise
     _write_file(path, report.getvalue().encode("utf-8"), "the report")
+
+
+RUN_SUMMARY_FORMAT = "retainlint-run/1"
+
+
+def run_summary(projects: list[Project]) -> bytes:
+    """--run-summary: which rules ran on how many files, per configuration (a file that
+    `per-file-ignores` spares a rule counts in `ignored`, per code), and in all."""
+    entries = []
+    for p in projects:
+        ignored: dict[str, int] = {}
+        for file in p.files:
+            for code in ignored_here(file, p.settings) & set(p.codes):
+                ignored[code] = ignored.get(code, 0) + 1
+        entries.append({"configuration": str(p.settings.source) if p.settings.source else None,
+                        "files": len(p.files), "rules": sorted(p.codes),
+                        "ignored": dict(sorted(ignored.items()))})
+    data = {"format": RUN_SUMMARY_FORMAT, "files": sum(len(p.files) for p in projects),
+            "rules": sorted({c for p in projects if p.files for c in p.codes}), "projects": entries}
+    return (json.dumps(data, indent=1) + "\n").encode("utf-8")
 
 
 def _write_file(path: str, data: bytes, what: str) -> None:

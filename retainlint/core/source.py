@@ -123,6 +123,16 @@ def write_output(path: str, data: bytes, roots: Sequence[str] = (), make_folders
         raise WriteError(e.strerror or str(e)) from None
     if st is not None and stat.S_ISLNK(st.st_mode):
         raise WriteError("is a symbolic link (not written through)")
+    if st is not None and stat.S_ISCHR(st.st_mode):
+        # /dev/null, a terminal: the user's own (no tree a check reads can hold a device),
+        # and a rename would replace the device itself.
+        try:
+            fd = os.open(target, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise WriteError(e.strerror or str(e)) from None
+        return
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise WriteError("not a regular file")
     try:

@@ -24,6 +24,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from typing import Mapping, Optional, Sequence, TextIO
 
@@ -114,17 +115,19 @@ def _head_sha(env: Mapping[str, str], event: dict) -> str:
     return env.get("GITHUB_SHA", "")
 
 
-def annotations(findings: Sequence[Finding], root: str) -> list[str]:
+def annotations(findings: Sequence[Finding], root: str, reserved_warnings: int = 0) -> list[str]:
     """Workflow commands for at most 10 findings of each level, most severe first; when
-    some are left out, 9 warnings and one warning that says how many."""
+    some are left out, 9 warnings and one warning that says how many. `reserved_warnings`:
+    warnings the Action prints besides, taken from the findings' 10."""
     ordered = sorted(findings, key=lambda f: (f.severity.rank, display_path(f.path, root),
                                               f.start.line, f.start.column, f.code))
     by_level: dict[str, list[Finding]] = {level: [] for level in LEVEL_ORDER}
     for f in ordered:
         by_level[GITHUB_LEVEL.get(f.severity, "error")].append(f)
     caps = {level: ANNOTATIONS_PER_LEVEL for level in LEVEL_ORDER}
+    caps["warning"] -= reserved_warnings
     if any(len(items) > ANNOTATIONS_PER_LEVEL for items in by_level.values()):
-        caps["warning"] = ANNOTATIONS_PER_LEVEL - 1  # room for the "N more" warning
+        caps["warning"] -= 1  # room for the "N more" warning
     lines: list[str] = []
     omitted = 0
     for level in LEVEL_ORDER:
@@ -158,8 +161,9 @@ def _code(text: str) -> str:
 
 
 def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: str,
-                     env: Mapping[str, str], event: dict, filtered: bool) -> str:
-    """The job summary: counts, then one table row per finding on changed lines."""
+                     env: Mapping[str, str], event: dict, filtered: bool,
+                     ran: Optional[str] = None) -> str:
+    """The job summary: counts, what ran, then one table row per finding on changed lines."""
     server, repo, sha = env.get("GITHUB_SERVER_URL", ""), env.get("GITHUB_REPOSITORY", ""), _head_sha(env, event)
     n = len(kept)
     head = ["## retainlint", ""]
@@ -179,6 +183,8 @@ def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: 
     else:
         head.append(f"{base_note[:1].upper()}{base_note[1:]}.")
     head.append("")
+    if ran is not None:
+        head += [f"retainlint {_cell(ran)}.", ""]
     text = "\n".join(head) + "\n"
     if not kept:
         return text
@@ -215,7 +221,7 @@ _OUTPUT_FLAGS = {"--statistics", "--diff", "--show-fixes", "--show-source", "--n
                  "--show-settings", "--fix", "--add-noqa", "-e", "--exit-zero",
                  "--exit-non-zero-on-fix", "-V", "--version", "-h", "--help"}
 _OUTPUT_OPTIONS = {"--output-format", "-o", "--output-file", "--write-baseline", "--color",
-                   "--stdin-filename"}
+                   "--stdin-filename", "--run-summary"}
 
 
 def safe_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -237,14 +243,14 @@ def safe_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return kept, dropped
 
 
-def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str
-              ) -> tuple[int, Optional[list[Finding]], str]:
+def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str,
+              run_summary: str) -> tuple[int, Optional[list[Finding]], str]:
     """`retainlint check` over the whole tree, as json: (exit code, findings or None when
-    it printed no JSON list, stderr)."""
+    it printed no JSON list, stderr). What ran goes to the file `run_summary`."""
     # -I: `-m` would put the checkout first on sys.path, and a pull request's own
     # `retainlint/` or `json.py` would run instead.
     cmd = [python, "-I", "-m", "retainlint", "check", *args, "--output-format", "json",
-           "--color", "never", "--", *paths]
+           "--color", "never", "--run-summary", run_summary, "--", *paths]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
                           env={**os.environ, "NO_COLOR": "1"})
     try:
@@ -257,6 +263,39 @@ def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str
         return proc.returncode, from_json(items), proc.stderr
     except (KeyError, TypeError, ValueError, AttributeError):  # a list, but not of findings
         return proc.returncode, None, proc.stderr or "the check printed no findings list"
+
+
+CONFIG_NAMES = ("pyproject.toml", "retainlint.toml", ".retainlint.toml")
+
+
+def config_files_changed(changed: ChangedLines) -> list[str]:
+    """The configuration files (any folder) the pull request added or modified."""
+    return sorted(p for p in changed.files if os.path.basename(p) in CONFIG_NAMES)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def what_ran(path: str, cwd: str) -> Optional[str]:
+    """One sentence from the check's --run-summary: which rules ran on how many files,
+    and, for each configuration, how many rules on how many files; None when the check
+    wrote none (it failed)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        rules, files = [str(r) for r in data["rules"]], int(data["files"])
+        parts = [(os.path.relpath(str(p["configuration"]), cwd) if p.get("configuration") else "defaults",
+                  len(p["rules"]), int(p["files"]), sum(p.get("ignored", {}).values()))
+                 for p in data["projects"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    text = f"ran {_count(len(rules), 'rule')} on {_count(files, 'file')}" + (f" ({', '.join(rules)})" if rules else "")
+    for config, n_rules, n_files, ignored in parts:
+        text += f"; {config}: {_count(n_rules, 'rule')} on {_count(n_files, 'file')}"
+        if ignored:
+            text += f", per-file-ignores turning off {_count(ignored, 'rule')} for some"
+    return text
 
 
 def _failure(rc: int, stderr: str) -> str:
@@ -317,7 +356,10 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
     for arg in dropped:
         print(gh_command("notice", f"args: {arg} left out (the Action reads the findings as JSON "
                                    "and decides the outcome itself)"))
-    rc, findings, stderr = run_check(sys.executable, paths, args, cwd)
+    with tempfile.TemporaryDirectory(prefix="retainlint-action-") as scratch:  # outside the checkout
+        ran_file = os.path.join(scratch, "run.json")
+        rc, findings, stderr = run_check(sys.executable, paths, args, cwd, ran_file)
+        ran = what_ran(ran_file, cwd)
     if stderr.strip():
         _log(stderr.rstrip(), sys.stderr)
     # Only exit 0 or 1 with a JSON list is a check that ran: anything else (a crash, a bad
@@ -334,10 +376,17 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
     else:
         kept, left_out = list(findings), []
 
-    for line in annotations(kept, root):
+    # What ran is always in the summary, and a warning when the pull request touches a
+    # configuration file: it can turn rules off or leave files out, and a green run must
+    # say so.
+    touched = config_files_changed(changed) if changed is not None else []
+    warn = ran is not None and bool(touched)
+    if warn:
+        print(gh_command("warning", f"{', '.join(touched)} changed in this pull request: retainlint {ran}"))
+    for line in annotations(kept, root, reserved_warnings=1 if warn else 0):
         print(line)
     _append(env.get("GITHUB_STEP_SUMMARY"),
-            summary_markdown(kept, len(left_out), root, base_note, env, event, changed is not None))
+            summary_markdown(kept, len(left_out), root, base_note, env, event, changed is not None, ran))
     sarif_path = (env.get("RL_SARIF_FILE") or "").strip()
     if sarif_path:
         try:  # never through a link the pull request commits (a workspace file, a folder)

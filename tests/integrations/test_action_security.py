@@ -285,3 +285,20 @@ def test_a_changed_file_that_cannot_be_checked_fails_the_step(tmp_path):
     assert line.startswith("::error file=old.py,line=1,endLine=1,col=1,endColumn=1,title=retainlint RL000 source-error::")
     assert outputs(run["env"]["GITHUB_OUTPUT"])["findings"] == "1"
     assert "`RL000` source-error" in Path(run["env"]["GITHUB_STEP_SUMMARY"]).read_text()
+
+
+# --- configuration in the pull request ---------------------------------------------------
+
+def test_a_configuration_change_is_said_in_a_warning_and_the_summary(tmp_path):
+    run = pr_checkout(tmp_path, {"old.py": BUGGY, "pkg/a.py": BUGGY},
+                      {"old.py": WITH_NEW_HOOK, "pkg/retainlint.toml": "select = []\n"})
+    r = run_script(run["env"])
+    assert r.returncode == 1, r.stdout + r.stderr
+    warning, finding = commands(r.stdout)
+    assert finding.startswith(NEW_HOOK_ANNOTATION)
+    assert warning.startswith("::warning title=retainlint::pkg/retainlint.toml changed in this pull request: "
+                              "retainlint ran ")
+    assert "on 2 files (RL101" in warning
+    assert warning.endswith("; defaults: 23 rules on 1 file; pkg/retainlint.toml: 0 rules on 1 file")
+    summary = MarkdownIt("commonmark").render(Path(run["env"]["GITHUB_STEP_SUMMARY"]).read_text())
+    assert "; defaults: 23 rules on 1 file; pkg/retainlint.toml: 0 rules on 1 file." in summary
