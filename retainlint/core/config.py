@@ -11,9 +11,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-import pathspec
 
 from retainlint.core.errors import ConfigError
+from retainlint.core.globs import GitIgnore
 from retainlint.core.source import leaves_project
 
 if sys.version_info >= (3, 11):
@@ -190,8 +190,10 @@ KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, *_TABLE_KEYS)  # also the keys of schema
 
 
 @lru_cache(maxsize=256)
-def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines([pattern])
+def _spec(pattern: str) -> GitIgnore:
+    # globs.GitIgnore, not pathspec's regex: a per-file-ignores key comes from the checked
+    # tree, and `*a*a*...*b` backtracks exponentially in a regular expression.
+    return GitIgnore([pattern])
 
 
 def glob_matches(pattern: str, relative: str) -> bool:

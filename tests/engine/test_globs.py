@@ -4,6 +4,7 @@ import random
 
 import pathspec
 
+from retainlint.core.config import glob_matches
 from retainlint.core.globs import GitIgnore
 from retainlint.engine.discover import excluded
 
@@ -21,6 +22,13 @@ def test_excludes_read_by_discovery_use_it(tmp_path):
     name = "a" * 200
     assert not excluded(str(tmp_path / name / f"{name}.py"), tmp_path, [HOSTILE])
     assert excluded(str(tmp_path / name / f"{name}b" / "m.py"), tmp_path, [HOSTILE])
+
+
+def test_per_file_ignores_keys_use_it():
+    name = "a" * 200
+    assert not glob_matches(HOSTILE, f"{name}/{name}.py")
+    assert glob_matches(HOSTILE, f"{name}/{name}b/m.py")
+    assert glob_matches("tests/*.py", "tests/m.py") and not glob_matches("tests/*.py", "tests/sub/m.py")
 
 
 def test_same_answers_as_pathspec():
