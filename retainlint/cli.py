@@ -340,18 +340,29 @@ RUN_SUMMARY_FORMAT = "retainlint-run/1"
 
 def run_summary(projects: list[Project]) -> bytes:
     """--run-summary: which rules ran on how many files, per configuration (a file that
-    `per-file-ignores` spares a rule counts in `ignored`, per code), and in all."""
+    `per-file-ignores` spares a rule counts in `ignored`, per code), and in all; and in
+    `checked`, which rules ran on each file (its path relative to the working directory),
+    as groups of files sharing one set of rules, so that the summary stays small and two
+    runs can be compared file by file."""
     entries = []
+    groups: dict[tuple[str, ...], list[str]] = {}
+    here = os.getcwd()
     for p in projects:
         ignored: dict[str, int] = {}
         for file in p.files:
-            for code in ignored_here(file, p.settings) & set(p.codes):
+            spared = ignored_here(file, p.settings) & set(p.codes)
+            for code in spared:
                 ignored[code] = ignored.get(code, 0) + 1
+            rules = tuple(sorted(set(p.codes) - spared))
+            groups.setdefault(rules, []).append(
+                Path(os.path.relpath(os.path.abspath(file), here)).as_posix())
         entries.append({"configuration": str(p.settings.source) if p.settings.source else None,
                         "files": len(p.files), "rules": sorted(p.codes),
                         "ignored": dict(sorted(ignored.items()))})
     data = {"format": RUN_SUMMARY_FORMAT, "files": sum(len(p.files) for p in projects),
-            "rules": sorted({c for p in projects if p.files for c in p.codes}), "projects": entries}
+            "rules": sorted({c for p in projects if p.files for c in p.codes}), "projects": entries,
+            "checked": [{"rules": list(rules), "files": sorted(files)}
+                        for rules, files in sorted(groups.items())]}
     return (json.dumps(data, indent=1) + "\n").encode("utf-8")
 
 

@@ -28,7 +28,7 @@ import tempfile
 from collections import Counter
 from typing import Mapping, Optional, Sequence, TextIO
 
-from retainlint.core.paths import display_path, relative_to_root, uri_path
+from retainlint.core.paths import display_path, uri_path
 from retainlint.core.source import WriteError, write_output
 from retainlint.output.github import GITHUB_LEVEL, gh_command, gh_text, github_line
 from retainlint.output.json_report import from_json
@@ -43,7 +43,7 @@ from retainlint.integrations.changed import (
     repo_root,
     split_findings,
 )
-from retainlint.core.finding import SOURCE_ERROR, Finding, Severity
+from retainlint.core.finding import Finding, Severity
 
 ANNOTATIONS_PER_LEVEL = 10  # GitHub keeps at most 10 errors and 10 warnings per step
 SUMMARY_LIMIT = 900_000  # bytes; GitHub refuses a step summary over 1 MiB
@@ -305,17 +305,6 @@ def _failure(rc: int, stderr: str) -> str:
     return f"retainlint check failed (exit {rc})" + (f": {lines[-1]}" if lines else "")
 
 
-def keep_unchecked(kept: list[Finding], left_out: list[Finding], changed: ChangedLines
-                   ) -> tuple[list[Finding], list[Finding]]:
-    """(kept, left out) with every RL000 of a file the pull request added or modified
-    moved to the kept ones. A file that cannot be checked (over the size cap, nested too
-    deeply, unreadable) is reported at 1:1, seldom a changed line; dropping it would
-    drop every finding the change made in it, unseen."""
-    def unchecked(f: Finding) -> bool:
-        return f.code == SOURCE_ERROR[0] and relative_to_root(f.path, changed.root) in changed.files
-    return kept + [f for f in left_out if unchecked(f)], [f for f in left_out if not unchecked(f)]
-
-
 def _log(text: str, stream: Optional[TextIO] = None) -> None:
     """Text for the log, line by line, none of it read as a workflow command (gh_text):
     the check's output and anything else quoting the pull request."""
@@ -372,7 +361,7 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
 
     root = changed.root if changed is not None else repo_root(cwd)
     if changed is not None:
-        kept, left_out = keep_unchecked(*split_findings(findings, changed), changed)
+        kept, left_out = split_findings(findings, changed)
     else:
         kept, left_out = list(findings), []
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from retainlint.core import git
-from retainlint.core.finding import INTERNAL_ERROR, Finding, Position
+from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Finding, Position
 from retainlint.core.paths import relative_to_root
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
 from retainlint.engine.discover import PYTHON_SUFFIXES
@@ -298,8 +298,13 @@ def _last_line(start: Position, end: Position) -> int:
 def on_changed_lines(f: Finding, changed: ChangedLines) -> bool:
     """A finding counts when a line of its range or of a related location was added or
     modified, or when lines were removed around one of them (see the module's docstring).
-    Internal errors (RL999) are always reported."""
+    Internal errors (RL999) are always reported, and so is a file that cannot be checked
+    (RL000: over the size cap, nested too deeply, unreadable) when it is a changed file:
+    it is reported at 1:1, seldom a changed line, and every finding the change made in it
+    would go unseen with it."""
     if f.code == INTERNAL_ERROR[0]:
+        return True
+    if f.code == SOURCE_ERROR[0] and relative_to_root(f.path, changed.root) in changed.files:
         return True
     for path, start, end in [(f.path, f.start, f.end), *((r.path, r.start, r.end) for r in f.related)]:
         rel = relative_to_root(path, changed.root)
