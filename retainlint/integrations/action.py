@@ -9,11 +9,17 @@ It reads its inputs from the environment (the composite action passes them throu
     RL_CHANGED_ONLY     "true": report only findings on changed lines (default)
     RL_FAIL_ON_FINDINGS "true": exit 1 when a finding on a changed line remains (default)
     RL_SARIF_FILE       also write SARIF (all findings) to this path
+    RL_ALLOW_CONFIG_CHANGES "true": a configuration change that checks less only warns
 
 It runs `retainlint check` once over the whole tree, keeps the findings on lines the pull
 request added or changed, prints them as annotations (at most 10 per level, GitHub drops
 the rest silently, then one warning saying how many were left out), writes every one of
 them to the job summary as a Markdown table, and says how many older findings it left out.
+
+When the pull request adds, modifies or deletes configuration (see config_changes.py), it
+checks the merge base's tree too, under the base's own configuration, and fails when the
+change turns a rule off on a file, stops checking a file, or lets the baseline accept
+more findings - unless allow-config-changes is on, which makes that a warning.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import Mapping, Optional, Sequence, TextIO
 
 from retainlint.core.paths import display_path, uri_path
 from retainlint.core.source import WriteError, write_output
-from retainlint.output.github import GITHUB_LEVEL, gh_command, gh_text, github_line
+from retainlint.output.github import GITHUB_LEVEL, gh_command, gh_escape_data, gh_escape_prop, gh_text, github_line
 from retainlint.output.json_report import from_json
 from retainlint.output.sarif import sarif
 from retainlint.output.escape import code_span, printable
@@ -44,6 +50,17 @@ from retainlint.integrations.changed import (
     split_findings,
 )
 from retainlint.core.finding import Finding, Severity
+from retainlint.integrations.config_changes import (
+    baseline_gain,
+    changed_configuration,
+    checked_files,
+    compare,
+    describe_baseline,
+    describe_rules,
+    extract_base,
+    option_values,
+    repository_path,
+)
 
 ANNOTATIONS_PER_LEVEL = 10  # GitHub keeps at most 10 errors and 10 warnings per step
 SUMMARY_LIMIT = 900_000  # bytes; GitHub refuses a step summary over 1 MiB
@@ -162,7 +179,7 @@ def _code(text: str) -> str:
 
 def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: str,
                      env: Mapping[str, str], event: dict, filtered: bool,
-                     ran: Optional[str] = None) -> str:
+                     ran: Optional[str] = None, configuration: Sequence[str] = ()) -> str:
     """The job summary: counts, what ran, then one table row per finding on changed lines."""
     server, repo, sha = env.get("GITHUB_SERVER_URL", ""), env.get("GITHUB_REPOSITORY", ""), _head_sha(env, event)
     n = len(kept)
@@ -185,6 +202,8 @@ def summary_markdown(kept: Sequence[Finding], older: int, root: str, base_note: 
     head.append("")
     if ran is not None:
         head += [f"retainlint {_cell(ran)}.", ""]
+    for line in configuration:  # what a configuration change turns off, compared with the base
+        head += [f"**Configuration:** {_cell(line)}.", ""]
     text = "\n".join(head) + "\n"
     if not kept:
         return text
@@ -265,14 +284,6 @@ def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str,
         return proc.returncode, None, proc.stderr or "the check printed no findings list"
 
 
-CONFIG_NAMES = ("pyproject.toml", "retainlint.toml", ".retainlint.toml")
-
-
-def config_files_changed(changed: ChangedLines) -> list[str]:
-    """The configuration files (any folder) the pull request added or modified."""
-    return sorted(p for p in changed.files if os.path.basename(p) in CONFIG_NAMES)
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
@@ -296,6 +307,49 @@ def what_ran(path: str, cwd: str) -> Optional[str]:
         if ignored:
             text += f", per-file-ignores turning off {_count(ignored, 'rule')} for some"
     return text
+
+
+def against_base(changed: ChangedLines, touched: Sequence[str], paths: Sequence[str],
+                 args: Sequence[str], cwd: str, scratch: str, head_ran: str
+                 ) -> tuple[list[tuple[str, str]], Optional[str]]:
+    """The configuration changes `touched` against the merge base: ([(the file to name,
+    what it turns off)], None), or ([], why no comparison could be made). The base's tree
+    is checked in `scratch`, with the same paths and arguments, without the cache."""
+    _log(f"retainlint: configuration changed in this pull request ({', '.join(touched)}): checking "
+         f"the merge base {changed.base[:12]} under its own configuration to compare")
+    tree = os.path.join(scratch, "base")
+    extract_base(changed, tree)
+    base_cwd = os.path.normpath(os.path.join(tree, os.path.relpath(os.path.realpath(cwd), changed.root)))
+    if not os.path.isdir(base_cwd):
+        return [], None  # the folder is new: the base checked nothing here
+    base_ran = os.path.join(scratch, "base-run.json")
+    rc, _, stderr = run_check(sys.executable, paths, [*args, "--no-cache"], base_cwd, base_ran)
+    base, head = checked_files(base_ran), checked_files(head_ran)
+    if base is None or head is None:
+        return [], ("what the base revision's configuration checked is unknown, so this change was not "
+                    "compared with it: " + _failure(rc, stderr))
+    loss = compare(base, head, lambda p: os.path.lexists(os.path.join(cwd, p)))
+    baselines: dict[str, str] = {}  # the changed --baseline file -> its name in the args
+    for value in option_values(args, "--baseline"):
+        rel = repository_path(value, cwd, changed.root)
+        if rel is not None and rel in touched:
+            baselines[rel] = value
+    configs = [p for p in touched if p not in baselines] or list(touched)
+    found = []
+    rules = describe_rules(configs, loss)
+    if rules:
+        found.append((configs[0], rules))
+    for rel, value in baselines.items():
+        gained = describe_baseline(rel, baseline_gain(os.path.join(base_cwd, value), os.path.join(cwd, value)))
+        if gained:
+            found.append((rel, gained))
+    return found, None
+
+
+def _file_command(level: str, path: str, message: str) -> str:
+    """A workflow command about a file as a whole (`::error file=...::`)."""
+    return (f"::{level} file={gh_escape_prop(printable(path))},title=retainlint::"
+            f"{gh_escape_data(printable(message))}")
 
 
 def _failure(rc: int, stderr: str) -> str:
@@ -324,6 +378,7 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
     args = shlex.split(env.get("RL_ARGS") or "")
     changed_only = _truthy(env.get("RL_CHANGED_ONLY"), True)
     fail = _truthy(env.get("RL_FAIL_ON_FINDINGS"), True)
+    allow_config = _truthy(env.get("RL_ALLOW_CONFIG_CHANGES"), False)
 
     changed: Optional[ChangedLines] = None
     base_note = "reporting every finding (changed-only is off)"
@@ -345,19 +400,30 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
     for arg in dropped:
         print(gh_command("notice", f"args: {arg} left out (the Action reads the findings as JSON "
                                    "and decides the outcome itself)"))
+    config_found: list[tuple[str, str]] = []
+    config_note: Optional[str] = None
+    touched: list[str] = []
     with tempfile.TemporaryDirectory(prefix="retainlint-action-") as scratch:  # outside the checkout
         ran_file = os.path.join(scratch, "run.json")
         rc, findings, stderr = run_check(sys.executable, paths, args, cwd, ran_file)
         ran = what_ran(ran_file, cwd)
-    if stderr.strip():
-        _log(stderr.rstrip(), sys.stderr)
-    # Only exit 0 or 1 with a JSON list is a check that ran: anything else (a crash, a bad
-    # configuration) fails the step, never passes as "no findings".
-    failed = findings is None or rc not in (0, 1)
-    if failed:
-        _error(_failure(rc, stderr))
-    if findings is None:
-        return 2
+        if stderr.strip():
+            _log(stderr.rstrip(), sys.stderr)
+        # Only exit 0 or 1 with a JSON list is a check that ran: anything else (a crash, a bad
+        # configuration) fails the step, never passes as "no findings".
+        failed = findings is None or rc not in (0, 1)
+        if failed:
+            _error(_failure(rc, stderr))
+        if findings is None:
+            return 2
+        try:
+            touched = changed_configuration(changed, args, cwd) if changed is not None else []
+            # The second check runs only when configuration changed.
+            if touched and changed is not None and not failed:
+                config_found, config_note = against_base(changed, touched, paths, args, cwd, scratch, ran_file)
+        except ChangedError as e:
+            _error(str(e))
+            return 2
 
     root = changed.root if changed is not None else repo_root(cwd)
     if changed is not None:
@@ -368,14 +434,24 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
     # What ran is always in the summary, and a warning when the pull request touches a
     # configuration file: it can turn rules off or leave files out, and a green run must
     # say so.
-    touched = config_files_changed(changed) if changed is not None else []
-    warn = ran is not None and bool(touched)
-    if warn:
+    warnings = 0
+    if ran is not None and touched:
         print(gh_command("warning", f"{', '.join(touched)} changed in this pull request: retainlint {ran}"))
-    for line in annotations(kept, root, reserved_warnings=1 if warn else 0):
+        warnings += 1
+    if config_note is not None:
+        print(gh_command("warning", config_note))
+        warnings += 1
+    config_lines = [f"{message} (allow-config-changes is on)" if allow_config
+                    else f"{message}; set allow-config-changes: true to accept"
+                    for _, message in config_found]
+    for (path, _), message in zip(config_found, config_lines):
+        print(_file_command("warning" if allow_config else "error", path, message))
+    warnings += len(config_found) if allow_config else 0
+    for line in annotations(kept, root, reserved_warnings=warnings):
         print(line)
     _append(env.get("GITHUB_STEP_SUMMARY"),
-            summary_markdown(kept, len(left_out), root, base_note, env, event, changed is not None, ran))
+            summary_markdown(kept, len(left_out), root, base_note, env, event, changed is not None, ran,
+                             config_lines + ([config_note] if config_note else [])))
     sarif_path = (env.get("RL_SARIF_FILE") or "").strip()
     if sarif_path:
         try:  # never through a link the pull request commits (a workspace file, a folder)
@@ -392,6 +468,8 @@ def main(env: Optional[Mapping[str, str]] = None) -> int:
          + "; see the job summary")
     if failed:
         return 2
+    if config_found and not allow_config:
+        return 1
     return 1 if kept and fail else 0
 
 

@@ -292,13 +292,17 @@ def test_a_changed_file_that_cannot_be_checked_fails_the_step(tmp_path):
 def test_a_configuration_change_is_said_in_a_warning_and_the_summary(tmp_path):
     run = pr_checkout(tmp_path, {"old.py": BUGGY, "pkg/a.py": BUGGY},
                       {"old.py": WITH_NEW_HOOK, "pkg/retainlint.toml": "select = []\n"})
-    r = run_script(run["env"])
+    r = run_script(run["env"], allow_config_changes="true")
     assert r.returncode == 1, r.stdout + r.stderr
-    warning, finding = commands(r.stdout)
+    warning, turned_off, finding = commands(r.stdout)
     assert finding.startswith(NEW_HOOK_ANNOTATION)
     assert warning.startswith("::warning title=retainlint::pkg/retainlint.toml changed in this pull request: "
                               "retainlint ran ")
     assert "on 2 files (RL101" in warning
     assert warning.endswith("; defaults: 23 rules on 1 file; pkg/retainlint.toml: 0 rules on 1 file")
+    assert turned_off.startswith("::warning file=pkg/retainlint.toml,title=retainlint::pkg/retainlint.toml in "
+                                 "this pull request turns off RL101, ")
+    assert turned_off.endswith(" on 1 file (e.g. pkg/a.py) (allow-config-changes is on)")
     summary = MarkdownIt("commonmark").render(Path(run["env"]["GITHUB_STEP_SUMMARY"]).read_text())
     assert "; defaults: 23 rules on 1 file; pkg/retainlint.toml: 0 rules on 1 file." in summary
+    assert "<strong>Configuration:</strong> pkg/retainlint.toml in this pull request turns off RL101" in summary
