@@ -8,8 +8,8 @@ docs/triage/<name>-<version>.md, one line per finding:
     python scripts/precision.py --cli PATH     # score a given retainlint executable
     python scripts/precision.py --by-rule      # a row per rule as well
 
-The tree and version come from the file's name; the folders checked from scripts/corpus.py
-DEVELOPMENT. A finding no line names (lines in the older true/minor/false format included)
+The tree and version come from the file's name (a file without a version, such as README.md,
+is left out); the folders checked from scripts/corpus.py DEVELOPMENT. A finding no line names (lines in the older true/minor/false format included)
 is unread; the shares are over read findings, so a tree with unread findings must be read
 before its figures mean anything. "Shown" is what the default output shows: a finding whose
 severity is neither error nor warning is hidden."""
@@ -45,14 +45,15 @@ def default_cli() -> str:
 
 
 def trees(triage: Path) -> list[tuple[str, str, Path]]:
-    """(name, version, file) of every triage file; its requirement must be a development tree."""
+    """(name, version, file) of every tree's triage file; a file whose name carries no version
+    (README.md, notes such as fixes-first-run.md) is not a tree's and is left out."""
     found = []
     for path in sorted(triage.glob("*.md")):
         m = TREE_FILE.match(path.stem)
-        if path.name == "README.md":
+        if not m:
             continue
-        if not m or f"{m['name']}=={m['version']}" not in corpus.DEVELOPMENT:
-            sys.exit(f"{path}: not <name>-<version>.md of a tree in scripts/corpus.py DEVELOPMENT")
+        if f"{m['name']}=={m['version']}" not in corpus.DEVELOPMENT:
+            sys.exit(f"{path}: {m['name']}=={m['version']} is not in scripts/corpus.py DEVELOPMENT")
         found.append((m["name"], m["version"], path))
     return found
 

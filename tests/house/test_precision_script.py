@@ -114,6 +114,18 @@ def test_a_tree_not_in_the_development_mapping_is_a_one_line_error(tmp_path):
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_a_notes_file_that_names_no_tree_is_left_out(tmp_path):
+    text = "- `engine.py:7` RL102 warning negligible - small\n"
+    done, tree = _run(tmp_path, text)
+    (tmp_path / "triage" / "fixes-first-run.md").write_text(text)
+    done = subprocess.run([sys.executable, str(SCRIPT), "--triage", str(tmp_path / "triage")],
+                          capture_output=True, text=True,
+                          env={**os.environ, "RETAINLINT_CORPORA": str(tree.parent)})
+    assert done.returncode == 0, done.stderr
+    assert [ln.split("|")[1].strip() for ln in done.stdout.splitlines()[2:]] == [
+        "timm 1.0.31", "**all**"]
+
+
 def test_conflicting_verdicts_are_a_one_line_error(tmp_path):
     text = ("- `engine.py:7` RL102 warning bug - one\n"
             "- `engine.py:7` RL102 warning wrong - other\n")
