@@ -48,6 +48,13 @@ class Mode:
     edits: bool = False  # attach line edits to each fix (json output)
 
 
+# Seconds of CPU one file's analysis may take (`RETAINLINT_FILE_BUDGET`; 0: no limit).
+# Past it the file is reported as not checked and the run goes on: no input can hold the
+# run for hours. Measured in CPU time, so a busy machine does not cut a file short.
+BUDGET_ENV = "RETAINLINT_FILE_BUDGET"
+DEFAULT_FILE_BUDGET_S = 60.0
+
+
 @dataclass
 class FileOutcome:
     path: str
@@ -58,6 +65,7 @@ class FileOutcome:
     fixed_codes: list[str] = field(default_factory=list)  # the rule of each fix applied
     before: list[int] = field(default_factory=list)  # severity ranks of the findings before fixing
     consulted: Optional[Consulted] = None  # other files' facts its lint used (for the cache)
+    abandoned: bool = False  # its time budget ran out: not a result to keep
 
 
 @dataclass
@@ -176,6 +184,7 @@ def _fix_and_write(path: str, original: bytes, rules: Sequence[type[Rule]], sett
             fromfile=path, tofile=path,
         ))
         return result
+    _writing()  # no budget nor interrupt cuts a write short (it is atomic, and short)
     try:
         if notebook.is_notebook(path):  # the fixed cells put back in the notebook
             raw = read_source(path)
@@ -201,12 +210,80 @@ def _internal(path: str, message: str) -> Finding:
 
 def _check_guarded(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
                    index: ProjectIndex | None) -> FileOutcome:
-    """One file's bug in retainlint must not end the run for the others."""
+    """One file's bug in retainlint must not end the run for the others, nor one file's
+    size or shape hold it past the file's time budget."""
+    budget = file_budget()
+    with _analysing(budget) as expired:
+        try:
+            outcome = check_file(path, codes, settings, mode, index=index)
+        except _OverBudget:
+            outcome = FileOutcome(path)
+        except Exception as e:  # noqa: BLE001 - reported to the user as an internal error
+            outcome = FileOutcome(path, [_internal(path, f"internal error: {type(e).__name__}: "
+                                                         f"{e}; please report it")])
+    if expired:  # also when the library code it landed in turned it into another error
+        return FileOutcome(path, [source_error(path, f"cannot check: time budget exceeded "
+                                                     f"({budget:g} s of CPU); not checked")],
+                           abandoned=True)
+    return outcome
+
+
+def file_budget() -> float:
+    """Seconds of CPU a file may take (`RETAINLINT_FILE_BUDGET`), 0 for no limit."""
     try:
-        return check_file(path, codes, settings, mode, index=index)
-    except Exception as e:  # noqa: BLE001 - reported to the user as an internal error
-        return FileOutcome(path, [_internal(path, f"internal error: {type(e).__name__}: {e}; "
-                                                  "please report it")])
+        budget = float(os.environ.get(BUDGET_ENV, DEFAULT_FILE_BUDGET_S))
+    except ValueError:
+        return DEFAULT_FILE_BUDGET_S
+    return budget if budget > 0 and budget == budget else 0.0  # NaN: no limit either
+
+
+class _OverBudget(BaseException):
+    """Raised into a file's analysis when its time budget is spent. Not an Exception, so
+    that no `except Exception` on the way takes it for a rule's bug."""
+
+
+class _Interrupted(BaseException):
+    """Raised into a file's analysis by Ctrl-C or SIGTERM: the run stops now, not once
+    the file is done (minutes, for a big one)."""
+
+
+# True while this process analyses a file and a signal may abandon it (not while a fix
+# is written); see `_interrupts_between_files`.
+_ABANDONABLE = False
+
+
+@contextmanager
+def _analysing(budget: float) -> Iterator[list[bool]]:
+    """While the block runs: the budget's timer is armed (CPU time, SIGPROF; where there is
+    one, in the main thread) and an interrupt abandons the file. Yields a list that holds
+    True once the budget ran out."""
+    global _ABANDONABLE
+    expired: list[bool] = []
+    timed = budget > 0 and hasattr(signal, "setitimer") \
+        and threading.current_thread() is threading.main_thread()
+    if timed:
+        def over(signum: int, frame: Any) -> None:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            if _ABANDONABLE:
+                expired.append(True)
+                raise _OverBudget
+
+        previous = signal.signal(signal.SIGPROF, over)
+        signal.setitimer(signal.ITIMER_PROF, budget)
+    _ABANDONABLE = True
+    try:
+        yield expired
+    finally:
+        _ABANDONABLE = False
+        if timed:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, signal.SIG_IGN if previous is None else previous)
+
+
+def _writing() -> None:
+    """From here on the file in hand is finished whatever happens: a fix is being written."""
+    global _ABANDONABLE
+    _ABANDONABLE = False
 
 
 class _Flag(Protocol):
@@ -353,7 +430,9 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
             summaries.append(summary)
         if cache is not None and contents is not None and path in contents:
             cache.put(path, contents[path], summary or False)  # False: does not parse
-    return ProjectIndex(summaries, settings.heavy_types, installed_types(settings))
+    # Without a cache (`--no-cache`) the facts of installed packages are read afresh too.
+    return ProjectIndex(summaries, settings.heavy_types,
+                        installed_types(settings, kept=cache is not None))
 
 
 def _check_all(paths: list[str], codes: Sequence[str], settings: Settings, mode: Mode,
@@ -363,19 +442,23 @@ def _check_all(paths: list[str], codes: Sequence[str], settings: Settings, mode:
     stop = multiprocessing.Event() if pooled else threading.Event()
     advance = (progress or _no_progress)("Fixing" if mode.fix else "Checking", len(paths))
     outcomes: list[FileOutcome] = []
-    with _interrupts_between_files(stop):
-        if not pooled:
+    if not pooled:
+        with _interrupts_between_files(stop):
             for p in paths:
                 if stop.is_set():
                     break
-                outcomes.append(_check_guarded(p, codes, settings, mode, index))
+                try:
+                    outcomes.append(_check_guarded(p, codes, settings, mode, index))
+                except _Interrupted:
+                    break  # `_interrupts_between_files` raises KeyboardInterrupt
                 advance(1)
-            return outcomes
-        # The index goes to each worker once, not with every batch; the rules (and
-        # libcst) are imported once, here, and inherited.
-        all_rules()
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
-                                   initargs=(index, stop))
+        return outcomes
+    # The index goes to each worker once, not with every batch; the rules (and
+    # libcst) are imported once, here, and inherited.
+    all_rules()
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                               initargs=(index, stop))
+    with _interrupts_between_files(stop, lambda: _end_workers(pool)):
         try:
             for batch in pool.map(_check_many, [(b, codes, settings, mode)
                                                 for b in _batches(paths, jobs)]):
@@ -390,16 +473,37 @@ def _check_all(paths: list[str], codes: Sequence[str], settings: Settings, mode:
         return outcomes
 
 
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGTERM to the pool's workers: a worker writing a fix blocks it until the rename is
+    done (`source.interrupts_deferred`), any other ends at once, mid-analysis."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            os.kill(process.pid, signal.SIGTERM)
+        except (OSError, AttributeError, TypeError):
+            continue  # gone already
+
+
 @contextmanager
-def _interrupts_between_files(stop: _Flag) -> Iterator[None]:
+def _interrupts_between_files(stop: _Flag,
+                              end_workers: Callable[[], None] | None = None) -> Iterator[None]:
     """Ctrl-C (or SIGTERM) while files are checked and fixed sets `stop`: the file in hand
-    is finished (written whole or not at all), no other is taken, then KeyboardInterrupt
-    is raised. A KeyboardInterrupt raised at an arbitrary point can land in libcst's
-    position provider, which turns it into a KeyError: an internal error, and the run went on."""
+    is abandoned - unless its fix is being written, which is finished (whole or not at
+    all) - no other is taken, then KeyboardInterrupt is raised. `end_workers`: stops the
+    pool's workers the same way. A KeyboardInterrupt raised at an arbitrary point can land
+    in libcst's position provider, which turns it into a KeyError: an internal error, and
+    the run went on; `_Interrupted` is caught where it cannot be mistaken."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, lambda signum, frame: stop.set())
+
+    def interrupted(signum: int, frame: Any) -> None:
+        stop.set()
+        if end_workers is not None:
+            end_workers()
+        if _ABANDONABLE:
+            raise _Interrupted
+
+    previous = {signum: signal.signal(signum, interrupted)
                 for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -476,7 +580,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         found, snapshot = _run_cached(store, readable, project, digests, config, codes,
                                       settings, mode, jobs, progress)
         index = pack(snapshot)
-    crashed = any(f.code == INTERNAL_ERROR[0] for o in found for f in o.findings)
+    crashed = any(o.abandoned or f.code == INTERNAL_ERROR[0] for o in found for f in o.findings)
     last = dict(  # a crash is not a result to keep: the next run starts afresh
         paths=sorted(project), checked=sorted(o.path for o in found),
         config=None if crashed else config, digests=digests,
@@ -628,8 +732,8 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
 def _remember(results: FindingsCache, outcomes: list[FileOutcome], digests: dict[str, str],
               config: str, facts: str) -> None:
     for o in outcomes:
-        if o.consulted is None or any(f.code == INTERNAL_ERROR[0] for f in o.findings):
-            continue  # a crash is not a result to keep
+        if o.consulted is None or o.abandoned or any(f.code == INTERNAL_ERROR[0] for f in o.findings):
+            continue  # a crash, or a file out of time, is not a result to keep
         own = os.path.abspath(o.path)
         o.consulted.files = {p: digests.get(p) for p in o.consulted.files if p != own}
         results.put(o.path, Entry(digests[own], config, facts, o.consulted, o.findings))
