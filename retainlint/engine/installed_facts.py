@@ -1,7 +1,9 @@
 """The facts read from installed packages (project/installed_types.py), kept between
 runs: one file per (distribution, version) in the user cache directory, in the result
 cache's format - `marshal` of plain strings, signed with the machine's key, written
-atomically, never through a link - so astroid reads a package version once."""
+atomically, never through a link - so astroid reads a package version once. Facts are
+kept with the stamp of the source they were read from (`source_stamp`): a package
+edited in place under the same version is read again."""
 
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ class SignedFacts:
         assert self.key is not None
         return hmac.new(self.key, payload, hashlib.sha256).digest()
 
-    def load(self, dist: str, version: str) -> dict[str, str]:
+    def load(self, dist: str, version: str, stamp: str) -> dict[str, str]:
         if self.key is None:
             return {}
         try:
@@ -58,31 +60,44 @@ class SignedFacts:
         if not data.startswith(_MAGIC) or not hmac.compare_digest(tag, self._sign(payload)):
             return {}  # not written here: a miss, and nothing of it is decoded
         try:
-            code, facts = marshal.loads(payload)
+            code, kept_stamp, facts = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return {}
-        if code != reader_digest() or type(facts) is not dict or not all(
+        if code != reader_digest() or kept_stamp != stamp or type(facts) is not dict or not all(
                 type(k) is str and type(v) is str for k, v in facts.items()):
             return {}
         return facts
 
-    def save(self, dist: str, version: str, facts: dict[str, str]) -> None:
+    def save(self, dist: str, version: str, stamp: str, facts: dict[str, str]) -> None:
         if self.key is None:
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             if self.directory.is_symlink():
                 return
-            payload = marshal.dumps((reader_digest(), facts))
+            payload = marshal.dumps((reader_digest(), stamp, facts))
             _write_atomic(self._file(dist, version), _MAGIC + self._sign(payload) + payload)
         except (OSError, ValueError):
             pass  # facts that cannot be kept are read again next run
 
 
-def installed_types(settings: Settings) -> Optional[Callable[[set[str], set[str]], Verdicts]]:
+class NoFacts:
+    """A `FactStore` that keeps nothing: a run without the cache (`--no-cache`) believes
+    nothing an earlier run wrote, and leaves nothing behind."""
+
+    def load(self, dist: str, version: str, stamp: str) -> dict[str, str]:
+        return {}
+
+    def save(self, dist: str, version: str, stamp: str, facts: dict[str, str]) -> None:
+        return None
+
+
+def installed_types(settings: Settings,
+                    kept: bool = True) -> Optional[Callable[[set[str], set[str]], Verdicts]]:
     """What the project index asks about names from outside the checked tree; None when
-    the `installed-types` setting (or `--no-installed-types`) turns it off."""
+    the `installed-types` setting (or `--no-installed-types`) turns it off. `kept`: facts
+    are read from and written to the user cache directory (not with `--no-cache`)."""
     if not settings.installed_types:
         return None
-    store = SignedFacts()
+    store: SignedFacts | NoFacts = SignedFacts() if kept else NoFacts()
     return lambda names, decorators: installed_verdicts(names, decorators, store)

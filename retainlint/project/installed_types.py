@@ -14,6 +14,7 @@ find its submodules. astroid is imported only when a name is not yet known.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -92,11 +93,12 @@ class Verdicts:
 
 
 class FactStore(Protocol):
-    """Where the facts of one (distribution, version) are kept between runs."""
+    """Where the facts of one (distribution, version) are kept between runs. `stamp`
+    (`source_stamp`) says which source they were read from: facts of another are unknown."""
 
-    def load(self, dist: str, version: str) -> dict[str, str]: ...
+    def load(self, dist: str, version: str, stamp: str) -> dict[str, str]: ...
 
-    def save(self, dist: str, version: str, facts: dict[str, str]) -> None: ...
+    def save(self, dist: str, version: str, stamp: str, facts: dict[str, str]) -> None: ...
 
 
 def known_verdicts(names: Iterable[str]) -> Verdicts:
@@ -124,7 +126,8 @@ def installed_verdicts(names: Iterable[str], decorators: Iterable[str], store: F
     deadline = time.process_time() + budget_s
     left = 0
     for dist, asked in sorted(by_dist.items(), key=lambda item: item[0].name):
-        facts = store.load(dist.name, dist.version)
+        stamp = source_stamp(dist)
+        facts = store.load(dist.name, dist.version, stamp)
         unknown = [n for n in asked if n not in facts
                    and (n in decorators or dist.may_define_models)]
         new = 0
@@ -134,10 +137,14 @@ def installed_verdicts(names: Iterable[str], decorators: Iterable[str], store: F
                 continue
             if reader is None:
                 reader = Reader()
-            facts[name] = reader.verdict(name, dist)
+            verdict = reader.verdict(name, dist, deadline)
+            if verdict is None:  # the budget ran out on the way: asked again next run
+                left += 1
+                continue
+            facts[name] = verdict
             new += 1
         if new:
-            store.save(dist.name, dist.version, facts)
+            store.save(dist.name, dist.version, stamp, facts)
         found.update((n, facts[n]) for n in asked if n in facts)
     if reader is not None:
         log.info("installed types: %d names read with astroid in %.2fs",
@@ -214,6 +221,38 @@ def distribution_of(top: str) -> Optional[Distribution]:
 
 
 @lru_cache(maxsize=None)
+def source_stamp(dist: Distribution) -> str:
+    """What changes when the distribution's source does, though its name and version do
+    not (an editable install, an edited site-packages): the path, size and modification
+    time of each of its top-level modules' files, as a digest."""
+    tops = {dist.name, dist.name.lower(), _normalized(dist.name)}  # as `distribution_of` finds it
+    try:
+        with open(os.path.join(dist.info, "top_level.txt"), encoding="utf-8") as f:
+            tops |= {line.strip() for line in f if line.strip()}
+    except OSError:
+        pass
+    h = hashlib.sha1()
+    for top in sorted(tops):
+        base = os.path.join(dist.root, top)
+        for path in [base + ".py", base + ".pyi", *_files_under(base)]:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            h.update(f"{os.path.relpath(path, dist.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _files_under(directory: str) -> list[str]:
+    """Source files in a package directory, never through a link out of it."""
+    found: list[str] = []
+    for here, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found += (os.path.join(here, f) for f in sorted(files) if f.endswith((".py", ".pyi")))
+    return found
+
+
+@lru_cache(maxsize=None)
 def _requires_torch(info: str) -> bool:
     try:
         with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as f:
@@ -243,6 +282,10 @@ def module_file(root: str, module: str) -> Optional[str]:
 
 
 # -- reading them with astroid ------------------------------------------------------------
+
+class _OutOfTime(Exception):
+    """The time budget ran out in the middle of a name's lookup."""
+
 
 def _heavy_by_name(qualified: str) -> bool:
     if qualified in HEAVY_TYPES or qualified in KNOWN_HEAVY_TYPES:
@@ -276,21 +319,38 @@ class Reader:
         self._verdicts: dict[str, str] = {}
         self._texts: dict[str, Optional[bytes]] = {}  # see _might_define
         self._text_bytes = 0
+        self._stars: dict[str, list[str]] = {}  # module -> the modules it star-imports
+        # qualified name -> (depth it was looked up at, `_definition`'s answer)
+        self._definitions: dict[str, tuple[int, Optional[tuple[str, Any]]]] = {}
+        self._looking: set[str] = set()  # `_definition`s under way (cycles of star imports)
+        self._cut = 0  # how many lookups met one under way: their answers are not kept
         self._root = ""
+        self._deadline = float("inf")
         self.asked = 0
         self.seconds = 0.0
 
-    def verdict(self, qualified: str, dist: Distribution) -> str:
+    def verdict(self, qualified: str, dist: Distribution,
+                deadline: float = float("inf")) -> Optional[str]:
+        """The verdict on `qualified`; None when the CPU time `deadline`
+        (`time.process_time()`) passed before it was known."""
         started = time.process_time()
         self.asked += 1
         self._root = dist.root
+        self._deadline = deadline
         try:
             return self._verdict(qualified, 0)
+        except _OutOfTime:
+            self._verdicts.clear()  # some may be the cycle guard's NOTHING, never judged
+            return None
         except Exception as e:  # noqa: BLE001 - a package's odd source costs its verdict, not the run
             log.info("installed types: %s not read: %s: %s", qualified, type(e).__name__, e)
             return NOTHING
         finally:
             self.seconds += time.process_time() - started
+
+    def _in_time(self) -> None:
+        if time.process_time() > self._deadline:
+            raise _OutOfTime
 
     def _verdict(self, qualified: str, depth: int) -> str:
         if qualified in _CACHES:
@@ -403,7 +463,27 @@ class Reader:
 
     def _definition(self, qualified: str, depth: int) -> Optional[tuple[str, Any]]:
         """(qualified name where it is defined, its node) for a class, function or
-        assigned name; following imports, re-exports, aliases and star imports."""
+        assigned name; following imports, re-exports, aliases and star imports. Each
+        name is looked up once (again only nearer the start, with more depth left), so
+        star imports in diamonds cost a lookup per module, not one per way through them."""
+        self._in_time()
+        known = self._definitions.get(qualified)
+        if known is not None and (known[1] is not None or known[0] <= depth):
+            return known[1]
+        if qualified in self._looking:
+            self._cut += 1  # the lookup under way sees everything this one would
+            return None
+        self._looking.add(qualified)
+        cut = self._cut
+        try:
+            found = self._lookup(qualified, depth)
+        finally:
+            self._looking.discard(qualified)
+        if found is not None or self._cut == cut:  # not an answer made short by a cycle
+            self._definitions[qualified] = (depth, found)
+        return found
+
+    def _lookup(self, qualified: str, depth: int) -> Optional[tuple[str, Any]]:
         from astroid import nodes
 
         module_name, _, name = qualified.rpartition(".")
@@ -439,24 +519,46 @@ class Reader:
                     return found
         return None
 
-    def _might_define(self, module: str, name: str, depth: int = 0) -> bool:
-        """Does `module`'s text, or that of a module it star-imports, name `name`? A lazy
-        package star-imports hundreds of modules: only those on the way to the name are
-        parsed, and each file is read once."""
-        text = self._text(module)
-        if text is None or depth > _MAX_DEPTH:
-            return False
-        if name.encode() in text:
-            return True
-        package = module if (self._file(module) or "").endswith(("__init__.py", "__init__.pyi")) else module.rpartition(".")[0]
-        for dots, target in _STAR_IMPORT.findall(text):
-            base = package
-            for _ in range(len(dots) - 1):
-                base = base.rpartition(".")[0]
-            full = (f"{base}.{target.decode()}" if base else target.decode()) if dots else target.decode()
-            if full.strip(".") and self._might_define(full.rstrip("."), name, depth + 1):
-                return True
+    def _might_define(self, module: str, name: str) -> bool:
+        """Does `module`'s text, or that of a module it star-imports (at most `_MAX_DEPTH`
+        star imports away), name `name`? A lazy package star-imports hundreds of modules:
+        only those on the way to the name are parsed, and each file is read once. Breadth
+        first, each module once, at its nearest: diamonds of star imports cost a visit per
+        module, not one per way through them."""
+        wanted = name.encode()
+        seen = {module}
+        layer = [module]
+        for _ in range(_MAX_DEPTH + 1):
+            following: list[str] = []
+            for current in layer:
+                self._in_time()
+                text = self._text(current)
+                if text is None:
+                    continue
+                if wanted in text:
+                    return True
+                for target in self._star_targets(current, text):
+                    if target not in seen:
+                        seen.add(target)
+                        following.append(target)
+            layer = following
         return False
+
+    def _star_targets(self, module: str, text: bytes) -> list[str]:
+        """The modules `module` star-imports (`from .x import *`), from its text."""
+        if module not in self._stars:
+            package = module if (self._file(module) or "").endswith(("__init__.py", "__init__.pyi")) \
+                else module.rpartition(".")[0]
+            targets = []
+            for dots, target in _STAR_IMPORT.findall(text):
+                base = package
+                for _ in range(len(dots) - 1):
+                    base = base.rpartition(".")[0]
+                full = (f"{base}.{target.decode()}" if base else target.decode()) if dots else target.decode()
+                if full.strip("."):
+                    targets.append(full.rstrip("."))
+            self._stars[module] = targets
+        return self._stars[module]
 
     def _text(self, module: str) -> Optional[bytes]:
         if module in self._texts:

@@ -244,15 +244,15 @@ def test_a_warm_run_imports_neither_astroid_nor_libcst(site, project, tmp_path):
     assert _codes("\n".join(cold)) == FOUND and cold[-1] == "1 True True"
     warm = probed()
     assert _codes("\n".join(warm)) == FOUND and warm[-1] == "1 False False"
-    # Without the result cache every file is linted again (libcst), but what netpkg's
-    # names are is a fact of netpkg 1.0 already known: astroid is not imported.
+    # Without the cache nothing kept is believed: every file is linted again (libcst), and
+    # netpkg's names are read again (astroid), as `--no-cache` promises.
     relinted = probed("--no-cache")
-    assert _codes("\n".join(relinted)) == FOUND and relinted[-1] == "1 False True"
+    assert _codes("\n".join(relinted)) == FOUND and relinted[-1] == "1 True True"
 
 
 def test_verbose_says_what_was_read_and_a_forged_fact_is_not_believed(site, project, tmp_path):
     env = _env(tmp_path, site)
-    first = run_cli("check", "-v", "--no-cache", ".", cwd=project, env=env)
+    first = run_cli("check", "-v", ".", cwd=project, env=env)
     assert "retainlint: installed types: " in first.stderr
     assert "names read with astroid" in first.stderr
     facts = list((tmp_path / "user-cache" / "retainlint" / "installed-types").glob("netpkg-1.0-*.bin"))
@@ -262,7 +262,9 @@ def test_verbose_says_what_was_read_and_a_forged_fact_is_not_believed(site, proj
     data = bytearray(facts[0].read_bytes())
     data[-1] ^= 1
     facts[0].write_bytes(bytes(data))
-    again = run_cli("check", "-v", "--no-cache", "--output-format", "concise", ".", cwd=project, env=env)
+    # (a result cache of its own: the files are linted again, the facts file is asked)
+    again = run_cli("check", "-v", "--cache-dir", str(tmp_path / "other-results"),
+                    "--output-format", "concise", ".", cwd=project, env=env)
     assert _codes(again.stdout) == FOUND
     assert "names read with astroid" in again.stderr
 
@@ -309,3 +311,65 @@ def test_the_bench_project_is_clean_where_its_libraries_are_not_installed(tmp_pa
     done = run_cli("check", "--no-cache", "--output-format", "concise", ".", cwd=project,
                    env=_env(tmp_path, None))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_package_edited_in_place_is_read_again(site, project, tmp_path):
+    """An editable install (or an edited site-packages) keeps its name and version while
+    its source changes: the verdicts kept for it follow the files, with or without the
+    result cache."""
+    edited = tmp_path / "site"
+    shutil.copytree(site, edited)
+    env = _env(tmp_path, edited)
+    before = run_cli("check", "--output-format", "concise", ".", cwd=project, env=env)
+    assert _codes(before.stdout) == FOUND, before.stdout
+    models = edited / "netpkg" / "models.py"
+    models.write_text(models.read_text().replace("class Plain:", "class Plain(torch.nn.Module):"))
+    plain = "user.py:7:1: RL301"  # `_by_plain`, keyed by a model now
+    after = run_cli("check", "--no-cache", "--output-format", "concise", ".", cwd=project, env=env)
+    assert plain in _codes(after.stdout), after.stdout
+    # With a cache: the verdicts kept in the user cache directory are not believed either
+    # (a result cache of its own, so that the files are linted and the facts asked).
+    after = run_cli("check", "--cache-dir", str(tmp_path / "other-results"), "--output-format",
+                    "concise", ".", cwd=project, env=env)
+    assert plain in _codes(after.stdout), after.stdout
+
+
+DIAMOND_MODULES = 61
+
+
+@pytest.fixture(scope="module")
+def diamond(tmp_path_factory) -> Path:
+    """An installed package of 61 modules, each star-importing the four after it: a name
+    looked up through them has some 4**12 ways to go. One of them defines a model."""
+    site = tmp_path_factory.mktemp("diamond") / "site"
+    for i in range(DIAMOND_MODULES):
+        stars = "".join(f"from diamond.m{j} import *\n" for j in range(i + 1, i + 5)
+                        if j < DIAMOND_MODULES)
+        body = "import torch\n\n\nclass Deep(torch.nn.Module):\n    pass\n" if i == 8 else \
+            f"class Base{i}:\n    pass\n"
+        _write(site, {f"diamond/m{i}.py": stars + "\n\n" + body})
+    _write(site, {"diamond/__init__.py": "from diamond.m0 import *\n",
+                  "diamond-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: diamond\n"
+                                                    "Version: 1.0\nRequires-Dist: torch\n",
+                  "diamond-1.0.dist-info/top_level.txt": "diamond\n"})
+    return site
+
+
+def test_star_import_diamonds_are_read_once_per_module(diamond, tmp_path):
+    root = tmp_path / "project"
+    _write(root, {"user.py": """\
+        from diamond import Deep, Nowhere
+
+        _by_deep: dict[Deep, int] = {}
+
+
+        class Missing(Nowhere):  # looked up through every module, in vain
+            pass
+
+
+        def remember(model, n):
+            _by_deep[model] = n
+        """})
+    done = run_cli("check", "--no-cache", "--output-format", "concise", ".", cwd=root,
+                   env=_env(tmp_path, diamond))
+    assert _codes(done.stdout) == ["user.py:3:1: RL301"], done.stdout + done.stderr
