@@ -2,6 +2,10 @@
 this checkout sits beside them) must not be reported, by any rule. The shapes the
 triage found are do-not-flag fixtures in fixtures/RLnnn/, checked by test_fixtures."""
 
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +18,26 @@ PROBES = ROOT.parent / "shared" / "probes" / "false-positives"
 
 def test_false_positive_probes_are_not_reported():
     if not PROBES.is_dir():
-        pytest.skip(f"{PROBES} is not here")
+        pytest.skip("needs the false-positive probes of ../shared/probes/false-positives beside this "
+                    f"checkout ({PROBES}); they are not part of the repository")
     assert len(list(PROBES.glob("*.py"))) >= 8
     done = run_cli("check", str(PROBES), "--no-cache", "--output-format", "concise")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "All checks passed!"
+
+
+def test_without_the_probes_beside_the_checkout_the_skip_says_why(tmp_path):
+    """A clone elsewhere has no ../shared: `pytest -q` (the README's command) reports the
+    skip and its reason, instead of passing it over in silence."""
+    tests = tmp_path / "checkout" / "tests"
+    (tests / "rules").mkdir(parents=True)
+    shutil.copyfile(ROOT / "pyproject.toml", tests.parent / "pyproject.toml")
+    shutil.copyfile(ROOT / "tests" / "conftest.py", tests / "conftest.py")
+    shutil.copyfile(Path(__file__), tests / "rules" / Path(__file__).name)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "probes_are_not_reported"],
+        cwd=tests.parent, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 skipped" in done.stdout, done.stdout
+    assert re.search(r"^SKIPPED \[1\] .*test_false_positive_shapes\.py:\d+: needs the false-positive "
+                     r"probes of \.\./shared/probes/false-positives beside this checkout", done.stdout, re.M), done.stdout
