@@ -100,7 +100,8 @@ class Suppressions:
                 where = Position(d.line, d.column)
                 findings.append(Finding(
                     UNUSED_NOQA[0], UNUSED_NOQA[1],
-                    f"unused `# noqa` directive: {', '.join(idle)} reported nothing here",
+                    f"unused `# noqa` directive for {', '.join(idle)}: "
+                    f"{'it' if len(idle) == 1 else 'they'} reported nothing here",
                     path, where, where, Severity.WARNING, noqa_line=d.line))
         return findings
 

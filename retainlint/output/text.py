@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from rich.console import Console
 from rich.text import Text
@@ -46,14 +46,68 @@ def _headline(f: Finding) -> Text:
 
 
 def _split_message(message: str) -> tuple[str, str]:
-    """(what, why): the message cut at its first `: ` outside backquotes."""
-    quoted = False
+    """(what, why): the message cut at its first `: ` outside backquotes and parentheses
+    (`x` (a heavy object: a model or tensor) is passed to ...: why)."""
+    at = next(_cuts(message, ": "), None)
+    return (message, "") if at is None else (message[:at], message[at + 2:])
+
+
+def _cuts(message: str, separator: str) -> Iterator[int]:
+    """Where `separator` occurs outside backquotes and parentheses, first to last."""
+    for i, depth in _depths(message):
+        if depth == 0 and message.startswith(separator, i):
+            yield i
+
+
+def _depths(message: str) -> Iterator[tuple[int, int]]:
+    """(index, parentheses open there) of each character outside backquotes."""
+    quoted, depth = False, 0
     for i, ch in enumerate(message):
         if ch == "`":
             quoted = not quoted
-        elif not quoted and message.startswith(": ", i):
-            return message[:i], message[i + 2:]
-    return message, ""
+        elif not quoted:
+            if ch == ")":
+                depth = max(depth - 1, 0)
+            yield i, depth
+            if ch == "(":
+                depth += 1
+
+
+LINE_MAX = 160  # concise: characters a line may take besides its path
+
+
+def headline(message: str, limit: int) -> str:
+    """The message's first part, at most `limit` characters: up to its first `: `, else
+    its first `; `; then, while too long, without its asides in parentheses (the last
+    first), up to its last `, ` that fits; only what is still too long is cut between
+    words (and ends with `…`)."""
+    head = _split_message(message)[0]
+    if len(head) > limit:
+        head = head[:next(_cuts(head, "; "), len(head))]
+    while len(head) > limit:
+        aside = _last_aside(head)
+        if aside is None:
+            break
+        head = head[:aside[0]].rstrip() + head[aside[1]:]
+    if len(head) > limit:
+        fitting = [i for i in _cuts(head, ", ") if i <= limit]
+        if fitting:
+            head = head[:fitting[-1]]
+    if len(head) > limit:
+        space = head.rfind(" ", 0, limit)
+        head = head[:space if space > 0 else limit - 1] + "…"
+    return head
+
+
+def _last_aside(message: str) -> tuple[int, int] | None:
+    """(start, end) of the last parenthesised aside outside backquotes: ` (...)`."""
+    opened, last = None, None
+    for i, depth in _depths(message):
+        if message[i] == "(" and depth == 0:
+            opened = i
+        elif message[i] == ")" and depth == 0 and opened is not None:
+            last = (opened, i + 1)
+    return last
 
 
 def _about(code: str) -> str | None:
@@ -65,8 +119,25 @@ def _about(code: str) -> str | None:
 
 
 def concise(console: Console, findings: Sequence[Finding]) -> None:
+    """A short line each, as ruff's: where, the code, the message's headline (what `full`
+    puts on its first line; the why and the advice are `full`'s), the rule's name. A file
+    that could not be checked (RL000, RL999: not rules) keeps its whole message."""
     for f in findings:
-        console.print(_header(f), highlight=False, soft_wrap=True)
+        if f.code in (SOURCE_ERROR[0], INTERNAL_ERROR[0]):
+            console.print(_header(f), highlight=False, soft_wrap=True)
+            continue
+        where = f":{place(f.path, f.start.line)}:{f.start.column}: "
+        code = f.code + _marker(f) + " "
+        name = f"  [{f.name}]"
+        room = LINE_MAX - len(where) - len(code) - len(name)
+        text = Text()
+        text.append(printable(f.path), style="bold")
+        text.append(where, style="cyan")
+        text.append(f.code, style="bold red" if f.severity.value == "error" else "bold yellow")
+        text.append(code[len(f.code):])
+        text.append(headline(printable(f.message), room))
+        text.append(name, style="dim")
+        console.print(text, highlight=False, soft_wrap=True)
 
 
 class _Sources:
@@ -211,11 +282,16 @@ def summary(findings: Sequence[Finding], fixed: int, unsafe_enabled: bool,
                 f"({resolved} fixed{applied}, {n} remaining).")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
-    parts = []
-    if safe:
-        parts.append(f"{safe} fixable with --fix")
+    return f"Found {n} {noun}{_fixable(safe, unsafe, unsafe_enabled)}."
+
+
+def _fixable(safe: int, unsafe: int, unsafe_enabled: bool) -> str:
+    """What --fix would do, counted in the findings just reported (never read as more
+    findings): ` (3 fixable with --fix, 2 more with --fix --unsafe-fixes)`."""
+    if unsafe_enabled and safe + unsafe:  # --fix applies both kinds
+        which = "" if not unsafe else ", all unsafe" if not safe else f", {unsafe} of them unsafe"
+        return f" ({safe + unsafe} fixable with --fix{which})"
+    parts = [f"{safe} fixable with --fix"] if safe else []
     if unsafe:
-        parts.append(f"{unsafe} more with --unsafe-fixes" if not unsafe_enabled
-                     else f"{unsafe} more fixable with --fix (unsafe)")
-    tail = f" ({', '.join(parts)})" if parts else ""
-    return f"Found {n} {noun}{tail}."
+        parts.append(f"{unsafe} {'more' if safe else 'fixable'} with --fix --unsafe-fixes")
+    return f" ({', '.join(parts)})" if parts else ""

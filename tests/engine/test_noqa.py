@@ -57,11 +57,14 @@ def test_unused_noqa_report(tree):
     r = run_cli("check", "--output-format", "concise", "--extend-select", "RL100", cwd=root)
     unused = [line for line in concise(r) if "RL100" in line]
     assert unused == [
-        "a.py:16:72: RL100 unused `# noqa` directive: RL3 reported nothing here",
-        "a.py:17:16: RL100 unused `# noqa` directive: RL101 reported nothing here",
+        "a.py:16:72: RL100 unused `# noqa` directive for RL3  [unused-noqa]",
+        "a.py:17:16: RL100 unused `# noqa` directive for RL101  [unused-noqa]",
         # a file no rule even looks at; a bare noqa may serve another linter
-        "b.py:1:8: RL100 unused `# noqa` directive: RL501 reported nothing here",
+        "b.py:1:8: RL100 unused `# noqa` directive for RL501  [unused-noqa]",
     ], r.stdout
+    full = run_cli("check", "--extend-select", "RL100", "b.py", cwd=root).stdout.splitlines()
+    assert full[:2] == ["b.py:1:8: RL100 unused-noqa [warning] unused `# noqa` directive for RL501",
+                        "  it reported nothing here"], full
     # From configuration too, by name; and silenced like any rule.
     (root / "retainlint.toml").write_text('extend-select = ["unused-noqa"]\n')
     (root / "b.py").write_text("y = 2  # noqa: RL501, RL100\n")

@@ -102,3 +102,68 @@ def test_rule_piped_is_plain_markdown():
     assert r.stdout.startswith("# RL101 cache-key-bound-method\n")
     assert max(len(line) for line in r.stdout.splitlines()) < 300  # no padding to the terminal width
     assert len(r.stdout) < 200_000
+
+
+RL201 = Path(__file__).resolve().parents[2] / "fixtures" / "RL201" / "aliased_import.py"
+
+
+def test_full_headline_keeps_a_colon_inside_parentheses(tree):
+    root = tree({"a.py": RL201.read_text()})
+    r = run_cli("check", "a.py", cwd=root)
+    lines = r.stdout.splitlines()
+    [head] = [line for line in lines if line.startswith("a.py:15:")] or [r.stdout + r.stderr]
+    assert head.endswith("`cache` (a heavy object: a model or tensor) is passed to `wr.finalize`"), head
+    assert lines[lines.index(head) + 1] == \
+        "  the finalizer registry keeps it alive as long as `self` lives", r.stdout
+
+
+def summary_line(r):
+    return r.stdout.rstrip().splitlines()[-1]
+
+
+def test_summary_counts_unsafe_fixes_without_reading_as_more_findings(tree):
+    root = tree({"a.py": RL201.read_text(), "b.py": BUGGY, "clean.py": "x = 1\n"})
+    # Only unsafe fixes: both findings, fixable only when unsafe fixes are allowed.
+    unsafe_only = run_cli("check", "a.py", cwd=root)
+    assert summary_line(unsafe_only) == "Found 2 findings (2 fixable with --fix --unsafe-fixes)."
+    # Safe and unsafe: the unsafe count is of the same findings, on top of the safe ones.
+    both = run_cli("check", "a.py", "b.py", cwd=root)
+    assert summary_line(both) == \
+        "Found 3 findings (1 fixable with --fix, 2 more with --fix --unsafe-fixes)."
+    safe_only = run_cli("check", "b.py", cwd=root)
+    assert summary_line(safe_only) == "Found 1 finding (1 fixable with --fix)."
+    # Unsafe fixes allowed: --fix applies them all; the summary says how many are unsafe.
+    allowed = run_cli("check", "a.py", "b.py", "--unsafe-fixes", cwd=root)
+    assert summary_line(allowed) == "Found 3 findings (3 fixable with --fix, 2 of them unsafe)."
+    allowed_unsafe_only = run_cli("check", "a.py", "--unsafe-fixes", cwd=root)
+    assert summary_line(allowed_unsafe_only) == "Found 2 findings (2 fixable with --fix, all unsafe)."
+    assert summary_line(run_cli("check", "clean.py", cwd=root)) == "All checks passed!"
+
+
+def test_concise_is_one_short_line_a_finding(tree):
+    root = tree({"a.py": RL201.read_text(), "b.py": BUGGY})
+    r = run_cli("check", "--output-format", "concise", cwd=root)
+    lines = r.stdout.rstrip().splitlines()[:-1]
+    assert lines == [
+        "a.py:15:36: RL201 `cache` (a heavy object: a model or tensor) is passed to "
+        "`wr.finalize`  [finalize-pins-argument]",
+        "a.py:16:41: RL201 `self.model` (a heavy object: a model or tensor) is passed to "
+        "`wr.finalize`  [finalize-pins-argument]",
+        "b.py:7:9: RL501 [*] handle returned by `register_bytecode_hook` is discarded  "
+        "[discarded-hook-handle]",
+    ], r.stdout
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def test_concise_lines_fit_160_characters_besides_the_path():
+    r = run_cli("check", "--output-format", "concise", "--no-cache", str(FIXTURES))
+    lines = r.stdout.rstrip().splitlines()[:-1]
+    assert len(lines) > 300, r.stdout[-2000:] + r.stderr[-2000:]
+    too_long = []
+    for line in lines:
+        path = line[:line.index(".py:") + 3] if ".py:" in line else line[:line.index(".ipynb:") + 6]
+        if len(line) - len(path) > 160:
+            too_long.append(line)
+    assert too_long == []
