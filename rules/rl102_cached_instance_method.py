@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Optional
+import weakref
+from typing import Any, Optional
 
 import libcst as cst
 
@@ -301,6 +302,7 @@ class Engine:
         super().__init__(ctx)
         self._instantiations: Optional[dict[str, int]] = None
         self._tree: Optional[ast.Module] = None
+        self._built_at_module_level: Optional[set[str]] = None  # classes called at module level
 
     def applies(self) -> bool:
         return True
@@ -507,19 +509,13 @@ class Engine:
             self._instantiations = collector.calls
         if self._instantiations.get(name, 0) != 1:
             return False
-        at_module_level = False
-        for stmt in self.ctx.module.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                continue
-            for small in stmt.body:
-                value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
-                if (
-                    isinstance(value, cst.Call)
-                    and isinstance(value.func, cst.Name)
-                    and value.func.value == name
-                ):
-                    at_module_level = True
-        if not at_module_level:
+        if self._built_at_module_level is None:  # once per file, not once per class
+            self._built_at_module_level = {
+                small.value.func.value for stmt in self.ctx.module.body
+                if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body
+                if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Call)
+                and isinstance(small.value.func, cst.Name)}
+        if name not in self._built_at_module_level:
             return False
         # nor instantiated by any other project module's functions
         return not self.ctx.index.ask(instantiated_in_functions, f"{self.ctx.module_name}.{name}")
@@ -571,32 +567,71 @@ def process_singleton(index, key: tuple[str, str, frozenset[str]]) -> bool:
     fillers = set(own) | _slot_fillers(index, family, here)
     if not fillers:
         return False
-    names = {q.rpartition(".")[2] for q in family}
-    for function in index.functions.values():
-        if function.qualname in fillers or _test_module(index.module_of(function.path)):
-            continue
-        for call in function.calls:
-            if call.rpartition(".")[2] in names and _member(index, call, family):
+    calls = _calls_by_name(index)
+    for name in {q.rpartition(".")[2] for q in family}:
+        for function, call in calls.get(name, ()):
+            if function not in fillers and _member(index, call, family):
                 return False
     return True
+
+
+_CALLS_BY_NAME: "weakref.WeakKeyDictionary[Any, dict[str, list[tuple[str, str]]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _calls_by_name(index) -> dict[str, list[tuple[str, str]]]:
+    """Last name of a callee -> (function, the callee as it spells it) for every call in
+    the project's functions outside test modules: read once per index, not once per class."""
+    found = _CALLS_BY_NAME.get(index)
+    if found is None:
+        found = {}
+        for function in index.functions.values():
+            if _test_module(index.module_of(function.path)):
+                continue
+            for call in function.calls:
+                found.setdefault(call.rpartition(".")[2], []).append((function.qualname, call))
+        _CALLS_BY_NAME[index] = found
+    return found
 
 
 def class_family(index, qualified: str) -> frozenset[str]:
     """`qualified` and the project classes deriving from it."""
     family = {qualified}
-    grown = True
-    while grown:
-        grown = False
-        names = {q.rpartition(".")[2] for q in family}
-        for name, summary in index.classes.items():
-            if name not in family and any(
-                    b.rpartition(".")[2] in names and _member(index, b, family) for b in summary.bases):
+    names = {qualified.rpartition(".")[2]}
+    by_name = _bases_by_name(index)
+    todo = [qualified]
+    while todo:
+        # a class joins through a base spelled with the last name of a member, or
+        # resolving to one: only those are looked at again when a member joins
+        for name, base in by_name.get(todo.pop().rpartition(".")[2], ()):
+            if name not in family and base.rpartition(".")[2] in names \
+                    and _member(index, base, family):
                 family.add(name)
-                grown = True
+                names.add(name.rpartition(".")[2])
+                todo.append(name)
     return frozenset(family)
 
 
-def _member(index, name: str, family: frozenset[str]) -> bool:
+_BASES_BY_NAME: "weakref.WeakKeyDictionary[Any, dict[str, list[tuple[str, str]]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _bases_by_name(index) -> dict[str, list[tuple[str, str]]]:
+    """Last name of a base, as spelled or as resolved -> (project class, that base): read
+    once per index, not once per class of a file with thousands of them."""
+    found = _BASES_BY_NAME.get(index)
+    if found is None:
+        found = {}
+        for name, summary in index.classes.items():
+            for base in summary.bases:
+                resolved = index.resolve(base) or base
+                for last in {base.rpartition(".")[2], resolved.rpartition(".")[2]}:
+                    found.setdefault(last, []).append((name, base))
+        _BASES_BY_NAME[index] = found
+    return found
+
+
+def _member(index, name: str, family: "frozenset[str] | set[str]") -> bool:
     """Does `name` (as a file spells it, qualified) denote a class of `family`? Through
     re-exports; and by its trailing components when it is spelled from above a namespace
     package the index does not name modules from (`pkg.runtime.mod.X` for `mod.X`)."""
@@ -619,7 +654,8 @@ def _slot_fillers(index, family: frozenset[str], here: str) -> set[str]:
 def _local_names(index, summary, family: frozenset[str]) -> set[str]:
     """The names a file knows the classes of `family` by (defined or imported)."""
     names = {q.rpartition(".")[2] for q in family}
-    local = {n for n, c in summary.classes.items() if c.qualname in family}
+    defined = _defined_names(index, summary)
+    local = {n for q in family for n in defined.get(q, ())}
     return local | {n for n, target in summary.imports.items()
                     if target.rpartition(".")[2] in names and _member(index, target, family)}
 
@@ -631,30 +667,69 @@ def _fillers_in(index, summary, tree: ast.Module, family: frozenset[str]) -> set
     local = _local_names(index, summary, family)
     if not local:
         return set()
-    typed = {s.target.id for s in tree.body if isinstance(s, ast.AnnAssign)
-             and isinstance(s.target, ast.Name) and _names(s.annotation) & local}
-    return {f"{summary.module}.{fn.name}" for fn in tree.body
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _fills_slot(fn, typed, local)}
+    by_mention, by_global, by_made = _slots_of(tree)
+    typed = {name for mention in local for name in by_mention.get(mention, ())}
+    fillers = {fn for made in local for fn in by_made.get(made, ())}
+    fillers.update(fn for name in typed for fn in by_global.get(name, ()))
+    return {f"{summary.module}.{fn}" for fn in fillers}
 
 
-def _fills_slot(fn: ast.AST, typed: set[str], local: set[str]) -> bool:
-    """Does `fn` assign, under `global`, a global typed with one of the classes (a reset to
-    `None` included: it makes nothing) or a call of one of them?"""
+_SLOTS = "_retainlint_slots"  # where `_slots_of` keeps its answer: on the tree, dying with it
+
+
+def _slots_of(tree: ast.Module) -> tuple[dict[str, set[str]], dict[str, set[str]],
+                                         dict[str, set[str]]]:
+    """Read once per tree (a file with many classes asks once per class): a name an
+    annotation of a module global mentions -> those globals; a global -> the module-level
+    functions assigning it under `global`; a name called (`X()`) in such an assignment ->
+    those functions."""
+    kept = getattr(tree, _SLOTS, None)
+    if kept is not None:
+        return kept  # type: ignore[no-any-return]
+    by_mention: dict[str, set[str]] = {}
+    for s in tree.body:
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name):
+            for mention in _names(s.annotation):
+                by_mention.setdefault(mention, set()).add(s.target.id)
+    by_global: dict[str, set[str]] = {}
+    by_made: dict[str, set[str]] = {}
+    for fn in tree.body:
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for name, value in _global_writes(fn):
+                by_global.setdefault(name, set()).add(fn.name)
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                    by_made.setdefault(value.func.id, set()).add(fn.name)
+    setattr(tree, _SLOTS, (by_mention, by_global, by_made))
+    return by_mention, by_global, by_made
+
+
+# index -> path -> (a file summary, qualified name -> the names the file defines it by)
+_DEFINED: "weakref.WeakKeyDictionary[Any, dict[str, tuple[Any, dict[str, list[str]]]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _defined_names(index, summary) -> dict[str, list[str]]:
+    """Qualified name -> the names a file's summary defines that class by, read once."""
+    files = _DEFINED.get(index)
+    if files is None:
+        files = _DEFINED[index] = {}
+    kept = files.get(summary.path)
+    if kept is not None and kept[0] is summary:
+        return kept[1]
+    found: dict[str, list[str]] = {}
+    for n, c in summary.classes.items():
+        found.setdefault(c.qualname, []).append(n)
+    files[summary.path] = (summary, found)
+    return found
+
+
+def _global_writes(fn: ast.AST) -> list[tuple[str, ast.AST]]:
+    """The (name, value) of each assignment in `fn` to a name it declares `global`."""
     declared = {n for node in ast.walk(fn) if isinstance(node, ast.Global) for n in node.names}
     if not declared:
-        return False
-    for node in ast.walk(fn):
-        if not isinstance(node, ast.Assign):
-            continue
-        for target in node.targets:
-            if isinstance(target, ast.Name) and target.id in declared and (
-                    target.id in typed or _makes(node.value, local)):
-                return True
-    return False
-
-
-def _makes(value: ast.AST, local: set[str]) -> bool:
-    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in local
+        return []
+    return [(target.id, node.value) for node in ast.walk(fn) if isinstance(node, ast.Assign)
+            for target in node.targets if isinstance(target, ast.Name) and target.id in declared]
 
 
 def _names(annotation: ast.AST) -> set[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
@@ -369,6 +370,18 @@ def proven_module_ref(ctx: FileContext, module: str) -> Optional[tuple[str, tupl
     fixer takes for imported and would not import again; or the name it would use also
     stands for something else somewhere in the file (`weakref = ...`, a parameter,
     `from x import weakref`)."""
+    asked = _PROVEN.setdefault(ctx, {})
+    if module not in asked:  # a walk of the whole file: once per file, not per finding
+        asked[module] = _proven_module_ref(ctx, module)
+    return asked[module]
+
+
+# FileContext -> module -> `proven_module_ref`'s answer, for as long as the file is linted.
+_PROVEN: "weakref.WeakKeyDictionary[FileContext, dict[str, Optional[tuple[str, tuple[str, ...]]]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _proven_module_ref(ctx: FileContext, module: str) -> Optional[tuple[str, tuple[str, ...]]]:
     for local in _top_level_imports(ctx.module, module):
         found = _Bindings(local)
         visit(ctx.module, found)

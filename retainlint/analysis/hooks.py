@@ -7,6 +7,7 @@ Everything here is read-only and walks with `retainlint.analysis.walk` (never li
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
@@ -187,7 +188,20 @@ def local_bases(ctx: FileContext, cls: cst.ClassDef) -> list[cst.ClassDef]:
 
 
 def local_subclasses(ctx: FileContext, cls: cst.ClassDef) -> list[cst.ClassDef]:
-    return [c for c in ctx.classes.values() if c is not cls and cls in local_bases(ctx, c)]
+    """Same-file descendants of `cls`, in the file's order."""
+    table = _SUBCLASSES.get(ctx)
+    if table is None:  # once per file: asked per class, a file of thousands took minutes
+        table = {}
+        for c in ctx.classes.values():
+            for base in local_bases(ctx, c):
+                table.setdefault(id(base), []).append(c)
+        _SUBCLASSES[ctx] = table
+    return list(table.get(id(cls), ()))
+
+
+# FileContext -> id of a class of its file -> its same-file descendants (`local_subclasses`)
+_SUBCLASSES: "weakref.WeakKeyDictionary[FileContext, dict[int, list[cst.ClassDef]]]" = \
+    weakref.WeakKeyDictionary()
 
 
 def class_methods(ctx: FileContext, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:

@@ -214,8 +214,7 @@ class _Weigher:
         file = self.index.files.get(summary.path)
         if parsed is None or file is None:
             return True
-        tree = parsed[0]
-        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.lineno == summary.line), None)
+        node = _classes_by_line(parsed[0]).get(summary.line)
         if node is None:
             return True
         methods = [fn for fn in node.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -335,6 +334,19 @@ def _on_self(target: ast.AST) -> bool:
         target = target.value
     return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
         and target.value.id == "self"
+
+
+def _classes_by_line(tree: ast.Module) -> dict[int, ast.ClassDef]:
+    """The module-level classes of `tree` by first line (the first of a line), kept on the
+    tree: a search of the body per class took minutes on a file of thousands."""
+    found: Optional[dict[int, ast.ClassDef]] = getattr(tree, "_retainlint_classes", None)
+    if found is None:
+        found = {}
+        for n in tree.body:
+            if isinstance(n, ast.ClassDef):
+                found.setdefault(n.lineno, n)
+        setattr(tree, "_retainlint_classes", found)
+    return found
 
 
 def _ast_locals(fn: ast.AST):

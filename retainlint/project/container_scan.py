@@ -380,6 +380,22 @@ class ContainerFacts:
     writes: list = field(default_factory=list)
 
 
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _named_twice(source: bytes) -> set[bytes]:
+    """The ASCII identifiers `source` spells more than once. One pass over the file: a
+    search per container took a time of the file's size for each of thousands."""
+    seen: set[bytes] = set()
+    twice: set[bytes] = set()
+    for word in _WORD.findall(source):
+        if word in seen:
+            twice.add(word)
+        else:
+            seen.add(word)
+    return twice
+
+
 def container_facts(nodes) -> ContainerFacts:
     """Computed once per file for the scans of RL301 and RL302."""
     return nodes.shared("containers", _container_facts)
@@ -418,8 +434,8 @@ def _container_facts(nodes) -> ContainerFacts:
     facts.candidates = {k: v for k, v in facts.candidates.items() if bindings.get(k) == 1}
     # a container named only once in the file (its definition) is never written to
     source = nodes.source
-    names = {name for _, name in facts.candidates if not name.isascii()
-             or source.find(name.encode(), source.find(name.encode()) + 1) != -1}
+    named = _named_twice(source) if facts.candidates else set()
+    names = {name for _, name in facts.candidates if not name.isascii() or name.encode() in named}
     if names:
         for node, base, key, value in container_writes(nodes, names):
             if isinstance(key, ast.Tuple):  # `c[a, b]`: the traversal sees `a`

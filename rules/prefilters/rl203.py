@@ -137,6 +137,20 @@ def registry_functions(tree: ast.Module, containers: set[str]) -> set[str]:
     return found
 
 
+# `NAME.append` / `.add` / `.insert`, blanks and line continuations allowed around the
+# dot; NAME starts where an identifier starts, so a long identifier is tried once.
+_ADDED = re.compile(rb"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)"
+                    rb"(?=[ \t\r\n\\]*\.[ \t\r\n\\]*(?:append|add|insert))")
+
+
+def _added_names(source: bytes, names: set[str]) -> set[str]:
+    """Those of `names` that `NAME.append` / `.add` / `.insert` are called on: one pass
+    over the source, not a search per name (thousands of containers, each a scan)."""
+    added = set(_ADDED.findall(source))
+    return {name for name in names
+            if (name.encode() in added if name.isascii() else _added_to(source, name.encode()))}
+
+
 def _added_to(source: bytes, name: bytes) -> bool:
     """Does `NAME.append` / `.add` / `.insert` (spaces and line continuations allowed
     around the dot) appear in the source?"""
@@ -175,10 +189,10 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
         function, an element added to a list, set or deque a class body binds."""
         source = nodes.source
         containers = _module_containers(nodes.tree)
-        containers = {name for name in containers if _added_to(source, name.encode())}
+        containers = _added_names(source, set(containers))
         registries = registry_functions(nodes.tree, containers)
         # `cls._params.append(...)`: a class-level list (`_class_registry_pins`)
-        in_class = {name for name in _class_containers(nodes) if _added_to(source, name.encode())}
+        in_class = _added_names(source, set(_class_containers(nodes)))
         # `signal.signal` resolves only through `signal.signal` spelled out or an import
         if not containers and not in_class and b"atexit" not in source and b"register_at_fork" not in source and not any(
                 m.encode() in source for m in LOOP_TRIGGERS) and not (b"signal" in source and (

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ast
+import bisect
+from typing import Callable
 
 from retainlint.project.container_scan import (
     Evidence,
@@ -44,6 +46,23 @@ def imported_as_module(index, key: tuple[str, str]) -> bool:
             return True
     return False
 
+
+
+def _covering(spans: set[tuple[int, int]]) -> "Callable[[int], bool]":
+    """Is a line inside one of `spans` (first, last line)? The spans merged and searched
+    by bisection: a test per span took a time of their number for each assignment."""
+    merged: list[list[int]] = []
+    for first, last in sorted(spans):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    starts = [first for first, _ in merged]
+
+    def covered(line: int) -> bool:
+        at = bisect.bisect_right(starts, line) - 1
+        return at >= 0 and line <= merged[at][1]
+    return covered
 
 class HeavySingletonNeverResetPrefilter(Prefilter):
     code = "RL303"
@@ -89,9 +108,9 @@ class HeavySingletonNeverResetPrefilter(Prefilter):
             elif isinstance(target, ast.Starred):
                 reset(target.value, fn, names)
 
+        covered = _covering(spans)
         for node in nodes.of(ast.Assign, ast.AnnAssign, ast.Delete):
-            line = node.lineno
-            if not any(first <= line <= last for first, last in spans):
+            if not covered(node.lineno):
                 continue
             fn, method_class = innermost_function(nodes, node)
             names = declared.get(id(fn)) if fn is not None else None

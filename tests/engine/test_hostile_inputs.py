@@ -309,3 +309,38 @@ def test_terminal_escapes_in_names_and_source_are_shown_escaped(tree):
         if output == "full":
             assert "print(\"\\x1b]0;pwned\\x07\\x1b[2J\")" in r.stdout  # the code frame
             assert "# \\x9b31m\\x1b[8m" in r.stdout
+
+
+# Shapes that took minutes before their analyses were made linear. Checked within a budget
+# (RETAINLINT_FILE_BUDGET, seconds of CPU) several times what they need now: a quadratic
+# pass on them spends it and the file comes out as one "time budget exceeded" line.
+WITHIN = {"RETAINLINT_FILE_BUDGET": "30"}
+
+
+def _codes_of(r, name):
+    return [line.split(" ", 2)[1] for line in errors_for(r, name)]
+
+
+def test_thousands_of_module_containers_keyed_by_models(tree):
+    """RL301: each container's fix looked for `import weakref` through the whole file."""
+    source = "import torch\n\n" + "".join(
+        f"D{i}: dict[torch.nn.Module, int] = {{}}\n" for i in range(4000))
+    root = tree({"many.py": source})
+    r = run_cli("check", "--no-cache", "--output-format", "concise", cwd=root, env=WITHIN)
+    assert "Traceback" not in r.stdout + r.stderr
+    assert _codes_of(r, "many.py") == ["RL301"] * 4000, r.stdout[-500:]
+
+
+def test_thousands_of_classes_and_their_singleton_functions(tree):
+    """RL102: each class looked through every function of the project, every module-level
+    statement and every class of its file; RL303's prefilter through every `global`."""
+    parts = ["import functools\n\nimport torch\n\n\nclass Base(torch.nn.Module):\n    pass\n\n\n"]
+    for i in range(3000):
+        parts.append(f"class C{i}(Base):\n    @functools.cache\n    def size(self):\n"
+                     f"        return {i}\n\n\n_x{i} = None\n\n\ndef make{i}():\n"
+                     f"    global _x{i}\n    _x{i} = C{i}()\n    return _x{i}\n\n\n")
+    root = tree({"classes.py": "".join(parts), "ok.py": BUGGY})
+    r = run_cli("check", "--no-cache", "--output-format", "concise", cwd=root, env=WITHIN)
+    assert "Traceback" not in r.stdout + r.stderr
+    assert errors_for(r, "classes.py") == []  # each class is a process singleton: no finding
+    assert GOOD_FINDING in r.stdout
