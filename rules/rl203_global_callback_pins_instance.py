@@ -9,7 +9,6 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import (
-    append_to_function,
     body_functions,
     body_statements,
     call_args,
@@ -18,6 +17,7 @@ from retainlint.analysis.cstutil import (
     is_self,
     name_bindings,
 )
+from retainlint.analysis.fix_preconditions import append_at_end, end_reachable
 from retainlint.analysis.hooks import iter_nodes
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
@@ -174,13 +174,19 @@ class Connector:
         self.caches = None
 ```
 
-## Fix (safe, where a release method exists)
+## Fix (where the release method does the exit call's work)
 For `atexit.register(self.<method>, ...)`, `atexit.unregister(self.<method>)` is appended
 to the class's release method (the first of `shutdown`, `close`, ... it defines that
 releases the whole object: not `__del__`, not a per-item `release(self, request_id)`, not an
-abstract stub), importing `atexit` when the module does not import it at top level.
+abstract stub), importing `atexit` when the module does not import it at top level - only
+when that release method is `<method>` itself or calls it on `self` (otherwise what the exit
+call would have done no longer happens), when its end is reached (not after a `try` whose
+body returns), and when no other registration of the class (another exit callback, a
+signal handler, a lambda over `self`) keeps the instance anyway: the message names those.
 `atexit.unregister` does nothing when the callback is not registered, and bound methods of
-the same instance compare equal, so this is safe in every order. Signal handlers, fork hooks,
+the same instance compare equal. The fix is safe when `<method>` begins by returning
+if a flag it sets says it already ran (a second call does nothing); otherwise it is unsafe:
+after an explicit release, `<method>` no longer runs a second time at exit. Signal handlers, fork hooks,
 loop triggers and module-level lists have no automatic fix: register a function that
 reaches the instance through a `weakref.WeakMethod` (the only cure for a fork hook),
 remove the trigger, restore the previous handler
@@ -1204,6 +1210,12 @@ def running():
             f"{reg.what} is registered in {registry} by {where}: {held} alive until {until}; "
             f"{undo}"
         )
+        others = self._other_holders(reg) if reg.kind == "atexit" and reg.pins_self else []
+        if others and self._unregister_target(reg) is not None:
+            # unregistering this one alone would free nothing: say what else keeps it
+            message += "; " + ", ".join(
+                f"`{self.ctx.code(o.callback)}` (registered by `{cls_name}.{o.function.name.value}`)"
+                for o in others[:3]) + " also keep" + ("s" if len(others) == 1 else "") + " the instance"
         self.report(
             reg.call,
             message,
@@ -1246,23 +1258,76 @@ def running():
         return found
 
     # -- fix -----------------------------------------------------------------------
-    def _fix(self, reg: _Registration):
+    def _unregister_target(self, reg: _Registration) -> Optional[cst.FunctionDef]:
+        """The release method `atexit.unregister(self.<m>)` may go into: only where what the
+        registration would do at exit has then been done - the release is the callback
+        itself or calls it on `self` -, and where the release's end is reached."""
         callback = reg.callback
         if not (
-            isinstance(callback, cst.Attribute) and isinstance(callback.value, cst.Name)
+            reg.kind == "atexit" and isinstance(callback, cst.Attribute) and isinstance(callback.value, cst.Name)
             and callback.value.value == "self" and self._method(reg.cls, callback.attr.value) is not None
         ):
             return None  # only `self.<method>` can be named again in the release method
         release = fix_release_method(self.ctx, reg.cls)
-        if release is None or release is reg.function:
+        if release is None or release is reg.function or not end_reachable(release):
             return None
+        name = callback.attr.value
+        if name != release.name.value and name not in self.ctx.release.called_on_self(reg.cls, release.name.value):
+            return None  # the exit call's work (`cleanup_files()`) would no longer happen
+        return release
+
+    def _other_holders(self, reg: _Registration) -> list[_Registration]:
+        """Registrations of the same class that keep the instance too and that no fix
+        takes out: unregistering this one alone frees nothing."""
+        return [other for other in self._registrations
+                if other is not reg and other.cls is reg.cls and other.pins_self and not self._undone(other)
+                and self._unregister_target(other) is None]
+
+    def _fix(self, reg: _Registration):
+        release = self._unregister_target(reg)
+        if release is None or (reg.pins_self and self._other_holders(reg)):
+            return None
+        callback = reg.callback
         spelling, imports = _unregister_spelling(self.ctx)
         stmt = cst.parse_statement(f"{spelling}({self.ctx.code(callback)})")
-        return self.fix(
-            f"Call `atexit.unregister({self.ctx.code(callback)})` at the end of `{release.name.value}()`",
-            {release: append_to_function(release, [stmt])},
-            imports=imports,
-        )
+        edited = append_at_end(release, [stmt])
+        if edited is None:
+            return None
+        message = f"Call `atexit.unregister({self.ctx.code(callback)})` at the end of `{release.name.value}()`"
+        target = self._method(reg.cls, callback.attr.value)
+        if target is None or not _returns_when_done(target):
+            # after an explicit `close()`, the exit-time call no longer runs: the same only
+            # when a second call does nothing, which the model proves by an early return
+            return self.fix(f"{message}: `{self.ctx.code(callback)}()` no longer runs again at exit "
+                            f"after an explicit `{release.name.value}()`",
+                            {release: edited}, imports=imports,
+                            applicability=Applicability.UNSAFE)
+        return self.fix(message, {release: edited}, imports=imports)
+
+
+def _returns_when_done(fn: cst.FunctionDef) -> bool:
+    """Does `fn` begin (after its docstring) with `if <test of self.x>: return` and assign
+    that `self.x` on its way: a second call returns at once?"""
+    statements = [s for s in body_statements(fn)
+                  if not (isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr)
+                          and isinstance(s.body[0].value, cst.SimpleString))]
+    if not statements or not isinstance(statements[0], cst.If) or statements[0].orelse is not None:
+        return False
+    first = statements[0]
+    inner = list(first.body.body)  # statements, or the small statements of `if x: return`
+    last = inner[-1] if len(inner) == 1 else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    if not (isinstance(last, cst.Return) and last.value is None):
+        return False
+    tested = {n.attr.value for n in iter_nodes(first.test)
+              if isinstance(n, cst.Attribute) and is_self(n.value)}
+    assigned = set()
+    for node in iter_nodes(fn.body):
+        if isinstance(node, cst.Assign):
+            assigned |= {t.target.attr.value for t in node.targets
+                         if isinstance(t.target, cst.Attribute) and is_self(t.target.value)}
+    return bool(tested & assigned)
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:

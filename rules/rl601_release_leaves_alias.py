@@ -10,6 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions, is_self, self_attribute
+from retainlint.analysis.fix_preconditions import nulling, still_held
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl601 import (
@@ -519,10 +520,19 @@ class Runner:
             del self.model  # RL601: `self.model_state` still references it
 ```
 
-## Fix (safe)
+## Fix (safe for a private name nothing else reads)
 `self.b = None` is inserted right after the release of `self.a`, inside the same guard
-when the release is guarded. No fix is offered when the release method (or a method it
-calls afterwards) still uses `self.b` after that point, or when `b` is a property.
+when the release is guarded - for every holder the finding names, or for none. No fix is
+offered when something may read `self.b` after the release: the release method (or a
+method it calls afterwards) past that point, any other method of the class, its bases or
+its subclasses (properties and re-entry such as `load()` after `shutdown()` included) that
+reads it without assigning it first, a `hasattr`/`getattr` guard on it, or a class
+attribute of that name that `None` would hide; nor when `b` is a property, nor when
+another attribute holds `self.a`'s object or its parts too (`self.optimizer` built from
+`self.model.parameters()`): the message names it. The fix is unsafe, its help line saying
+what changes, when `b` is a public name (code outside the project may read it), when
+another module reads `.b`, or when the release method reads `self.b` (a second call sees
+`None`).
 """
 
     valid = [
@@ -590,19 +600,32 @@ class Runner:
         if hasattr(self, "model"):
             del self.model
 """,
+            # no fix: `load_model()` reads `self.speculator` again after `shutdown()`
             lines=[10],
+        ),
+        # nothing reads the holder after the release: fixed (unsafe: a public name)
+        Example(
+            """
+class Runner:
+    def load_model(self):
+        self.model = load()
+        self.model_state = init_model_state(self.config, self.model)
+
+    def shutdown(self):
+        if hasattr(self, "model"):
+            del self.model
+""",
+            lines=[9],
             fixed="""
 class Runner:
     def load_model(self):
         self.model = load()
         self.model_state = init_model_state(self.config, self.model)
-        self.speculator.load_model(self.model)
 
     def shutdown(self):
         if hasattr(self, "model"):
             del self.model
             self.model_state = None
-            self.speculator = None
 """,
         ),
         # the same local value; a bound method
@@ -920,15 +943,24 @@ class Engine:
             RelatedNode(f"`self.{s.attr}` takes a reference to `self.{release.attr}` here", s.node)
             for s in sources
         ]
-        fixable = [s for s in sources if self._fixable(cls, fn, release, s.attr, methods)]
+        message = (f"{spelled} in `{fn.name.value}()` frees nothing: {holders} {verb} "
+                   f"`self.{release.attr}`'s object alive, and `{fn.name.value}()` does not drop "
+                   f"{'it' if len(sources) == 1 else 'them'}")
+        # holders of its parts the alias analysis does not name (an optimizer over its
+        # parameters): nulling the named ones alone would still free nothing
+        named = {s.attr for s in sources} | {release.attr}
+        drops = self.ctx.release.drops(cls, [fn])
+        others = still_held(self.ctx, cls, release.attr, named | (drops.unbound if drops else set()))
+        if others:
+            message += "; " + "; ".join(f"`self.{a}` (built from it in `{m}()`) holds it or its parts too"
+                                        for a, m in others[:3])
         fix = None
-        if fixable:
-            fix = self._fix(release, [s.attr for s in fixable])
+        if not others and all(self._fixable(cls, fn, release, s.attr, methods) for s in sources):
+            changes = [c for s in sources for c in nulling(self.ctx, cls, s.attr, fn).changes]
+            fix = self._fix(release, [s.attr for s in sources], changes)
         self.report(
             release.small,
-            f"{spelled} in `{fn.name.value}()` frees nothing: {holders} {verb} "
-            f"`self.{release.attr}`'s object alive, and `{fn.name.value}()` does not drop "
-            f"{'it' if len(sources) == 1 else 'them'}",
+            message,
             fix=fix,
             related=related,
             statement=release.line,
@@ -942,6 +974,8 @@ class Engine:
                 for small in stmt.body:
                     if isinstance(small, (cst.Assign, cst.AnnAssign)) and "__slots__" in self.ctx.code(small):
                         return False
+        if nulling(self.ctx, cls, attr, fn).blockers:
+            return False  # read after the release by another method, a guard, a class attribute
         facts = self._method_facts(fn)
         uses = self._users(cls, attr)
         # uses after the release run after `self.b = None`, and so does all of a loop
@@ -972,7 +1006,7 @@ class Engine:
                     changed = True
         return users
 
-    def _fix(self, release: _Release, attrs: list[str]):
+    def _fix(self, release: _Release, attrs: list[str], changes: list[str]):
         new_small = [
             cst.Assign(
                 targets=[cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(attr)))],
@@ -993,5 +1027,8 @@ class Engine:
         else:
             return None
         names = ", ".join(f"`self.{a} = None`" for a in attrs)
-        return self.fix(f"Add {names} after the release of `self.{release.attr}`",
-                        {line: replacement})
+        message = f"Add {names} after the release of `self.{release.attr}`"
+        if changes:  # what a caller may see: unsafe, and said so
+            return self.fix(f"{message}: {'; '.join(changes)}", {line: replacement},
+                            applicability=Applicability.UNSAFE)
+        return self.fix(message, {line: replacement})

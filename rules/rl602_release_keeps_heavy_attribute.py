@@ -19,6 +19,7 @@ from retainlint.analysis.cstutil import (
 )
 from retainlint.core.finding import Applicability, Position, Related, Severity
 from retainlint.core.paths import display_path
+from retainlint.analysis.fix_preconditions import end_reachable, nulling, still_held
 from retainlint.analysis.heavy import find_param
 from retainlint.project.index import qualified_in
 from retainlint.project.names import HEAVY_TYPES, releases as releases_word
@@ -221,15 +222,25 @@ class MemoryStore(Store):  # RL602: `Store.close()` only sets `self._closed = Tr
         self.root = _Node()  # `_Node.set_child(name, node)` fills `self._children`
 ```
 
-## Fix (safe)
+## Fix (safe for private names nothing else reads)
 At the end of the first release method the class defines (before a final `return`, and
 before a final run of `gc.collect()` / `empty_cache()` calls, so that they see the memory
 freed), for each attribute: a call of its own release method when its class (found through the
 project index) defines one taking no arguments - guarded by
 `if getattr(self, "x", None) is not None:` unless `__init__` always sets it - else
-`self.x = None`. No fix for an attribute that is also a property or a `__slots__` name.
-For a stored exception, `self._exception = None` at the same place, as an unsafe fix (a
-reader of the exception after the release now sees `None`). No fix for a part with no
+`self.x = None`. Only where the method's normal path reaches its end (not after a `try`
+whose body returns, nor an `if` whose every branch returns or raises). No fix when
+something may read `self.x` after the release: another method of the class, its bases or
+subclasses (properties, and re-entry such as `alloc()` after `free()`) that reads it without
+assigning it first, a `hasattr`/`getattr` guard, a class attribute of that name; nor when
+another attribute still holds the object or its parts (`self.optimizer` built from
+`self.model.parameters()`, a scheduler built from that optimizer: the message names it),
+nor for an attribute that is also a property or a `__slots__` name. The fix is unsafe, its
+help line saying what changes, for a public name (code outside the project may read it),
+when another module reads `.x`, when the release method reads `self.x` (a second call sees
+`None`), and whenever it calls the part's own release method. For a stored exception,
+`self._exception = None` at the same place, always unsafe (code that looks at the
+exception after the release sees `None`), and not offered when a method reads it. No fix for a part with no
 release method (give it one that frees what it holds, and call it from the owner's), for
 a part another method frees (free it on the release path too, e.g. on the
 `ExitStack` `close()` unwinds, and let `__del__` call `close()`), nor for an `ExitStack`
@@ -676,7 +687,7 @@ class Worker:
             return
         live = [r for r in releases if not self._only_at_exit(node, r)]
         if live and kept:
-            self._report(node, live[0], kept, methods)
+            self._report(node, live[0], kept, methods, drops.unbound)
         if live and kept_exceptions:
             self._report_exceptions(node, live[0], kept_exceptions, methods)
 
@@ -713,14 +724,18 @@ class Worker:
             related.append(Related(f"`self.{attr}` is assigned an exception here",
                                    display_path(path, os.getcwd()), position, position))
         fix = None
-        if not self._has_slots(cls) and not any(attr in methods for attr, *_ in kept):
+        verdicts = [nulling(self.ctx, cls, attr, release) for attr, *_ in kept]
+        if not self._has_slots(cls) and not any(attr in methods for attr, *_ in kept) \
+                and not any(v.blockers for v in verdicts):
             statements = [cst.parse_statement(f"self.{attr} = None\n") for attr, *_ in kept]
             new = _append(release, statements)
             if new is not None:
                 spelled = ", ".join(f"`self.{attr} = None`" for attr, *_ in kept)
-                # unsafe: a reader of the exception after the release now sees `None`
-                fix = self.fix(f"Add {spelled} at the end of `{release.name.value}()`", {release: new},
-                               applicability=Applicability.UNSAFE)
+                # unsafe: code outside the class that looks at the exception now sees `None`
+                changes = [c for v in verdicts for c in v.changes] or [
+                    f"`{cls.name.value}.{attr}` is `None` after `{release.name.value}()`" for attr, *_ in kept]
+                fix = self.fix(f"Add {spelled} at the end of `{release.name.value}()`: {'; '.join(changes)}",
+                               {release: new}, applicability=Applicability.UNSAFE)
         self.report(release.name, message, fix=fix, related=related, statement=release)
 
     # -- a part another method frees ----------------------------------------------
@@ -1187,7 +1202,8 @@ class Worker:
         return cst_derives(cls, 0)
 
     # -- reporting -----------------------------------------------------------------
-    def _report(self, cls: cst.ClassDef, release: cst.FunctionDef, kept: list[_Heavy], methods) -> None:
+    def _report(self, cls: cst.ClassDef, release: cst.FunctionDef, kept: list[_Heavy], methods,
+                dropped: set[str]) -> None:
         def describe(h: _Heavy) -> str:
             what = f"`{_short(self.ctx.code(h.origin.func))}(...)`"
             return f"`self.{h.attr}` ({what} in `{h.fn.name.value}()`)"
@@ -1203,23 +1219,39 @@ class Worker:
             f"to `None`, clears or releases {'it' if len(kept) == 1 else 'them'}, so the memory "
             f"held stays allocated as long as the `{cls.name.value}` lives on after release"
         )
+        # dropping the attribute frees nothing while another one keeps the object or its parts
+        others = {h.attr for h in kept}
+        held = [(h.attr, holder, built) for h in kept
+                for holder, built in still_held(self.ctx, cls, h.attr, dropped | others)]
+        if held:
+            message += "; " + "; ".join(
+                f"`self.{holder}` (built from it in `{built}()`) would still hold `self.{attr}`'s object or its parts"
+                for attr, holder, built in held[:3])
         related = [RelatedNode(f"`self.{h.attr}` is assigned a heavy object here", h.value) for h in kept]
-        self.report(release.name, message, fix=self._fix(cls, release, kept, methods),
-                    related=related, statement=release)
+        fix = None if held else self._fix(cls, release, kept, methods)
+        self.report(release.name, message, fix=fix, related=related, statement=release)
 
     # -- fix -----------------------------------------------------------------------
     def _fix(self, cls, release: cst.FunctionDef, kept: list[_Heavy], methods):
         if self._has_slots(cls):
             return None
-        statements, spelled = [], []
+        statements, spelled, changes = [], [], []
         for h in kept:
             if h.attr in methods:
-                continue
+                return None  # a part the fix cannot drop: it would not leave nothing to report
             method = self._release_method_of(h)
+            verdict = nulling(self.ctx, cls, h.attr, release,
+                              "`None`" if method is None else f"released by its own `{method}()`")
+            if verdict.blockers:
+                return None
+            changes.extend(verdict.changes)
             if method is None:
                 statements.append(cst.parse_statement(f"self.{h.attr} = None\n"))
                 spelled.append(f"`self.{h.attr} = None`")
                 continue
+            # the part's own release runs now: whatever else it does (flush, close a file) happens
+            if not verdict.changes:
+                changes.append(f"`self.{h.attr}.{method}()` now runs in `{release.name.value}()`")
             call = f"self.{h.attr}.{method}()"
             always, maybe_none = self._set_in_init(cls, h.attr)
             if always and not maybe_none:
@@ -1235,8 +1267,11 @@ class Worker:
         new = _append(release, statements)
         if new is None:
             return None
-        return self.fix(f"Add {', '.join(spelled)} at the end of `{release.name.value}()`",
-                        {release: new})
+        message = f"Add {', '.join(spelled)} at the end of `{release.name.value}()`"
+        if changes:
+            return self.fix(f"{message}: {'; '.join(changes)}", {release: new},
+                            applicability=Applicability.UNSAFE)
+        return self.fix(message, {release: new})
 
     def _has_slots(self, cls: cst.ClassDef) -> bool:
         for stmt in body_statements(cls):
@@ -1526,6 +1561,8 @@ def _append(fn: cst.FunctionDef, statements: list) -> Optional[cst.FunctionDef]:
     """Statements at the end of `fn`: before a final `return` (a bare one, or one whose
     value does not involve `self`) and before a final run of `gc.collect()` /
     `empty_cache()` / logging calls; None when the end is not reachable that way."""
+    if not end_reachable(fn):
+        return None  # after a `try` that returns, an `if` whose branches all return or raise
     body = fn.body
     if not isinstance(body, cst.IndentedBlock) or not body.body:
         return append_to_function(fn, statements)

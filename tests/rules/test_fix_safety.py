@@ -325,12 +325,77 @@ def test_rl203_no_fix_into_a_per_item_method(tree):
 
 
 def test_rl203_unregister_goes_into_the_whole_object_release_method(tree):
-    source = textwrap.dedent(RL203_SOURCE) + "\n    def stop(self):\n        pass\n"
-    r, text, _ = fix(tree, {"mod.py": source}, "RL203")
+    # `stop()` does what the exit call would (`self.dump()`): unregistering keeps it done
+    source = textwrap.dedent(RL203_SOURCE) + "\n    def stop(self):\n        self.dump()\n"
+    r, text, _ = fix(tree, {"mod.py": source}, "RL203", "--unsafe-fixes")
     assert r.returncode == 0, r.stdout + r.stderr
     assert text == source.replace(
-        "    def stop(self):\n        pass\n",
-        "    def stop(self):\n        atexit.unregister(self.dump)\n")
+        "    def stop(self):\n        self.dump()\n",
+        "    def stop(self):\n        self.dump()\n        atexit.unregister(self.dump)\n")
+
+
+def test_rl203_unregister_is_unsafe_unless_a_second_call_returns_at_once(tree):
+    """After an explicit `stop()` the exit-time `dump()` no longer runs: safe only when
+    `dump()` proves a second call does nothing (an early return on a flag it sets)."""
+    source = textwrap.dedent(RL203_SOURCE) + "\n    def stop(self):\n        self.dump()\n"
+    r, text, _ = fix(tree, {"mod.py": source}, "RL203", "--output-format", "full")
+    assert r.returncode == 1 and text == source, r.stdout  # unsafe: not applied by --fix
+    assert "`self.dump()` no longer runs again at exit after an explicit `stop()`" in r.stdout
+    guarded = source.replace("    def dump(self):\n        pass\n",
+                             "    def dump(self):\n        if self.dumped:\n            return\n"
+                             "        self.dumped = True\n")
+    r, text, _ = fix(tree, {"mod.py": guarded}, "RL203")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert text.endswith("        self.dump()\n        atexit.unregister(self.dump)\n")
+
+
+def test_rl203_no_unregister_of_work_the_release_does_not_do(tree):
+    """`stop()` never calls `dump()`: unregistering it there would lose the exit-time dump."""
+    source = textwrap.dedent(RL203_SOURCE) + "\n    def stop(self):\n        pass\n"
+    r, text, _ = fix(tree, {"mod.py": source}, "RL203", "--unsafe-fixes")
+    assert_reported_not_fixed(r, text, source, "RL203", 7)
+
+
+def test_rl203_no_unregister_while_a_signal_handler_keeps_the_instance(tree):
+    source = textwrap.dedent("""\
+        import atexit
+        import signal
+
+
+        class Server:
+            def __init__(self):
+                atexit.register(self.stop)
+                signal.signal(signal.SIGTERM, lambda *_: self.stop())
+
+            def stop(self):
+                pass
+        """)
+    r, text, _ = fix(tree, {"mod.py": source}, "RL203", "--unsafe-fixes", "--output-format", "full")
+    assert text == source and "[*]" not in r.stdout, r.stdout
+    assert "mod.py:7:" in r.stdout and "also keeps the instance" in r.stdout, r.stdout
+
+
+def test_rl203_no_unregister_after_a_try_that_returns(tree):
+    source = textwrap.dedent("""\
+        import atexit
+
+
+        class Server:
+            def __init__(self):
+                atexit.register(self.stop)
+
+            def stop(self):
+                try:
+                    self.flush()
+                    return
+                except OSError:
+                    pass
+
+            def flush(self):
+                pass
+        """)
+    r, text, _ = fix(tree, {"mod.py": source}, "RL203", "--unsafe-fixes")
+    assert_reported_not_fixed(r, text, source, "RL203", 6)
 
 
 # -- RL601: `self.alias = None` after the release ----------------------------------------
@@ -339,7 +404,7 @@ RL601_LOOP = """\
     class Engine:
         def __init__(self, model):
             self.model = model
-            self.runner = Runner(self.model)
+            self._runner = Runner(self.model)
 
         def shutdown(self):
             {loop}
@@ -359,8 +424,8 @@ RL601_LOOP = """\
 
 
 @pytest.mark.parametrize("loop,line", [
-    ("for attempt in range(3):\n            self.runner.flush(attempt)", 10),
-    ("attempt = 0\n        while self.runner.flush(attempt):", 10),
+    ("for attempt in range(3):\n            self._runner.flush(attempt)", 10),
+    ("attempt = 0\n        while self._runner.flush(attempt):", 10),
 ], ids=["for-body", "while-condition"])
 def test_rl601_no_fix_inside_a_loop_that_uses_the_alias_again(tree, loop, line):
     source = textwrap.dedent(RL601_LOOP).replace("{loop}", loop)
@@ -371,13 +436,17 @@ def test_rl601_no_fix_inside_a_loop_that_uses_the_alias_again(tree, loop, line):
 
 
 def test_rl601_fix_still_offered_in_a_loop_that_does_not_use_the_alias(tree):
-    loop = "self.runner.flush(0)\n        for attempt in range(2):"
+    loop = "self._runner.flush(0)\n        for attempt in range(2):"
     source = textwrap.dedent(RL601_LOOP).replace("{loop}", loop)
-    r, text, root = fix(tree, {"mod.py": source}, "RL601")
+    # unsafe: `shutdown()` reads `self._runner` first, so a second call meets `None`
+    r, text, root = fix(tree, {"mod.py": source}, "RL601", "--output-format", "full")
+    assert r.returncode == 1 and text == source, r.stdout
+    assert "`self._runner` is `None` when `shutdown()` runs again" in r.stdout, r.stdout
+    r, text, root = fix(tree, {"mod.py": source}, "RL601", "--unsafe-fixes")
     assert r.returncode == 0, r.stdout + r.stderr
     assert text == source.replace(
         "                self.model = None\n",
-        "                self.model = None\n                self.runner = None\n")
+        "                self.model = None\n                self._runner = None\n")
     done = run_python(root, "import mod\nmod.Engine(object()).shutdown()\n")
     assert done.returncode == 0, done.stderr
 
