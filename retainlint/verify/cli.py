@@ -14,6 +14,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Optional
 
 import click
 from rich.console import Console
@@ -154,10 +155,16 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
         click.echo(json.dumps(rows, indent=2))
     else:
         out = Console(highlight=False, soft_wrap=True)
-        if not out.is_terminal:
-            out = Console(highlight=False, soft_wrap=True, width=200)
-        report.table(out, rows)
+        report.text(out, rows, width=_text_width(out))
     sys.exit(0 if all(r["verdict"] == report.FREED for r in rows) else 1)
+
+
+def _text_width(console: Console) -> Optional[int]:
+    """The columns to wrap the report to: the terminal's, or COLUMNS when piped (a pager, a
+    CI log that says its width); None otherwise, so a holder chain stays on one line."""
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return max(console.width, 40)
+    return None
 
 
 def verify_target(target: str, release, device: str, repeat: int, output_format: str, timeout: float,

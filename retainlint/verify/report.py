@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Optional
+
+from rich.cells import cell_len
 
 from retainlint.verify.probe import MiB, REPRODUCED_SHARE, tolerance_bytes
 
@@ -100,46 +103,94 @@ def grouped(rows: list[dict]) -> list[tuple[dict, str]]:
 
 
 VERDICT_STYLE = {FREED: "bold green", NOT_REPRODUCED: "bold yellow", INEFFECTIVE: "bold red", ERROR: "bold red"}
+TITLE = "retainlint verify: memory each bug holds after teardown, and after its fix"
 
 
-def table(console, rows: list[dict]) -> None:
-    from rich.table import Table
+def wrapped(pieces: list[str], inline: str, first: str, indent: str, width: Optional[int],
+            lead: str = "") -> list[str]:
+    """`first` then `pieces` joined by `inline`, broken between two pieces wherever the
+    next would pass `width` (None: one line). A broken line starts with `indent` and
+    `lead` (`-> ` for a holder chain); a label (`first`) that leaves no room keeps a line
+    of its own; a piece longer than a whole line is broken at its spaces."""
+    if not pieces:
+        return [first]
+    lines = [first + pieces[0]]
+    if width is not None and cell_len(lines[0]) > width and first.strip():
+        lines = [first.rstrip(), indent + pieces[0]]
+    for piece in pieces[1:]:
+        joined = lines[-1] + inline + piece
+        if width is None or cell_len(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(indent + lead + piece)
+    if width is None:
+        return lines
+    return [part for line in lines for part in (
+        [line] if cell_len(line) <= width else
+        textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_long_words=False,
+                      break_on_hyphens=False))]
 
-    t = Table(title="retainlint verify: memory each bug holds after teardown, and after its fix",
-              title_justify="left")
-    for col, just in (("rule", "left"), ("scenario", "left"), ("fix", "left"), ("model", "left"),
-                      ("device", "left"), ("model MiB", "right"), ("retained before MiB", "right"),
-                      ("retained after MiB", "right"), ("alive before / after", "center"),
-                      ("verdict", "left"), ("runs", "left")):
-        t.add_column(col, justify=just, no_wrap=True)
-    lines = grouped(rows)
-    for r, runs in lines:
-        t.add_row(r["rule"], r["scenario"], r["fix"], r["model"], r["device"] or "-",
-                  _mib(r["target_bytes"]), _mib(r["before"]["retained_bytes"]),
-                  _mib(r["after"]["retained_bytes"]),
-                  f"{_yn(r['before']['alive'])} / {_yn(r['after']['alive'])}",
-                  f"[{VERDICT_STYLE.get(r['verdict'], '')}]{r['verdict']}[/]", runs)
-    console.print(t)
-    console.print("Who held it:", style="bold")
-    for r, _ in lines:
+
+def _chain_lines(label: str, chain: str, rule: str, width: Optional[int]) -> list[str]:
+    pieces = chain.split(" -> ")
+    pieces[-1] += rule  # the finding stays beside the object it is about
+    return wrapped(pieces, " -> ", label, "      ", width, lead="-> ")
+
+
+def _prose(text: str, indent: str, width: Optional[int]) -> list[str]:
+    return wrapped(text.split(" "), " ", indent, indent, width)
+
+
+def text(console, rows: list[dict], width: Optional[int] = None) -> None:
+    """One block per scenario: `RULE scenario: verdict` on a line of its own, then its
+    figures and who held the model, each wrapped to `width` (the terminal's; None when
+    piped: a chain stays on one line for grep)."""
+    from rich.text import Text
+
+    def out(line: str) -> None:
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
+
+    models = sorted({r["model"] for r in rows})
+    devices = sorted({r["device"] or "-" for r in rows})
+    for line in _prose(TITLE, "", width):
+        console.print(line, style="bold", soft_wrap=True, highlight=False, markup=False)
+    for line in _prose(f"model {', '.join(models)} on {', '.join(devices)}; retained = "
+                       f"{_probe_words(rows)}.", "", width):
+        out(line)
+    for r, runs in grouped(rows):
+        out("")
+        console.print(Text.assemble(f"{r['rule']} {r['scenario']}: ",
+                                    (r["verdict"], VERDICT_STYLE.get(r["verdict"], ""))), soft_wrap=True)
+        figures = [f"fix: {r['fix']}", f"runs: {runs}", f"model {_mib(r['target_bytes'])} MiB",
+                   f"retained {_mib(r['before']['retained_bytes'])} MiB before, "
+                   f"{_mib(r['after']['retained_bytes'])} after",
+                   f"alive {_yn(r['before']['alive'])} / {_yn(r['after']['alive'])}"]
+        for line in wrapped(figures, "; ", "  ", "  ", width):
+            out(line)
         if r["verdict"] == ERROR:
             err = r["before"]["error"] or r["after"]["error"] or "the scenario named nothing to free"
-            console.print(f"  {r['rule']} {r['scenario']}: error: {err.strip().splitlines()[-1]}",
-                          highlight=False, markup=False)
+            for line in _prose(f"error: {err.strip().splitlines()[-1]}", "  ", width):
+                out(line)
             continue
         side = "fixed run" if r["verdict"] == INEFFECTIVE else "buggy run"
-        chain = r["holder"] or "-"
         rule = f"  [{r['holder_rule']}" + (f", {r['holder_finding']}" if r.get("holder_finding") else "") + "]" \
             if r["holder_rule"] else ""
-        console.print(f"  {r['rule']} {r['scenario']} ({side}): {chain}{rule}", highlight=False,
-                      markup=False)
+        for line in _chain_lines(f"  Who held it ({side}): ", r["holder"] or "-", rule, width):
+            out(line)
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-    console.print(f"{len(rows)} run pair(s): {summary}. Retained = "
-                  f"{'CUDA memory_allocated delta' if rows and rows[0]['probe'] == 'cuda_memory_allocated' else 'bytes of the tracked tensor storages still alive'}"
-                  "; RSS is reported in --output-format json only, never judged.", highlight=False)
+    out("")
+    for line in _prose(f"{len(rows)} run pair(s): {summary}. RSS is reported in --output-format json "
+                       "only, never judged.", "", width):
+        out(line)
+
+
+def _probe_words(rows: list[dict]) -> str:
+    if rows and rows[0]["probe"] == "cuda_memory_allocated":
+        return "CUDA memory_allocated delta"
+    return "bytes of the tracked tensor storages still alive"
 
 
 # -- --target: the user's own object -------------------------------------------------------------

@@ -3,10 +3,16 @@ torch, verdicts, scenario wiring, expect_released on plain objects, the linter n
 torch). The subprocess runs with real models are in test_verify_runtime.py."""
 
 import atexit
+import importlib.util
+import io
+import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
+from rich.cells import cell_len
+from rich.console import Console
 
 from retainlint.core.finding import Applicability
 from retainlint.engine.registry import all_rules
@@ -144,6 +150,72 @@ def test_rule_filter_and_unknown_rule():
     assert {s.rule for s in discover(DEFAULT_ROOT, ["RL301"])} == {"RL301"}
     with pytest.raises(Exception, match="unknown rule"):
         discover(DEFAULT_ROOT, ["RL999"])
+
+
+# -- the text report at the width of a terminal ---------------------------------------------------
+LONG_CHAIN = ("module torch.nn.modules.module global _global_forward_hooks -> OrderedDict(len=1)[0] "
+              "-> bound method LayerProfiler._record.__self__ -> LayerProfiler.model -> Sequential (nn.Module)")
+
+
+def _side(alive, retained, holder=None, rule=None, error=None):
+    return {"alive": alive, "retained_bytes": retained, "target_bytes": 64 * MiB, "device": "cpu",
+            "probe": "tracked_storage", "error": error,
+            "holder": {"chain": holder, "rule": rule, "finding": "profiler.py:18"} if holder else None}
+
+
+def _rendered(rows, width):
+    buffer = io.StringIO()
+    report.text(Console(file=buffer, width=width, no_color=True, highlight=False, soft_wrap=True), rows,
+                width=width)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_text_report_fits_the_terminal_with_rule_and_verdict_whole(width):
+    scenario = SimpleNamespace(rule="RL501", name="global_forward_hook_profiler")
+    rows = [
+        report.row(scenario, "autofix", "torch-mlp", 1, _side(True, 64 * MiB, LONG_CHAIN, "RL501"),
+                   _side(False, 0)),
+        report.row(SimpleNamespace(rule="RL304", name="forward_cache"), "hand-written", "torch-mlp", 1,
+                   _side(True, 64 * MiB, LONG_CHAIN, "RL304"), _side(True, 64 * MiB, LONG_CHAIN, "RL304")),
+        report.row(SimpleNamespace(rule="RL102", name="cached_instance_method"), "hand-written", "torch-mlp",
+                   1, _side(None, None, error="Traceback ...\nImportError: no module named x"), _side(False, 0)),
+    ]
+    out = _rendered(rows, width)
+    lines = out.splitlines()
+    assert max(cell_len(line) for line in lines) <= width, out
+    assert "RL501 global_forward_hook_profiler: freed" in lines
+    assert "RL304 forward_cache: fix ineffective" in lines
+    assert "RL102 cached_instance_method: error" in lines
+    # the chain wraps at its arrows, every piece indented under its block, nothing cut
+    assert " ".join(line.strip() for line in lines).count(
+        LONG_CHAIN + "  [RL501, profiler.py:18]") == 1
+    assert "ImportError: no module named x" in out
+    assert "…" not in out and "..." not in out.replace("Traceback ...", "")
+
+
+def test_text_report_unwrapped_without_a_width():
+    """Piped with no COLUMNS: each holder chain stays on one line (grep finds it whole)."""
+    rows = [report.row(SimpleNamespace(rule="RL501", name="profiler"), "autofix", "torch-mlp", 1,
+                       _side(True, 64 * MiB, LONG_CHAIN, "RL501"), _side(False, 0))]
+    buffer = io.StringIO()
+    report.text(Console(file=buffer, width=80, no_color=True, soft_wrap=True), rows, width=None)
+    assert any(LONG_CHAIN in line for line in buffer.getvalue().splitlines())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the verifier needs torch")
+def test_verify_at_100_columns_shows_rule_and_verdict_whole():
+    """A real run of one scenario, its output at COLUMNS=100 as a user's terminal shows it."""
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
+    proc = subprocess.run([sys.executable, "-m", "retainlint", "verify", "--rule", "RL301"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 100, proc.stdout
+    assert "RL301 language_model_cache: freed" in lines, proc.stdout
+    joined = " ".join(line.strip() for line in lines)
+    assert "global _language_model_by_module -> dict(len=1) key -> Sequential (nn.Module)" in joined
 
 
 # -- expect_released on plain objects ---------------------------------------------------------------
