@@ -21,6 +21,14 @@ _NOT_BOUND = frozenset(
 )
 
 
+# Expressions that build a new object each time they are evaluated: two of them spelled
+# alike are still two objects, so nothing else in the call can refer to such an owner.
+_FRESH_OBJECTS = (
+    cst.Lambda, cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+    cst.GeneratorExp,
+)
+
+
 def _is_finalize(ctx, call: cst.Call) -> bool:
     return ctx.qualname(call.func) == "weakref.finalize"
 
@@ -89,7 +97,9 @@ or one of the arguments keeps `obj` reachable:
 
 `weakref.finalize(obj, other.method)` is fine when `other` is not `obj`, and so are
 staticmethods, classmethods, module functions and instance attributes of `obj` that are
-separate objects (`weakref.finalize(self, self._resources)`).
+separate objects (`weakref.finalize(self, self._resources)`). An owner written as a
+lambda, list, dict, set or comprehension inside the call is a new object that nothing
+else refers to, however the callback is spelled (`weakref.finalize(lambda: 0, lambda: 0)`).
 
 ## Why it leaks
 The registry holds `func` and its arguments strongly, and they hold `obj`: `obj` can never
@@ -271,6 +281,8 @@ def track(conn):
             return
         owner = positional[0].value
         func = positional[1].value
+        if isinstance(owner, _FRESH_OBJECTS):
+            return
         holder = self.ctx.code(owner)
         why = self._pins(func, owner, callback=True)
         if why:
