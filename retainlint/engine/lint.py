@@ -282,13 +282,15 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
               for node in (report.node, report.statement,
                            *(rel.node for rel in report.related if not isinstance(rel, Related)))
               if node is not None]
+    wanted += [edge for node in wanted for edge in _header_edges(node)]
     positions = ranges_of(module, wanted, source)
     suppressions = result.suppressions = Suppressions.scan(source)
     for report in ctx.reports:
         rng = positions[report.node]
         start = Position(rng.start.line, rng.start.column + 1)
         end = Position(rng.end.line, rng.end.column + 1)
-        statement_line = positions[report.statement].start.line if report.statement else start.line
+        statement = _statement_of(report, positions, rng)
+        statement_line = positions[statement].start.line if statement is not None else start.line
         if suppressions.silences(_noqa_lines(report, positions, rng), report.rule.code,
                                  report.rule.name):
             continue
@@ -322,20 +324,58 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
 
 
 def _noqa_lines(report: Any, positions: Any, rng: Any) -> list[int]:
-    """Where a `# noqa` silences a finding: every line it spans; every line of its
-    statement (a compound statement: its first line only, not its body); every line of
-    this file its message names (related locations)."""
-    lines = list(range(rng.start.line, rng.end.line + 1))
-    if report.statement is not None:
-        whole = positions[report.statement]
-        last = whole.end.line if isinstance(report.statement, cst.SimpleStatementLine) \
-            else whole.start.line
-        lines += range(whole.start.line, last + 1)
+    """Where a `# noqa` silences a finding: the lines of the statement it is on, and of
+    the code of this file its message names (related locations). A compound statement
+    (def, class, if, with, ...) counts by its header alone, decorators to the colon:
+    a noqa on a `def` line is about the def, never about what its body does."""
+    lines = _lines(report.node, positions, rng)
+    statement = _statement_of(report, positions, rng)
+    if statement is not None:
+        lines += _lines(statement, positions, positions[statement])
     for rel in report.related:
         where = positions.get(rel.node) if not isinstance(rel, Related) else None
         if where is not None:
-            lines += range(where.start.line, where.end.line + 1)
+            lines += _lines(rel.node, positions, where)
     return lines
+
+
+def _statement_of(report: Any, positions: Any, rng: Any) -> Optional[cst.CSTNode]:
+    """The finding's statement, unless it is a compound statement the finding lies in
+    the body of (a rule reporting from `leave_FunctionDef` names the function): then the
+    finding's own lines stand for its statement."""
+    statement: Optional[cst.CSTNode] = report.statement
+    if isinstance(statement, cst.BaseCompoundStatement) and \
+            rng.start.line not in _lines(statement, positions, positions[statement]):
+        return None
+    return statement
+
+
+def _lines(node: cst.CSTNode, positions: Any, where: Any) -> list[int]:
+    """Every line `node` spans; a compound statement's header lines only."""
+    if not isinstance(node, cst.BaseCompoundStatement):
+        return list(range(where.start.line, where.end.line + 1))
+    first, last = where.start.line, where.start.line
+    decorators = getattr(node, "decorators", ())
+    if decorators and decorators[0] in positions:
+        first = positions[decorators[0]].start.line
+    edges = _header_edges(node)
+    if edges and edges[-1] in positions:
+        last = max(last, positions[edges[-1]].start.line)
+    return list(range(first, last + 1))
+
+
+def _header_edges(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes whose positions bound a compound statement's header: its first
+    decorator, and what follows its colon (the rest of that line)."""
+    if not isinstance(node, cst.BaseCompoundStatement):
+        return []
+    edges: list[cst.CSTNode] = list(getattr(node, "decorators", ()))[:1]
+    body = getattr(node, "body", None)  # `match` has cases instead: its first line
+    if isinstance(body, cst.IndentedBlock):
+        edges.append(body.header)  # the comment and newline after the colon
+    elif isinstance(body, cst.SimpleStatementSuite):
+        edges.append(body)
+    return edges
 
 
 # A rule's `visit_<Node>` or `leave_<Node>` method, with its rule.

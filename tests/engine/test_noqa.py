@@ -3,6 +3,7 @@ statement, a line the message names, prefixes, unknown codes warned about, and t
 report of directives that silence nothing."""
 
 import textwrap
+from pathlib import Path
 
 from conftest import run_cli
 
@@ -92,3 +93,75 @@ def test_noqa_on_a_line_the_message_names(tree):
     (root / "r.py").write_text(source.replace('device="cuda")', 'device="cuda")  # noqa: RL602'))
     r = run_cli("check", "--output-format", "concise", "--select", "RL602", cwd=root)
     assert concise(r) == [], r.stdout
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def test_noqa_on_a_def_line_does_not_silence_its_body(tree):
+    # RL502 reports the handle 6 lines into the function; the rule names the function as
+    # the finding's statement. A noqa on the `def` line is about the def, not its body.
+    source = (FIXTURES / "RL502" / "handle_removed_only_on_success.py").read_text()
+    source = source.replace("def gradient_norms(model: torch.nn.Module, loss_fn, batch):",
+                            "def gradient_norms(model: torch.nn.Module, loss_fn, batch):  # noqa: RL502")
+    root = tree({"a.py": source})
+    r = run_cli("check", "--output-format", "concise", "--select", "RL502", cwd=root)
+    assert [line.split(" ")[0] for line in concise(r)] == ["a.py:9:14:", "a.py:21:9:", "a.py:31:24:"], \
+        r.stdout
+    # --add-noqa writes on the flagged lines, and they silence the findings.
+    added = run_cli("check", "--add-noqa", "--select", "RL502", cwd=root)
+    assert added.returncode == 0 and "Added 3 noqa directives." in added.stderr, added.stderr
+    lines = (root / "a.py").read_text().splitlines()
+    assert [n for n, line in enumerate(lines, 1) if line.endswith("# noqa: RL502")] == [9, 15, 21, 31]
+    again = run_cli("check", "--output-format", "concise", "--select", "RL502",
+                    "--extend-select", "RL100", cwd=root)
+    assert again.returncode == 1 and [line.split(" ")[:2] for line in concise(again)] == \
+        [["a.py:15:62:", "RL100"]], again.stdout  # the def line's noqa: unused
+
+
+def test_noqa_inside_a_named_function_does_not_silence_the_finding(tree):
+    # RL201 names the finalizer callback (`offload`, lines 7-9): a noqa on its def line
+    # is on a line the message names; one in its body is not.
+    source = (FIXTURES / "RL201" / "aliased_import.py").read_text()
+    body = source.replace("    weights.to(device)\n", "    weights.to(device)  # noqa: RL201\n")
+    root = tree({"a.py": body})
+    r = run_cli("check", "--output-format", "concise", cwd=root)
+    assert [line.split(" ")[0] for line in concise(r)] == ["a.py:15:36:", "a.py:16:41:"], r.stdout
+    (root / "a.py").write_text(source.replace(
+        'def offload(weights: torch.Tensor, device: str = "cpu") -> None:',
+        'def offload(weights: torch.Tensor, device: str = "cpu") -> None:  # noqa: RL201'))
+    r = run_cli("check", "--output-format", "concise", cwd=root)
+    assert [line.split(" ")[0] for line in concise(r)] == ["a.py:16:41:"], r.stdout
+
+
+CACHED_METHOD = textwrap.dedent("""\
+    import functools
+
+    import torch
+
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4096, 4096)
+
+        @functools.lru_cache(maxsize=None)
+        def mask(
+            self,
+            size,
+        ):
+            return torch.ones(size)
+    """)
+
+
+def test_noqa_on_any_header_line_of_a_def_but_not_in_its_body(tree):
+    root = tree({"a.py": CACHED_METHOD})
+    assert [line.split(" ")[:2] for line in concise(run_cli("check", "--output-format", "concise", cwd=root))] \
+        == [["a.py:11:5:", "RL102"]]
+    for line in ("    ):", "    def mask("):  # the header, decorators to the colon
+        (root / "a.py").write_text(CACHED_METHOD.replace(line + "\n", line + "  # noqa: RL102\n"))
+        r = run_cli("check", "--output-format", "concise", cwd=root)
+        assert r.returncode == 0 and concise(r) == [], (line, r.stdout)
+    (root / "a.py").write_text(CACHED_METHOD.replace("torch.ones(size)", "torch.ones(size)  # noqa: RL102"))
+    r = run_cli("check", "--output-format", "concise", cwd=root)
+    assert [line.split(" ")[1] for line in concise(r)] == ["RL102"], r.stdout
