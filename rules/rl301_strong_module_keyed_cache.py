@@ -75,7 +75,10 @@ A container is not reported when the file removes entries from it (`del c[k]`, `
 `.popitem`, `.clear`, `.discard`, `.remove`, `-=`), rebinds it from a function
 (`global c; c = {}`, `cls.c = {}`), or hands it to other code that might
 (`x = c`, `return c`, `prune(c)`). Keys that are strings, ints, `id(...)`, classes or
-enums are not heavy and are never reported; neither are local variables.
+enums are not heavy and are never reported; neither are local variables. A container
+annotated to hold classes (`set[type[nn.Module]]`, `Dict[Type[X], V]`) holds classes even
+when a function adds a parameter loosely annotated with the instance type
+(`def register(layer: nn.Module)`).
 
 ## Why it leaks
 A module global (or a class attribute) is a GC root: its keys live until the interpreter
@@ -490,9 +493,12 @@ class DomLookup(HtmlElementClassLookup):
             if kinds:
                 described = annotation_text(key_ann)
         annotated = set(kinds)
+        # keys annotated as classes (`set[type[nn.Module]]`): a writer's parameter
+        # annotated with the instance type (`register(layer: nn.Module)`) is loose
+        of_classes = key_ann is not None and self._annotates_classes(key_ann)
         heavy_writes: list[Event] = []
         for e in events:
-            if e.kind != "write":
+            if e.kind != "write" or of_classes and _is_parameter(e.key, e.function):
                 continue
             write_kinds = self._value_kinds(e.key, e.function, e.cls, 0)
             if not write_kinds and self.ctx.heavy.is_heavy_value(e.key, e.function, e.cls):
@@ -759,3 +765,7 @@ def _plain_annotation(ctx, annotation: Optional[cst.Annotation]) -> bool:
         or ctx.qualname(p.value if isinstance(p, cst.Subscript) else p) in _PLAIN_KEYS
         for p in parts
     )
+
+
+def _is_parameter(key: Optional[cst.BaseExpression], fn: Optional[cst.FunctionDef]) -> bool:
+    return isinstance(key, cst.Name) and fn is not None and find_param(fn, key.value) is not None

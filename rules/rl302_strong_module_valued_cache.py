@@ -81,9 +81,11 @@ its values are tables of a few literal elements (a pointer table built from a li
 A value handed in (a parameter, an attribute), a layer, or an object built around a heavy
 argument is never such a value.
 
-A registry whose own entries are classes or functions (`dict(basic=BasicBlock)`) holds
-classes: an `nn.Module` annotation on the dict, or on the parameter a function stores
-into it (`def register(name, block_fn: nn.Module)`), is taken as loose.
+A registry whose own entries are classes or functions (`dict(basic=BasicBlock)`), or
+whose annotation says its values are classes (`dict[str, type[nn.Module]]`,
+`Dict[str, Type[X]]`), holds classes: an `nn.Module` annotation on the dict, or on the
+parameter a function stores into it (`def register(name, block_fn: nn.Module)`), is
+taken as loose.
 
 A dict is not reported when the file removes entries from it (`del d[k]`, `.pop`,
 `.popitem`, `.clear`, `-=`), rebinds it from a function (`global d; d = {}`), or hands it
@@ -314,12 +316,14 @@ def load(name: str, model: nn.Module):
             # a table filled at import time (`ACT_FNS = {"relu": nn.ReLU()}`): its values
             # are created once and live as long as the process anyway
             return
-        # A registry whose own entries are classes (`dict(basic=BasicBlock)`) holds
-        # classes: a loose `nn.Module` annotation, on the dict or on the parameter a
-        # function stores (`register(name, block_fn: nn.Module)`), does not make its
-        # values instances.
-        of_classes = self._of_classes(c, writes)
-        value_ann = None if of_classes else self._value_annotation(c)
+        # A registry whose own entries are classes (`dict(basic=BasicBlock)`), or whose
+        # annotation says so (`dict[str, type[nn.Module]]`), holds classes: a loose
+        # `nn.Module` annotation, on the dict or on the parameter a function stores
+        # (`register(name, block_fn: nn.Module)`), does not make its values instances.
+        value_ann = self._value_annotation(c)
+        of_classes = self._of_classes(c, writes) or self._annotates_classes(value_ann)
+        if of_classes:
+            value_ann = None
         kinds: set[str] = set()
         described = None
         if value_ann is not None:

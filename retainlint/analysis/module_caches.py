@@ -58,6 +58,7 @@ _WRAPPER_ANNS = frozenset(
     }
 )
 
+_CLASS_ANNS = frozenset({"type", "builtins.type", "typing.Type", "typing_extensions.Type"})
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 # methods that take entries out of a dict or a set
@@ -742,6 +743,26 @@ class ContainerTracker:
             return ann.slice[1].slice.value
         return None
 
+    def _annotates_classes(self, ann: Optional[cst.BaseExpression]) -> bool:
+        """Does a key or value annotation say the entries are classes (`type[nn.Module]`,
+        `Type[X]`, `type`, unions of them, in strings too)? A class lives as long as its
+        module: such entries pin nothing, whatever a writer's parameter annotation says."""
+        if isinstance(ann, cst.SimpleString):
+            try:
+                return self._annotates_classes(cst.parse_expression(ann.evaluated_value))
+            except Exception:
+                return False
+        if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+            sides = [x for x in (ann.left, ann.right) if not _is_none(x)]
+            return bool(sides) and all(self._annotates_classes(x) for x in sides)
+        if isinstance(ann, cst.Subscript):
+            qualified = self.ctx.qualname(ann.value)
+            if qualified in UNION_WRAPPERS:
+                members = [e.slice.value for e in ann.slice if isinstance(e.slice, cst.Index)]
+                return bool(members) and all(self._annotates_classes(m) for m in members)
+            return qualified in _CLASS_ANNS
+        return ann is not None and self.ctx.qualname(ann) in _CLASS_ANNS
+
     def _ann_kinds(self, ann) -> set[str]:
         oracle = self.ctx.heavy
         if ann is None:
@@ -1257,3 +1278,7 @@ def per_object_key(ctx, key: Optional[cst.BaseExpression], function: Optional[cs
                 pending.extend(v for v, _ in ctx.heavy.local_assignments(function).get(node.value, ())
                                if v is not None)
     return False
+
+
+def _is_none(ann: cst.BaseExpression) -> bool:
+    return isinstance(ann, cst.Name) and ann.value == "None"
