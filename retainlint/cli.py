@@ -28,6 +28,7 @@ from retainlint.engine.cache import default_cache_dir
 from retainlint.core.errors import ConfigError
 from retainlint.core.source import WriteError, write_output
 from retainlint.engine.discover import excluded
+from retainlint.engine.notebook import is_notebook
 from retainlint.engine.projects import (Overrides, Project, ignored_here, plan, project_of,
                                         selection, settings_for)
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Severity
@@ -231,6 +232,8 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
             if fix and fixed_source is not None:
                 sys.stdout.buffer.write(fixed_source)
             sys.exit(EXIT_CLEAN)
+        if fixed_source is not None and not is_notebook(project.files[0]):
+            text.shown_from(project.files[0], fixed_source)  # frames: the buffer, as fixed
         result = checked
     else:
         results = []

@@ -140,6 +140,16 @@ def concise(console: Console, findings: Sequence[Finding]) -> None:
         console.print(text, highlight=False, soft_wrap=True)
 
 
+_BUFFERS: dict[str, bytes] = {}
+
+
+def shown_from(path: str, data: bytes) -> None:
+    """Code frames of `path` are cut from `data` (a source checked from standard input,
+    after its fixes), not from the file on disk. A notebook's buffer is the notebook
+    module's to keep (`notebook.checked_from_buffer`)."""
+    _BUFFERS[path] = data
+
+
 class _Sources:
     def __init__(self) -> None:
         self._lines: dict[str, list[str]] = {}
@@ -147,10 +157,10 @@ class _Sources:
     def lines(self, path: str) -> list[str]:
         if path not in self._lines:
             try:
+                data = _BUFFERS[path] if path in _BUFFERS else shown_source(path)
                 # Lines as Python counts them: str.splitlines also splits at a form feed,
                 # \x1c-\x1e, \x85, U+2028..., bytes.splitlines only at \n, \r\n and \r.
-                self._lines[path] = [line.decode("utf-8", "replace")
-                                     for line in shown_source(path).splitlines()]
+                self._lines[path] = [line.decode("utf-8", "replace") for line in data.splitlines()]
             except (OSError, ValueError):  # unreadable, or a broken notebook
                 self._lines[path] = []
         return self._lines[path]

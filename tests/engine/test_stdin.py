@@ -59,3 +59,43 @@ def test_stdin_with_other_paths_is_one_line_error(tree):
     root = tree({"a.py": CLEAN})
     r = run_cli("check", "--stdin-filename", "a.py", "a.py", cwd=root, input=CLEAN)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+CACHED_METHOD = """
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4096, 4096)
+
+    @functools.lru_cache(maxsize=None)
+    def mask(self, size):
+        return torch.ones(size)
+"""
+
+
+def frames(report):
+    """{line number: text} of the code frames in a `full` report."""
+    shown = {}
+    for line in report.splitlines():
+        number, bar, text = line.partition(" | ")
+        if bar and number.strip().isdigit():
+            shown[int(number)] = text
+    return shown
+
+
+def test_code_frames_show_the_buffer_and_after_fix_the_fixed_source(tree):
+    # A fix (RL501) that adds a line above a finding no fix resolves (RL102).
+    source = "import functools\n" + BUGGY + CACHED_METHOD
+    root = tree({"mod.py": "# the saved file\n" * 60})
+    r = run_cli("check", "--stdin-filename", "mod.py", "-", cwd=root, input=source)
+    lines = source.splitlines()
+    assert frames(r.stdout) and all(lines[n - 1] == text for n, text in frames(r.stdout).items()), \
+        r.stdout
+    fixed = run_cli("check", "--fix", "--unsafe-fixes", "--stdin-filename", "mod.py", "-",
+                    cwd=root, input=source)
+    assert fixed.returncode == 1 and "(1 fixed, 1 remaining)" in fixed.stderr, fixed.stderr
+    fixed_lines = fixed.stdout.splitlines()
+    assert len(fixed_lines) == len(lines) + 1  # the fix moved the finding left one line down
+    shown = frames(fixed.stderr)
+    assert shown and all(fixed_lines[n - 1] == text for n, text in shown.items()), fixed.stderr
+    assert "    @functools.lru_cache(maxsize=None)" in shown.values()

@@ -105,6 +105,7 @@ def test_rule_piped_is_plain_markdown():
 
 
 RL201 = Path(__file__).resolve().parents[2] / "fixtures" / "RL201" / "aliased_import.py"
+SAFE = Path(__file__).resolve().parents[2] / "fixtures" / "RL301" / "key_bare_annotation.py"
 
 
 def test_full_headline_keeps_a_colon_inside_parentheses(tree):
@@ -122,7 +123,8 @@ def summary_line(r):
 
 
 def test_summary_counts_unsafe_fixes_without_reading_as_more_findings(tree):
-    root = tree({"a.py": RL201.read_text(), "b.py": BUGGY, "clean.py": "x = 1\n"})
+    # b.py: one safe fix (RL301 makes the dict weak-keyed).
+    root = tree({"a.py": RL201.read_text(), "b.py": SAFE.read_text(), "clean.py": "x = 1\n"})
     # Only unsafe fixes: both findings, fixable only when unsafe fixes are allowed.
     unsafe_only = run_cli("check", "a.py", cwd=root)
     assert summary_line(unsafe_only) == "Found 2 findings (2 fixable with --fix --unsafe-fixes)."
@@ -141,7 +143,7 @@ def test_summary_counts_unsafe_fixes_without_reading_as_more_findings(tree):
 
 
 def test_concise_is_one_short_line_a_finding(tree):
-    root = tree({"a.py": RL201.read_text(), "b.py": BUGGY})
+    root = tree({"a.py": RL201.read_text(), "b.py": SAFE.read_text()})
     r = run_cli("check", "--output-format", "concise", cwd=root)
     lines = r.stdout.rstrip().splitlines()[:-1]
     assert lines == [
@@ -149,8 +151,8 @@ def test_concise_is_one_short_line_a_finding(tree):
         "`wr.finalize`  [finalize-pins-argument]",
         "a.py:16:41: RL201 `self.model` (a heavy object: a model or tensor) is passed to "
         "`wr.finalize`  [finalize-pins-argument]",
-        "b.py:7:9: RL501 [*] handle returned by `register_bytecode_hook` is discarded  "
-        "[discarded-hook-handle]",
+        "b.py:5:1: RL301 [*] `_order` (module global) keeps `torch.nn.Module` keys alive  "
+        "[strong-module-keyed-cache]",
     ], r.stdout
 
 
