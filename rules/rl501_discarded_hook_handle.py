@@ -5,13 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from retainlint.analysis.cstutil import (
-    append_to_function,
     decorator_names,
     in_body_of,
     is_instance_method,
     is_self,
     unique_self_attribute,
 )
+from retainlint.analysis.fix_preconditions import append_at_end
 from retainlint.analysis.heavy import find_param
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
@@ -37,7 +37,7 @@ class DiscardedHookHandle(Rule):
     name = "discarded-hook-handle"
     summary = "The removal handle of a registered hook is thrown away, so the hook can never be removed"
     severity = Severity.ERROR
-    fix_applicability = Applicability.SAFE
+    fix_applicability = Applicability.UNSAFE
 
     docs = """
 ## What it does
@@ -100,11 +100,14 @@ class FeatureExtractor:  # made per call, on the user's long-lived encoder
             encoder.get_submodule(name).register_forward_hook(self.save)  # RL501 (warning)
 ```
 
-## Fix (safe, inside methods)
+## Fix (unsafe, inside methods of a class with a release method)
 The handle is kept as `self._<hook>_handle` (a name not used yet in the class, its bases
-or its subclasses); when the class has a method that releases the whole object (`shutdown`,
+or its subclasses) and, in the method that releases the whole object (`shutdown`,
 `close`, ... callable with `self` alone, or `__exit__`), `self._<hook>_handle.remove()`
-is appended to it (guarded by `getattr(self, ..., None)` when the registration is
+is appended to it. Unsafe: the hook no longer runs after the release, as the help line
+says. A class with no such method gets no fix (a handle kept but never removed frees
+nothing, and RL502 would report it); nor does a release method whose end is not reached.
+The removal is appended (guarded by `getattr(self, ..., None)` when the registration is
 conditional or outside `__init__`; never to `__del__` when the hook holds the instance,
 as `__del__` cannot run then) - never to a per-item method such as
 `free(self, block_id)`, nor to a class or static method. Outside methods, in a loop (one
@@ -235,15 +238,7 @@ class Probe:
         y.register_hook(print)
 """,
             lines=[4],
-            fixed="""
-class Probe:
-    def __init__(self, model):
-        self._forward_hook_handle = model.register_forward_hook(self.record)
-
-    def step(self, x):
-        y = x * 2
-        y.register_hook(print)
-""",
+            # no release method would remove a kept handle: no fix
             settings={"per_object_hooks": True},
         ),
     ]
@@ -353,16 +348,23 @@ class Probe:
         # `__del__` never runs while the hook holds the instance
         holds_self = expr.value.args and hook_holds_self(fn, expr.value.args[0].value)
         release = fix_release_method(self.ctx, cls, finalizer=not holds_self)
-        if release is not None and release is not fn:
-            unconditional = fn.name.value == "__init__" and in_body_of(self.ctx.scope.statement, fn)
-            code = (
-                f"self.{attr}.remove()"
-                if unconditional
-                else f'if getattr(self, "{attr}", None) is not None:\n    self.{attr}.remove()\n'
-            )
-            replacements[release] = append_to_function(release, [cst.parse_statement(code)])
-        where = f" and remove it in `{release.name.value}()`" if release is not None and release is not fn else ""
-        return self.fix(f"Keep the handle as `self.{attr}`{where}", replacements)
+        if release is None or release is fn:
+            return None  # a handle kept but never removed frees nothing (RL502 reports it)
+        unconditional = fn.name.value == "__init__" and in_body_of(self.ctx.scope.statement, fn)
+        code = (
+            f"self.{attr}.remove()"
+            if unconditional
+            else f'if getattr(self, "{attr}", None) is not None:\n    self.{attr}.remove()\n'
+        )
+        edited = append_at_end(release, [cst.parse_statement(code)])
+        if edited is None:
+            return None  # the release's normal path never reaches its end
+        replacements[release] = edited
+        installed = short(self.ctx.code(expr.value.args[0].value)) if expr.value.args else "the hook"
+        # unsafe: the hook stops running once the owner is released
+        return self.fix(f"Keep the handle as `self.{attr}` and remove it in `{release.name.value}()`: "
+                        f"`{installed}` no longer runs after `{release.name.value}()`", replacements,
+                        applicability=Applicability.UNSAFE)
 
     @staticmethod
     def _in_loop(fn: cst.FunctionDef, expr: cst.Expr) -> bool:

@@ -8,8 +8,8 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_statements
+from retainlint.analysis.fix_preconditions import append_at_end
 from retainlint.analysis.cstutil import (
-    append_to_function,
     is_instance_method,
     is_self,
     prepend_to_function,
@@ -41,7 +41,7 @@ class HookHandlesNeverRemoved(Rule):
     name = "hook-handles-never-removed"
     summary = "A class keeps hook handles but no release method removes the hooks"
     severity = Severity.ERROR
-    fix_applicability = Applicability.SAFE
+    fix_applicability = Applicability.UNSAFE
 
     docs = """
 ## What it does
@@ -107,11 +107,14 @@ class ActivationRecorder:
         self.records.clear()
 ```
 
-## Fix (safe where a release method exists)
+## Fix (unsafe, where a release method exists)
 Appends the removal to the class's release method: `self._h.remove()` for one handle,
 a loop calling `handle.remove()` for a list (`.values()` for a dict), guarded by
 `getattr(self, ..., None)` when the attribute may be missing or `None`; when a method of
-the class already removes them (`remove_hooks()`), a call to it instead.
+the class already removes them (`remove_hooks()`), a call to it instead. Unsafe: the
+hooks no longer run on the hooked objects after the release (and a called method does
+whatever else it does), as the help line says. No fix when the release method's normal
+path never reaches its end.
 """
 
     valid = [
@@ -482,7 +485,8 @@ def install(params, hook):
         # a release method that drops the attribute (`self._h = None`) gets the removal
         # first; otherwise it goes last
         attrs, _ = self_attrs(release.body)
-        add = prepend_to_function if attr in attrs else append_to_function
+        add = prepend_to_function if attr in attrs else append_at_end
+        where = release.name.value
         for name in removers:
             method = handles.own[name]
             params = method.params
@@ -490,8 +494,13 @@ def install(params, hook):
             if is_instance_method(self.ctx, method) and not required and not params.kwonly_params \
                     and method is not release:
                 statement = cst.parse_statement(f"self.{name}()\n")
-                return self.fix(f"Call `self.{name}()` in `{release.name.value}()`",
-                                {release: add(release, [statement])})
+                edited = add(release, [statement])
+                if edited is None:
+                    return None  # the release's normal path never reaches its end
+                # unsafe: whatever else `name()` does now happens too, and the hooks stop
+                return self.fix(f"Call `self.{name}()` in `{where}()`: `self.{name}()` now runs in "
+                                f"`{where}()`, and the hooks no longer run after it", {release: edited},
+                                applicability=Applicability.UNSAFE)
         kinds = {s.kind for s in items}
         kind = next(k for k in ("nested", "mapping", "collection", "single") if k in kinds or k == "single")
         guarded = not self._initialized(cls, handles, attr, kind)
@@ -509,8 +518,14 @@ def install(params, hook):
             source = f"({get} or {{}}).values()" if guarded else f"self.{attr}.values()"
             code = f"for handles in {source}:\n    for handle in handles:\n        handle.remove()\n"
         statement = cst.parse_statement(code)
-        return self.fix(f"Remove the hook{'' if kind == 'single' else 's'} in `{release.name.value}()`",
-                        {release: add(release, [statement])})
+        edited = add(release, [statement])
+        if edited is None:
+            return None  # the release's normal path never reaches its end
+        plural = "" if kind == "single" else "s"
+        # unsafe: what the hook did on the hooked object stops after the release
+        return self.fix(f"Remove the hook{plural} in `{where}()`: the hook{plural} in `self.{attr}` "
+                        f"no longer run{'s' if kind == 'single' else ''} after `{where}()`", {release: edited},
+                        applicability=Applicability.UNSAFE)
 
     def _initialized(self, cls: cst.ClassDef, handles: ClassHandles, attr: str, kind: str) -> bool:
         """Is `self.<attr>` assigned directly in `__init__`'s body (not under a branch),
