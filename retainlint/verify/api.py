@@ -46,6 +46,9 @@ class expect_released:  # noqa: N801 - used like a function: `with expect_releas
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        # pytest leaves frames marked so out of a failure's traceback: it points at the
+        # user's `with` line, not at this module's internals
+        __tracebackhide__ = True  # noqa: F841
         if exc_type is not None:
             return False  # never hide the block's own error
         del exc, tb
@@ -53,6 +56,7 @@ class expect_released:  # noqa: N801 - used like a function: `with expect_releas
         return False
 
     def check(self, caller=None) -> None:
+        __tracebackhide__ = True  # noqa: F841 - see __exit__
         collect()
         problems = []
         for t in self._trackers:
