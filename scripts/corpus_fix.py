@@ -2,7 +2,8 @@
 changed file still compiles, that nothing changed outside what the fixes said they would
 edit (each diff hunk against the original lies within a predicted edit of the JSON output
 and adds only lines those edits add), that the total number of findings only went down,
-and that a second run has nothing left to fix.
+and that a second run has nothing left to fix. Lists the fixes offered, by rule and
+applicability (safe / unsafe), each with its message, for a reviewer to read.
 
     python scripts/corpus_fix.py vllm==0.33.0      # or a directory
 
@@ -98,6 +99,22 @@ def replayed(path: Path, before: bytes, after: bytes) -> bool:
     return data == after
 
 
+def offered(fixable: list[dict]) -> list[str]:
+    """The fixes offered, for a reviewer: a count per rule and applicability, then one
+    line per fix (`path:row CODE safe|unsafe: what it does`)."""
+    counts: dict[tuple[str, str], int] = {}
+    for f in fixable:
+        key = (f["code"], f["fix"]["applicability"])
+        counts[key] = counts.get(key, 0) + 1
+    safe = sum(n for (_, kind), n in counts.items() if kind == "safe")
+    lines = [f"fixes offered: {len(fixable)} ({safe} safe, {len(fixable) - safe} unsafe)"]
+    lines += [f"  {code} {kind}: {n}" for (code, kind), n in sorted(counts.items())]
+    lines += [f"  {f['filename']}:{f['location']['row']} {f['code']} {f['fix']['applicability']}: "
+              f"{f['fix']['message']}"
+              for f in sorted(fixable, key=lambda f: (f["filename"], f["location"]["row"], f["code"]))]
+    return lines
+
+
 def main(target: str) -> int:
     source = Path(target) if Path(target).is_dir() else fetch(target)
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,6 +156,8 @@ def main(target: str) -> int:
         for line in broken + outside + [f"{f['filename']}:{f['location']['row']} {f['code']}"
                                         for f in left]:
             print("  ", line)
+        for line in offered(fixable):
+            print(line)
         return 1 if broken or outside or left or len(after) > len(findings) else 0
 
 
