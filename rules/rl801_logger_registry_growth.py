@@ -10,6 +10,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import body_functions, decorator_names
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.once import once_per_process
 from retainlint.rules.prefilters.rl801 import LoggerRegistryGrowthPrefilter
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.holding import ctx_code, has_heavy_attribute, reaches
@@ -79,7 +80,11 @@ Reports two ways code makes the process-wide logging registry grow:
   `if self._handler is None:`). A plain function (or a static method) is taken for
   one-time configuration (`setup_logging()`, `log_to_stderr()`) unless it handles a
   request - it takes a `request`, `conn`, `session`, `client`... parameter - and builds
-  the handler itself.
+  the handler itself. A method is taken for one-time configuration too when it runs once
+  per process: it runs at most once per instance (`__init__`, a method that returns or
+  raises when a flag it sets is already set, or one only such methods call), and the
+  class's only instance is built at module level or by an entry point (a function called
+  once, from module-level code such as `if __name__ == "__main__":`), by no other file.
 
 Reported as an error when the handler holds `self` of a class holding a model, as a
 warning otherwise.
@@ -256,6 +261,35 @@ def run_request(request):
     logging.getLogger().addHandler(handler)
 """,
             lines=[9, 10, 14],
+        ),
+        # set-up that refuses a second call, but one instance per request; a method with
+        # no such guard
+        Example(
+            """
+import logging
+
+class App:
+    def __init__(self):
+        self._ready = False
+
+    def setup(self):
+        if self._ready:
+            return
+        self._ready = True
+        logging.getLogger("app").addHandler(logging.StreamHandler())
+
+    def reload(self):
+        logging.getLogger("app").addHandler(logging.StreamHandler())
+
+def handle(request):
+    app = App()
+    app.setup()
+
+if __name__ == "__main__":
+    for request in range(3):
+        handle(request)
+""",
+            lines=[12, 15],
         ),
     ]
 
@@ -536,6 +570,8 @@ def run_request(request):
         is_method = self._per_instance(fn, call)
         if not is_method and not (self._built_here(handler, fn) and self._handles_requests(fn)):
             return
+        if is_method and call.cls is not None and once_per_process(self.ctx, call.cls, fn):
+            return  # the start-up of the process's one instance configures logging once
         heavy = (
             call.cls is not None
             and reaches(self.ctx, handler, cst.Name("self"), fn, call.cls) is not None
