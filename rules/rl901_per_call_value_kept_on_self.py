@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import os
 from typing import Optional
 
 import libcst as cst
@@ -34,8 +36,9 @@ call uses it: the attribute only serves error reports or debugging) and that no
 `finally` resets.
 
 Not reported: attributes the file reads (state: the next call or a getter uses them),
-attributes reset or deleted in a `finally`, plain (not heavy) parameters, and whatever
-`__init__` keeps.
+attributes a project class the class derives from reads, in its own module (its methods
+run on the same object), attributes reset or deleted in a `finally`, plain (not heavy)
+parameters, and whatever `__init__` keeps.
 
 An error when the value is a heavy argument, a warning otherwise.
 
@@ -117,7 +120,7 @@ class Stepper:
         reset = {t.attr.value for t, _ in writes.writes if isinstance(t, cst.Attribute)
                  and isinstance(t.value, cst.Name) and t.value.value == "self"}
         for line, assign, attr, method, heavy, what in stores:
-            if attr in reset or _read_back(self.ctx.module, attr):
+            if attr in reset or _read_back(self.ctx.module, attr) or self._read_by_base(node, attr):
                 continue
             self.report(
                 assign,
@@ -128,6 +131,34 @@ class Stepper:
                 severity=Severity.ERROR if heavy else Severity.WARNING,
                 statement=line,
             )
+
+    def _read_by_base(self, cls: cst.ClassDef, attr: str) -> bool:
+        """Does a project class this one derives from, in another file, read `.attr`
+        (outside exception handlers)? The base's methods run on this object too."""
+        ctx = self.ctx
+        index = ctx.index
+        if index is None:
+            return False
+        here = os.path.abspath(ctx.path)
+        bases = [ctx.absolute(ctx.qualname(b.value) or ctx.code(b.value)) for b in cls.bases]
+        return any(summary.path != here and index.ask(_class_reads, (summary.path, summary.line, attr))
+                   for summary in index.ancestors(bases))
+
+
+def _class_reads(index, key: tuple[str, int, str]) -> bool:
+    """Does the class defined at `path:line` read `.attr` outside its exception handlers
+    (or name it in a string, for `getattr`)? A question for `ProjectIndex.ask`."""
+    path, line, attr = key
+    parsed = index.source(path)
+    if parsed is None:
+        return False
+    cls = next((n for n in ast.walk(parsed[0]) if isinstance(n, ast.ClassDef) and n.lineno == line), None)
+    if cls is None:
+        return False
+    handlers = {id(n) for h in ast.walk(cls) if isinstance(h, ast.ExceptHandler) for n in ast.walk(h)}
+    return any(id(n) not in handlers and (
+        isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Load)
+        or isinstance(n, ast.Constant) and n.value == attr) for n in ast.walk(cls))
 
 
 class _PerCallStores(OwnScopeVisitor):
