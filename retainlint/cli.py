@@ -130,6 +130,9 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("--extend-select", multiple=True, help=f"Rules to add to the selection. {SELECTOR_HELP}")
 @click.option("--ignore", multiple=True, help=f"Rules to leave out. {SELECTOR_HELP}")
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--fix-only", is_flag=True,
+              help="Apply fixes and report nothing that remains (exit 0 unless "
+                   "--exit-non-zero-on-fix and something was fixed).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
               help="Include fixes that may change behaviour (with --fix or --diff).")
 @click.option("--diff", is_flag=True, help="Print the diff of what --fix would change; write nothing.")
@@ -182,14 +185,18 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("--show-settings", is_flag=True,
               help="Print the settings the (first) file named is checked under, and exit.")
 @click.option("-v", "--verbose", is_flag=True, help="Say what the run did besides checking (on stderr).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print the findings and nothing else: no summary line, notes or progress bar.")
 @click.option("--run-summary", "run_summary_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Also write what ran to FILE, as JSON: the rules, how many files, under which "
                    "configuration (for CI wrappers such as the GitHub Action).")
-def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_non_zero_on_fix,
+def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, diff, exit_non_zero_on_fix,
           output_format, output_file, show_source, show_fixes, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
           force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
-          write_baseline, stdin_filename, no_project, show_settings, verbose, run_summary_file) -> None:
+          write_baseline, stdin_filename, no_project, show_settings, verbose, quiet,
+          run_summary_file) -> None:
     """Check PATHS (default: the current directory)."""
+    fix = fix or fix_only
     if verbose:
         logging.basicConfig(level=logging.INFO, format="retainlint: %(message)s")
     paths = paths or (".",)
@@ -237,7 +244,7 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         result = checked
     else:
         results = []
-        with _progress_bar(sys.stderr.isatty() and not machine
+        with _progress_bar(sys.stderr.isatty() and not machine and not quiet
                            and len(files) >= PROGRESS_MIN_FILES) as bar:
             for project in projects:
                 settings = project.settings
@@ -271,12 +278,12 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
             except ConfigError as e:
                 _fail(str(e))
                 return
-            if known:
+            if known and not quiet:
                 err.print(f"note: {known} finding{'s' if known != 1 else ''} in the baseline "
                           f"not shown", highlight=False)
         if changed is not None and not diff:
             findings, left_out = split_findings(findings, changed)
-            if left_out:
+            if left_out and not quiet:
                 err.print(f"note: {len(left_out)} finding{'s' if len(left_out) != 1 else ''} on lines "
                           f"not changed since {changed_since_ref} not shown", highlight=False)
         if not files:
@@ -287,21 +294,29 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         if diff:
             for chunk in result.diffs:
                 out.out(chunk, end="", highlight=False)
-            err.print(f"Would fix {result.fixed} finding{'s' if result.fixed != 1 else ''}.", highlight=False)
+            if not quiet:
+                err.print(f"Would fix {result.fixed} finding{'s' if result.fixed != 1 else ''}.",
+                          highlight=False)
             unsafe_only = sum(1 for f in findings if f.fix is not None
                               and f.fix.applicability is Applicability.UNSAFE)
-            if not result.diffs and unsafe_only and not (unsafe_fixes or projects[0].settings.unsafe_fixes):
+            if not result.diffs and unsafe_only and not quiet \
+                    and not (unsafe_fixes or projects[0].settings.unsafe_fixes):
                 err.print(f"No safe fixes; {unsafe_only} unsafe fix{'es' if unsafe_only != 1 else ''} "
                           f"available: see them with --diff --unsafe-fixes.", highlight=False)
             if show_fixes:
                 text.show_fixes(err, result.fixed_codes, findings, applied=True)
             sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
 
+        if fix_only:  # what was left is not reported; files that could not be checked are
+            _fixed_only(out, [f for f in findings if f.code in ALWAYS_SHOWN], result, shown,
+                        changed.root if changed else repo_root(), quiet, machine)
+            sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS
+                     if exit_non_zero_on_fix and result.fixed else EXIT_CLEAN)
         if statistics:
             text.print_statistics(out, findings, as_json=output_format == "json")
         else:
             shown.show(out, findings, changed.root if changed else repo_root())
-        if not machine:
+        if not machine and not quiet:
             unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
             # What the fixes resolved, counted over every finding: those below the severity
             # floor, or left out by a baseline or --changed-since, are fixed too. (Counted
@@ -320,6 +335,18 @@ def check(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, exit_no
         if findings or (exit_non_zero_on_fix and result.fixed):
             sys.exit(EXIT_FINDINGS)
         sys.exit(EXIT_CLEAN)
+
+
+def _fixed_only(out: Console, unchecked: list, result: RunResult, shown, root: str, quiet: bool,
+                machine: bool) -> None:
+    """--fix-only: the files that could not be checked or fixed (RL000, RL999), then how
+    many findings the fixes resolved."""
+    if unchecked or machine:
+        shown.show(out, unchecked, root)
+    if not machine and not quiet:
+        fixed = max(len(result.before) - len(result.findings), 0) if result.before else result.fixed
+        out.print(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}." if result.fixed
+                  else "No fixes applied.", highlight=False)
 
 
 @contextmanager

@@ -296,3 +296,57 @@ def test_min_severity_keeps_only_findings_that_severe(tree):
     # a file that could not be checked is always reported
     assert kept == [("a.py", "RL501"), ("broken.py", "RL000")], kept
     assert errors.returncode == 1
+
+
+# A safe fix (RL301: the dict becomes weak-keyed) and a finding no fix resolves (RL102).
+SAFE_FIX = "import torch\n\n_order: dict[torch.nn.Module, int]\n_order = {}\n"
+NO_FIX = """import functools
+
+import torch
+
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4096, 4096)
+
+    @functools.lru_cache(maxsize=None)
+    def mask(self, size):
+        return torch.ones(size)
+"""
+
+
+def test_quiet_prints_the_findings_and_nothing_else(tree):
+    root = tree({"a.py": SAFE_FIX, "b.py": NO_FIX, "clean.py": CLEAN})
+    r = run_cli("check", "-q", "--output-format", "concise", cwd=root)
+    assert r.returncode == 1
+    assert [line.split(" ")[:2] for line in r.stdout.splitlines()] == \
+        [["a.py:4:1:", "RL301"], ["b.py:11:5:", "RL102"]], r.stdout
+    assert r.stderr == ""
+    clean = run_cli("check", "--quiet", "clean.py", cwd=root)
+    assert clean.returncode == 0 and clean.stdout == "" and clean.stderr == ""
+    fixed = run_cli("check", "-q", "--fix", "--output-format", "concise", cwd=root)
+    assert fixed.returncode == 1 and [line.split(" ")[1] for line in fixed.stdout.splitlines()] \
+        == ["RL102"], fixed.stdout
+    assert "WeakKeyDictionary" in (root / "a.py").read_text()
+
+
+def test_fix_only_applies_fixes_and_reports_nothing_left(tree):
+    root = tree({"a.py": SAFE_FIX, "b.py": NO_FIX})
+    r = run_cli("check", "--fix-only", cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == "Fixed 1 finding.\n", r.stdout
+    assert "WeakKeyDictionary" in (root / "a.py").read_text()
+    assert (root / "b.py").read_text() == NO_FIX
+    again = run_cli("check", "--fix-only", "--exit-non-zero-on-fix", cwd=root)
+    assert again.returncode == 0 and again.stdout == "No fixes applied.\n", again.stdout
+    (root / "a.py").write_text(SAFE_FIX)
+    flagged = run_cli("check", "--fix-only", "--exit-non-zero-on-fix", "-q", cwd=root)
+    assert flagged.returncode == 1 and flagged.stdout == "", flagged.stdout
+    assert "WeakKeyDictionary" in (root / "a.py").read_text()
+
+
+def test_quiet_diff_is_the_diff_alone(tree):
+    root = tree({"a.py": SAFE_FIX})
+    r = run_cli("check", "-q", "--diff", cwd=root)
+    assert r.returncode == 1 and r.stdout.startswith("--- a.py") and r.stderr == "", r.stderr
