@@ -431,6 +431,7 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
         if cache is not None and contents is not None and path in contents:
             cache.put(path, contents[path], summary or False)  # False: does not parse
     # Without a cache (`--no-cache`) the facts of installed packages are read afresh too.
+    (progress or _no_progress)("Reading installed packages", 0)
     return ProjectIndex(summaries, settings.heavy_types,
                         installed_types(settings, kept=cache is not None))
 
@@ -697,7 +698,9 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
     # A cheap test decides which files are parsed at all.
     to_check: list[str] = []
     skipped: list[FileOutcome] = []
+    planned = (progress or _no_progress)("Planning", len(readable))
     for p, data in readable.items():
+        planned(1)
         with index.recording() as consulted:
             triggered = rules_triggered(data, prefilters, settings, index, p)
         if triggered:
