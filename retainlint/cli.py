@@ -85,7 +85,12 @@ def _progress_bar(enabled: bool):
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
         def start(what: str, total: int):
-            task = bar.add_task(what, total=total)
+            # One phase shown at a time: the one just begun replaces the last. A phase
+            # with nothing to count (reading installed packages) gets a pulsing bar.
+            for earlier in bar.task_ids:
+                bar.update(earlier, visible=False)
+            task = bar.add_task(what, total=total or None)
+            bar.refresh()  # drawn now, however soon it ends
             return lambda done: bar.advance(task, done)
         yield start
 

@@ -52,3 +52,14 @@ def test_no_bar_in_machine_formats_or_without_a_terminal(tmp_path):
     piped = subprocess.run([sys.executable, "-m", "retainlint", "check", "--no-cache"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 1 and piped.stderr == ""
+
+
+def test_the_bar_names_each_phase_as_it_starts(tmp_path):
+    # Between indexing and checking, the run reads installed packages and plans which
+    # files to parse; the bar says so instead of standing at `Indexing N/N`.
+    _big_tree(tmp_path)
+    code, out, terminal = _run_with_terminal_stderr(tmp_path, "-j", "1")
+    assert code == 1
+    phases = ["Indexing", "Reading installed packages", "Planning", "Checking"]
+    seen = [terminal.find(phase) for phase in phases]
+    assert all(at >= 0 for at in seen) and seen == sorted(seen), (seen, terminal[-3000:])
