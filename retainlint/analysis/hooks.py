@@ -257,6 +257,18 @@ _CONTAINER_ADD = frozenset({"append", "appendleft", "add", "insert", "extend"})
 _MAPPING_ADD = frozenset({"setdefault", "update", "__setitem__"})
 
 
+def binds_own_self(fn: cst.CSTNode) -> bool:
+    """Does a function (or lambda) nested in a method take its own `self` parameter? Then
+    `self` inside it is whatever it is later bound to (a function installed on another
+    class, or bound with `MethodType`), not the instance of the enclosing method."""
+    params = getattr(fn, "params", None)
+    if not isinstance(params, cst.Parameters):
+        return False
+    star = params.star_arg if isinstance(params.star_arg, cst.Param) else None
+    every = (*params.posonly_params, *params.params, *params.kwonly_params, star, params.star_kwarg)
+    return any(p is not None and p.name.value == "self" for p in every)
+
+
 class _FirstPass(cst.CSTVisitor):
     """Locals of a method: which hold hook handles (or lists of them), which are read
     from attributes of `self` (aliases)."""
@@ -271,6 +283,11 @@ class _FirstPass(cst.CSTVisitor):
 
     def visit_ClassDef(self, node) -> bool:
         return False
+
+    def visit_FunctionDef(self, node) -> bool:
+        return not binds_own_self(node)
+
+    visit_Lambda = visit_FunctionDef
 
     def visit_Assign(self, node: cst.Assign) -> None:
         names: set[str] = set()
@@ -403,8 +420,10 @@ class _SecondPass(cst.CSTVisitor):
     def visit_ClassDef(self, node) -> bool:
         return False
 
-    def visit_FunctionDef(self, node) -> None:
+    def visit_FunctionDef(self, node) -> bool:
         self.depth += 1
+        # its `self` is not this instance: what it stores or removes is another object's
+        return not binds_own_self(node)
 
     def leave_FunctionDef(self, node) -> None:
         self.depth -= 1
