@@ -63,20 +63,36 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _wait(proc, ready) -> None:
+    while proc.poll() is None and not ready():
+        time.sleep(0.1)
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_stops_a_run_in_the_middle_of_a_slow_file(tmp_path, signum):
-    """Without the budget (0: none), the 2 MB file takes a minute of CPU; its libcst parse
-    (native code, where no signal is handled) the first few seconds. The signal lands once
-    the process has spent well more than that, in the rules' analysis."""
+    """Without the budget (0: none), the 2 MB file takes a minute of CPU. The signal lands
+    in the rules' analysis: after the project index (the `ast` of the file, a few hundred
+    MB) and the libcst parse (native code, where no signal is handled, which takes the
+    memory past that by more than half a GB), a few seconds of CPU into the rules."""
     (tmp_path / "slow.py").write_text(hostile.varied(2_000_000))
     with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "retainlint", "check", "--no-cache",
                                  "-j", "1", "."], cwd=tmp_path, stdout=out, stderr=err,
                                 env={**os.environ, "NO_COLOR": "1", "RETAINLINT_FILE_BUDGET": "0"})
     try:
-        while proc.poll() is None and _cpu_seconds(proc.pid) < 25:
-            time.sleep(0.1)
+        _wait(proc, lambda: _cpu_seconds(proc.pid) > 2)
+        indexed = _rss_mb(proc.pid)
+        _wait(proc, lambda: _rss_mb(proc.pid) > indexed + 600)  # the libcst tree is built
+        parsed = _cpu_seconds(proc.pid)
+        _wait(proc, lambda: _cpu_seconds(proc.pid) > parsed + 4)
         assert proc.poll() is None, "the check ended before the signal: make the file bigger"
         proc.send_signal(signum)
         sent = time.monotonic()
