@@ -21,13 +21,13 @@ import os
 from sys import intern
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Optional, Sequence, TypeVar
 
 from retainlint.core.gcpause import gc_paused
 from retainlint.project.installed_types import Verdicts, known_verdicts
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
 from retainlint.project.memoizers import caches_per_instance, memoizes
+from retainlint.project.module_names import module_name as module_name, module_names  # cache.py imports it here
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
 
@@ -79,34 +79,6 @@ class FileSummary:
     instance_calls: dict[str, list[int]] = field(default_factory=dict)
     # rule code -> what its `Rule.scan` found here (rules whose triggers the file has)
     scans: dict[str, object] = field(default_factory=dict)
-
-
-@lru_cache(maxsize=4096)
-def _is_package_dir(directory: str) -> bool:
-    return os.path.isfile(os.path.join(directory, "__init__.py"))
-
-
-def module_name(path: str) -> str:
-    """`pkg.sub.mod` for pkg/sub/mod.py, walking up while directories are packages."""
-    directory, filename = os.path.split(os.path.abspath(path))
-    stem = filename.rsplit(".", 1)[0]
-    package = _package_name(directory)
-    if stem == "__init__":
-        return package or stem
-    return f"{package}.{stem}" if package else stem
-
-
-@lru_cache(maxsize=4096)
-def _package_name(directory: str) -> str:
-    """The dotted package a directory is ("" when it is not a package): one walk up per
-    directory, however many files it holds."""
-    if not _is_package_dir(directory):
-        return ""
-    parent, name = os.path.split(directory)
-    if not name:
-        return ""
-    above = _package_name(parent)
-    return f"{above}.{name}" if above else name
 
 
 # Attributes that are methods on any nn.Module / callable: `model.forward` is bound.
@@ -586,6 +558,11 @@ class ProjectIndex:
                     self.functions.setdefault(m.qualname, m)
             for f in s.functions.values():
                 self.functions.setdefault(f.qualname, f)
+        # The other names a file is imported under (a script folder's sibling import, a
+        # namespace folder around a regular package) come after every file's own name.
+        for s in list(dict.values(self.files)):
+            for alias in module_names(s.path)[1:]:
+                self.modules.setdefault(alias, s)
         names, decorators = self._outside_names()
         outside = known_verdicts(names)
         if installed is not None:
@@ -698,7 +675,8 @@ class ProjectIndex:
             summary = summary_of(path)
             if summary is None:
                 raise RuntimeError(f"{path}: its summary is missing from the cache")
-            found = {"files": {os.path.abspath(summary.path): summary}, "modules": {summary.module: summary},
+            found = {"files": {os.path.abspath(summary.path): summary},
+                     "modules": dict.fromkeys((summary.module, *module_names(summary.path)), summary),
                      "classes": {}, "functions": {}}
             for c in summary.classes.values():
                 found["classes"][c.qualname] = c
@@ -708,7 +686,8 @@ class ProjectIndex:
                 found["functions"][f.qualname] = f
             for name, key in holders.get(path, ()):
                 table = getattr(self, name)
-                if table.pending.pop(key, None) is not None:
+                # An alias the file no longer has (a project marker came or went) stays absent.
+                if table.pending.pop(key, None) is not None and key in found[name]:
                     dict.__setitem__(table, key, found[name][key])
 
     # -- what a file's findings depend on (for the result cache) -----------------
@@ -791,6 +770,8 @@ class ProjectIndex:
             return qualified
         module, _, name = qualified.rpartition(".")
         summary = self.modules.get(module)
+        if summary is not None and summary.module != module:  # imported under an alias
+            return self.resolve(f"{summary.module}.{name}", _depth + 1)
         if summary is not None and name in summary.imports:
             target = summary.imports[name]
             if target != qualified:
@@ -809,7 +790,8 @@ class ProjectIndex:
     def _outside_names(self) -> tuple[set[str], set[str]]:
         """Names from outside the checked tree the project imports, derives from, calls
         or annotates with; and those it decorates functions with."""
-        tops = {m.partition(".")[0] for m in dict.keys(self.modules)}
+        # Each file's own name only: an alias (a script's `helpers`) resolves to one of those.
+        tops = {s.module.partition(".")[0] for s in dict.values(self.files)}
         names: set[str] = set()
         decorators: set[str] = set()
         for summary in dict.values(self.files):
