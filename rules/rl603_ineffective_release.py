@@ -62,7 +62,8 @@ Reports cleanup code that frees nothing:
    function - a method, a module function, a fake bound later with `MethodType` - the
    names never used again. A deletion meant to free is not that idiom: one right before
    `gc.collect()` / `empty_cache()`, `del self` in a method of a class, or a `del` that
-   is all a plain function does (`def free(objs): del objs`).
+   is all a plain function does (`def free(objs): del objs`). Nor `del self` in `__del__`
+   (no caller holds the instance any more).
 2. **a `WeakMethod` as a cleanup callback** - `weakref.finalize(obj, weakref.WeakMethod(obj.close))`
    or `atexit.register(weakref.WeakMethod(self.close))` (a `weakref.ref` the same way).
    Calling a `WeakMethod` only dereferences it: it returns the bound method (or `None`)
@@ -350,6 +351,8 @@ class Worker:
                 continue
             if name == "cls":
                 continue
+            if name == "self" and fn.name.value == "__del__":
+                continue  # finalising: no caller holds the instance any more
             if self._unused_argument(fn, node, name):
                 continue
             if name != "self" and not self._deletes_to_free(fn, node, name):
