@@ -63,7 +63,9 @@ Reports cleanup code that frees nothing:
    names never used again. A deletion meant to free is not that idiom: one right before
    `gc.collect()` / `empty_cache()`, `del self` in a method of a class, or a `del` that
    is all a plain function does (`def free(objs): del objs`). Nor `del self` in `__del__`
-   (no caller holds the instance any more).
+   (no caller holds the instance any more), nor a `del` in an `except ... as e:` handler
+   that hands `e` on (`future.set_exception(e)`): the traceback references the frame, the
+   frame its locals, and unbinding them breaks that cycle - the `del` does free.
 2. **a `WeakMethod` as a cleanup callback** - `weakref.finalize(obj, weakref.WeakMethod(obj.close))`
    or `atexit.register(weakref.WeakMethod(self.close))` (a `weakref.ref` the same way).
    Calling a `WeakMethod` only dereferences it: it returns the bound method (or `None`)
@@ -354,6 +356,8 @@ class Worker:
             if name == "self" and fn.name.value == "__del__":
                 continue  # finalising: no caller holds the instance any more
             if self._unused_argument(fn, node, name):
+                continue
+            if _breaks_traceback_cycle(fn, node):
                 continue
             if name != "self" and not self._deletes_to_free(fn, node, name):
                 continue
@@ -853,6 +857,24 @@ def _is_parameter(fn: cst.FunctionDef, name: str) -> bool:
     """A parameter of `fn`, `*args` included."""
     star = fn.params.star_arg
     return find_param(fn, name) is not None or (isinstance(star, cst.Param) and star.name.value == name)
+
+
+def _breaks_traceback_cycle(fn: cst.FunctionDef, node: cst.Del) -> bool:
+    """Is the `del` in an `except ... as e:` handler of `fn` that hands `e` on (stores it,
+    sets it on a future, queues it)? The exception's traceback references this frame,
+    whose locals reference the holder of the exception: unbinding them cuts that cycle,
+    so the `del` frees what the cyclic collector would otherwise have to."""
+    for handler in _ordered(fn.body):
+        if not isinstance(handler, cst.ExceptHandler) or handler.name is None:
+            continue
+        if not isinstance(handler.name.name, cst.Name):
+            continue
+        if not any(n is node for n in _ordered(handler.body)):
+            continue
+        error = handler.name.name.value
+        if any(isinstance(n, cst.Name) and n.value == error for n in _ordered(handler.body)):
+            return True
+    return False
 
 
 def _bare_names(target: cst.CSTNode) -> list[cst.Name]:
