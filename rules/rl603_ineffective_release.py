@@ -61,11 +61,12 @@ Reports cleanup code that frees nothing:
    "unused argument" idiom: `del` as the first statement (after the docstring) of any
    function - a method, a module function, a fake bound later with `MethodType` - the
    names never used again. A deletion meant to free is not that idiom: one right before
-   `gc.collect()` / `empty_cache()`, `del self` in a method of a class, or a `del` that
-   is all a plain function does (`def free(objs): del objs`). Nor `del self` in `__del__`
-   (no caller holds the instance any more), nor a `del` in an `except ... as e:` handler
-   that hands `e` on (`future.set_exception(e)`): the traceback references the frame, the
-   frame its locals, and unbinding them breaks that cycle - the `del` does free.
+   `gc.collect()` / `empty_cache()` (unless the parameter is optional: a caller may pass
+   nothing), `del self` in a method of a class, or a `del` that is all a plain function
+   does (`def free(objs): del objs`). Nor `del self` in `__del__` (no caller holds the
+   instance any more), nor a `del` in an `except ... as e:` handler that hands `e` on
+   (`future.set_exception(e)`): the traceback references the frame, the frame its locals,
+   and unbinding them breaks that cycle - the `del` does free.
 2. **a `WeakMethod` as a cleanup callback** - `weakref.finalize(obj, weakref.WeakMethod(obj.close))`
    or `atexit.register(weakref.WeakMethod(self.close))` (a `weakref.ref` the same way).
    Calling a `WeakMethod` only dereferences it: it returns the bound method (or `None`)
@@ -426,7 +427,12 @@ class Worker:
         if not in_class and len(body) == 1 and len(first.body) == 1:
             return False
         following = _after(node, first, body[1:])
-        return following is None or not self._reclaims_in(following)
+        if following is None or not self._reclaims_in(following):
+            return True
+        # an optional parameter (a caller may pass nothing) is no object handed in to be
+        # freed, even right before a collection
+        param = find_param(fn, name)
+        return param is not None and param.default is not None
 
     def _reclaims_in(self, node: cst.CSTNode) -> bool:
         return any(isinstance(n, cst.Call) and self._reclaims(n) for n in iter_nodes(node))
