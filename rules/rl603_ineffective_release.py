@@ -97,7 +97,9 @@ Reports cleanup code that frees nothing:
 
 Severity: an error for the `WeakMethod` case (the cleanup never runs); for the others a
 warning, an error when what is kept is heavy (a parameter annotated as a model or
-tensor, a container of a heavy class). Cases 4 to 6 are warnings: what is kept depends
+tensor, a container of a heavy class) - unless the function itself keeps using the object
+under a local name (`env = env_or_factory` ... `del env_or_factory`): then the `del` was
+never its release. Cases 4 to 6 are warnings: what is kept depends
 on the caller.
 
 ## Why it leaks
@@ -364,6 +366,9 @@ class Worker:
                 continue
             heavy = self.ctx.heavy.is_heavy_annotation(param.annotation) or (
                 name == "self" and self.ctx.heavy.is_heavy_class(self.ctx.scope.method_class))
+            # the function goes on using the object under another name: the `del` was
+            # never the release of it, whatever the caller holds
+            heavy = heavy and not _kept_under_alias(fn, node, name)
             what = "the instance" if name == "self" else "the object"
             self.report(
                 node,
@@ -880,6 +885,31 @@ def _breaks_traceback_cycle(fn: cst.FunctionDef, node: cst.Del) -> bool:
         error = handler.name.name.value
         if any(isinstance(n, cst.Name) and n.value == error for n in _ordered(handler.body)):
             return True
+    return False
+
+
+def _kept_under_alias(fn: cst.FunctionDef, node: cst.Del, name: str) -> bool:
+    """Does `fn` bind a local to the parameter `name` itself (`env = factory`, an arm of a
+    conditional) before the `del`, and read that local after it?"""
+    aliases: set[str] = set()
+    passed = False
+    for n in _ordered(fn.body):
+        if n is node:
+            passed = True
+        elif not passed and isinstance(n, cst.Assign) and _evaluates_to(n.value, name):
+            aliases |= {t.target.value for t in n.targets if isinstance(t.target, cst.Name)}
+        elif passed and isinstance(n, cst.Name) and n.value in aliases:
+            return True
+    return False
+
+
+def _evaluates_to(expr: cst.CSTNode, name: str) -> bool:
+    if isinstance(expr, cst.Name):
+        return expr.value == name
+    if isinstance(expr, cst.IfExp):
+        return _evaluates_to(expr.body, name) or _evaluates_to(expr.orelse, name)
+    if isinstance(expr, cst.BooleanOperation):
+        return _evaluates_to(expr.left, name) or _evaluates_to(expr.right, name)
     return False
 
 
