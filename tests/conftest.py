@@ -33,7 +33,7 @@ CLEAN = "import torch\n\nx = torch.zeros(3)\n"
 SLOW_MODULES = {
     "test_precommit.py", "test_precommit_project.py", "test_verify_runtime.py",
     "test_verify_isolation.py", "test_verify_wheel.py", "test_verify_target.py", "test_fuzz.py",
-    "test_corpus_fix.py", "test_packaging.py", "test_benchmark_smoke.py",
+    "test_corpus_fix.py", "test_packaging.py", "test_benchmark_smoke.py", "test_hostile_benchmark_smoke.py",
 }
 
 

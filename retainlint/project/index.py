@@ -164,6 +164,7 @@ class _Summarizer:
         #  the innermost function/class/lambda around it)
         by_type, owner_of = self.nodes.by_type, self.nodes.owner_of
         fields = _CHILD_FIELDS
+        top_level = {id(n) for n in self.tree.body}  # `node in tree.body` per def: quadratic
         stack: list[tuple[ast.AST, Optional[_Body], bool, bool, Optional[ast.AST]]] = [
             (n, None, False, False, None) for n in reversed(self.tree.body)]
         while stack:
@@ -189,7 +190,7 @@ class _Summarizer:
                 if body is not None or in_logger or is_method:
                     self._import(node)
             elif kind in _FUNCTION_DEFS:
-                if body is None and (node in self.tree.body or is_method):
+                if body is None and (id(node) in top_level or is_method):
                     inner = self.bodies[id(node)] = _Body(node)
                     for d in node.decorator_list:
                         stack.append((d, None, in_logger, False, node))
@@ -202,7 +203,7 @@ class _Summarizer:
             elif kind is ast.ClassDef:
                 logger = in_logger or any(
                     self.qualify(b) in ("logging.Logger", "logging.LoggerAdapter") for b in node.bases)
-                top = body is None and node in self.tree.body
+                top = body is None and id(node) in top_level
                 for child in reversed(node.body):
                     stack.append((child, body, logger, top, node))
                 for child in (*node.bases, *node.keywords, *node.decorator_list):
