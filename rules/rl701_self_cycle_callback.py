@@ -39,6 +39,7 @@ from retainlint.rules.prefilters.rl701 import (
     MODULE_METHODS,
     REGISTER_VERBS,
     STATIC,
+    inherited_bound_method,
 )
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
@@ -859,8 +860,7 @@ class Settings(QDialog):
         names |= MODULE_METHODS
         bases = [self.ctx.absolute(self.ctx.qualname(b.value)) for b in cls.bases]
         for summary in self.ctx.index.ancestors(bases):
-            names |= {n for n, f in summary.methods.items() if not (
-                set(f.decorators) & (STATIC | {"property", "functools.cached_property"}))}
+            names |= {n for n, f in summary.methods.items() if inherited_bound_method(f.decorators)}
         return names - {n for n, fn in methods.items() if is_property(self.ctx, fn)}
 
     def uses_qt(self) -> bool:

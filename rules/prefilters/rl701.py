@@ -452,7 +452,14 @@ STATIC = frozenset({"staticmethod", "builtins.staticmethod", "classmethod", "bui
 # Bases that make a class heavy whatever the index knows (unresolved spellings of `nn.Module`).
 _TORCH_PREFIXES = ("torch.", "nn.", "Module", "PreTrainedModel")
 
-_INHERITED_EXCLUDED = STATIC | {"property", "functools.cached_property"}
+_INHERITED_EXCLUDED = STATIC | {"property", "builtins.property", "functools.cached_property"}
+
+
+def inherited_bound_method(decorators) -> bool:
+    """Do a project base class's method's decorators (as the index records them) leave it
+    a bound method? Not a static or class method, nor a property - the index keeps a
+    name's last `def`, which for a property with a setter is `@<name>.setter`."""
+    return not any(d in _INHERITED_EXCLUDED or d.rpartition(".")[2] in _ACCESSORS for d in decorators)
 
 
 def _inherits_method(index, bases, attrs) -> bool:
@@ -460,7 +467,7 @@ def _inherits_method(index, bases, attrs) -> bool:
     for summary in index.ancestors(bases):
         for attr in attrs:
             method = summary.methods.get(attr)
-            if method is not None and not set(method.decorators) & _INHERITED_EXCLUDED:
+            if method is not None and inherited_bound_method(method.decorators):
                 return True
     return False
 
