@@ -232,6 +232,20 @@ def _stored_parameters(method: cst.FunctionDef) -> dict[str, str]:
     return out
 
 
+def _drops_attribute(method: cst.FunctionDef, attr: str, param: str) -> bool:
+    """Does `method` rebind `self.<attr>` to something other than the parameter it was
+    stored from, or delete it?"""
+    for node in iter_nodes(method.body):
+        if isinstance(node, cst.Assign) and not (isinstance(node.value, cst.Name) and node.value.value == param) \
+                and any(isinstance(t.target, cst.Attribute) and is_self(t.target.value)
+                        and t.target.attr.value == attr for t in node.targets):
+            return True
+        if isinstance(node, cst.Del) and any(isinstance(t, cst.Attribute) and is_self(t.value)
+                                             and t.attr.value == attr for t in iter_nodes(node.target)):
+            return True
+    return False
+
+
 def _refers_to(owner: str, value: cst.CSTNode, methods: set[str]) -> bool:
     """Does `value` hold the object named `owner`: its bound method (`owner.m`), the
     object itself inside a `partial`/`MethodType`, or a lambda over it? A weak
@@ -488,7 +502,9 @@ depend on the class holding tensors:
   (`self._multi.setopt(KEY, self._on_socket)`) - in a class whose release method uses that
   holder (stops, closes it) but keeps it: after release the instance stays in the cycle,
   for ever when the holder is a C object. A thread (`threading.Thread(target=self.run)`)
-  drops its target once it has run and is not reported; dropping the holder on release
+  drops its target once it has run and is not reported, nor is a holder of the file that
+  drops the callback itself (it rebinds or deletes the attribute it stored it in, say
+  `self.on_done = lambda: None` when its job ends); dropping the holder on release
   (`self._timer = None`) breaks the cycle;
 - in a file that imports a Qt binding (qtpy, PyQt5/6, PySide2/6, pyqtgraph), a partial,
   lambda or closure over `self` connected to a signal of the instance or of a widget it
@@ -969,6 +985,8 @@ class Settings(QDialog):
                 if self._transient(node, method, sites, site, how, where) or \
                         self._undone(handles, site, how, where):
                     continue
+                if how == "constructed" and self._holder_drops_callback(value, sites):
+                    continue
                 self._report(node, method, site, value, how, where)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -1086,6 +1104,33 @@ class Settings(QDialog):
         text = self.ctx.code(cls)
         return any(f"{container}.{verb}(" in text for verb in ("pop", "popitem", "remove", "discard", "clear")) \
             or f"del {container}[" in text
+
+    def _holder_drops_callback(self, call: cst.Call, sites: "_Sites") -> bool:
+        """Is `call` the constructor of a class of the file that stores each callback over
+        `self` it is handed on its instance as it is (`self.notify = on_finished`) and
+        rebinds or deletes that attribute in another method (`self.notify = lambda: None`
+        once its job has run)? The holder breaks the cycle itself, as a thread drops its
+        target."""
+        holder = self.ctx.classes.get(self.ctx.qualname(call.func) or "")
+        init = self.ctx.methods(holder).get("__init__") if holder is not None else None
+        if init is None:
+            return False
+        stored = _stored_parameters(init)
+        positional = [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+        attrs = []
+        for position, arg in enumerate(call.args):
+            if not sites.refers(arg.value):
+                continue
+            if arg.star:
+                return False
+            param = arg.keyword.value if arg.keyword is not None else \
+                positional[position] if position < len(positional) else None
+            if param not in stored:
+                return False  # kept some other way
+            attrs.append((param, stored[param]))
+        others = [m for name, m in self.ctx.methods(holder).items() if name != "__init__"]
+        return bool(attrs) and all(any(_drops_attribute(m, attr, param) for m in others)
+                                   for param, attr in attrs)
 
     def _disconnects(self, call: cst.Call, signal: str) -> bool:
         """`signal.disconnect()`, or a helper named for it given the signal
