@@ -529,7 +529,9 @@ original, the original set back on every way out: in `finally`, or in both `exce
 `else`); hooks for one call, whose handle the registering function removes on every way
 out of it (in `finally`, after a `@contextmanager`'s `yield`, before each `return`,
 `with handle:`, the handles of a list removed in a loop) or that remove their own handle
-when they run (a one-shot hook); registries whose entries are popped or removed
+when they run (a one-shot hook); hooks whose handles, kept on `self`, another method the
+class itself calls removes (registered at a step's start, removed at its end) - unless
+the registering method removes the old ones only to register new ones; registries whose entries are popped or removed
 somewhere in the class; hooks on per-step tensors.
 
 Severity: an error when the cycle passes where the collector cannot see it - a
@@ -1157,6 +1159,8 @@ class Settings(QDialog):
 
     def _undone(self, handles: ClassHandles, site, how: str, where: str) -> bool:
         """Does a release method (or what it calls) break the cycle again?"""
+        if how == "hook" and self._removed_by_sibling(handles, site):
+            return True
         releases = handles.release_methods(finalizer=False)
         if not releases:
             return False
@@ -1171,6 +1175,27 @@ class Settings(QDialog):
             for facts in handles.facts.values():
                 for store in facts.stores:
                     if store.call is site and handles.removed_in(store.attr, reach):
+                        return True
+        return False
+
+    @staticmethod
+    def _removed_by_sibling(handles: ClassHandles, site) -> bool:
+        """Are the handles of this registration kept on `self` and removed by another
+        method of the class that the class itself calls (`backward()` calls
+        `_post_backward()`, which removes what `_pre_forward()` registered), where neither
+        method runs the other? Hooks registered at a step's start and removed at its end
+        keep the instance in a cycle for one step only. Not when the registering method
+        removes the previous hooks itself before registering new ones: a set is then
+        always installed."""
+        called = {name for facts in handles.facts.values() for name in facts.self_calls}
+        for registering, facts in handles.facts.items():
+            for store in facts.stores:
+                if store.call is not site:
+                    continue
+                before = handles.reachable([registering])
+                for remover in handles.removed_in(store.attr, handles.facts):
+                    if remover in called and remover not in before and \
+                            registering not in handles.reachable([remover]):
                         return True
         return False
 
