@@ -102,7 +102,8 @@ Not reported: a traceback dropped first (`e.__traceback__ = None`, `e.with_trace
 `traceback.clear_frames(e.__traceback__)`, a helper named for it such as
 `_detach_tracebacks(e)`, or a function of this file that does it to its parameter, as
 `def _sanitize(error): error.__traceback__ = None`); only text stored (`str(e)`, `repr(e)`,
-`traceback.format_exc()`); `future.set_exception(e)` and queues (the consumer re-raises
+`traceback.format_exc()`), or a field read through a property of the exception's class
+(`e.key`: a property is no method bound to `e`); `future.set_exception(e)` and queues (the consumer re-raises
 it); locals and closure variables of an enclosing function; an attribute the class hands
 off and clears (`err, self._error = self._error, None; raise err`) or clears in a release
 method, and a slot another function takes it out of (`self._results.pop(k)`, `del

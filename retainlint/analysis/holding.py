@@ -44,9 +44,24 @@ def _is_bound_method(ctx, owner_cls: Optional[cst.ClassDef], attr: str) -> bool:
     file defines (of `owner_cls` only, when the owner's class is known)."""
     if attr in ("forward", "__call__"):
         return True
-    if owner_cls is not None:
-        return attr in ctx.methods(owner_cls)
-    return any(attr in ctx.methods(c) for c in ctx.classes.values())
+    owners = [owner_cls] if owner_cls is not None else list(ctx.classes.values())
+    return any(attr in methods and _binds(ctx, methods[attr])
+               for methods in (ctx.methods(c) for c in owners))
+
+
+# Decorators after which `x.attr` hands out no method bound to `x`: a property's value
+# (`e.key` reading `self.args[0]`), a static or class method.
+_UNBOUND = frozenset({"property", "cached_property", "staticmethod", "classmethod"})
+
+
+def _binds(ctx, fn: cst.FunctionDef) -> bool:
+    """Is `x.<fn>` a bound method (not a property - `@x.setter` included - nor a
+    static or class method)?"""
+    for d in fn.decorators:
+        name = ctx_code(ctx, d.decorator).strip()
+        if name.rsplit(".", 1)[-1] in _UNBOUND | {"setter", "getter", "deleter"}:
+            return False
+    return True
 
 
 def _constructor_keeps(ctx, callee: str, index: Optional[int], arg: cst.Arg) -> bool:
