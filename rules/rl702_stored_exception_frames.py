@@ -87,7 +87,8 @@ it outlives the handler, when its traceback is not dropped first:
 - in a local of a serving loop: a handler of a `try` that a `while True:` loop runs again
   after success (a worker's or a server's loop) assigning the exception, or an object
   built around it (`failure = _RemoteError(e, e.__traceback__)`), to a local that nothing
-  deletes or rebinds: the last failure's frames stay alive until the next failure
+  deletes or rebinds, when the handler does not leave the loop itself (`raise`, `return`,
+  `break`): the last failure's frames stay alive until the next failure
   replaces it (Python unbinds `e` at the end of the handler, not the local);
 - `sys.exc_info()` in a local of the handler's function (`exc_info = sys.exc_info()`,
   `etype, value, tb = sys.exc_info()`, `exc = sys.exc_info()[1]`, `exc = sys.exception()`)
@@ -499,8 +500,8 @@ class Pool:
         runs again after success: it keeps the last failure's frames until the next
         failure replaces it (Python unbinds only the `as` name)."""
         loop = self._serving_loop(node)
-        if loop is None:
-            return
+        if loop is None or _leaves_loop(h.node.body):
+            return  # a handler that re-raises, returns or breaks: the loop serves no more
         for name, (assign, line) in h.assigned.items():
             rebound = _Rebinds(name, assign)
             visit(loop.body, rebound)
@@ -1543,6 +1544,20 @@ def _covers(checked: Optional[set], caught: Optional[set]) -> bool:
 _NOT_EXCEPTIONS = frozenset(
     {"BaseException", "BaseExceptionGroup", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
 )
+
+
+def _leaves_loop(block) -> bool:
+    """Does the block (a handler directly in a loop) end by leaving that loop: `raise`,
+    `return` or `break`, not `continue`?"""
+    return _terminates(block) and not isinstance(_last_small(block), cst.Continue)
+
+
+def _last_small(block) -> Optional[cst.BaseSmallStatement]:
+    if isinstance(block, cst.IndentedBlock) and block.body and isinstance(block.body[-1], cst.SimpleStatementLine):
+        return block.body[-1].body[-1] if block.body[-1].body else None
+    if isinstance(block, cst.SimpleStatementSuite) and block.body:
+        return block.body[-1]
+    return None
 
 
 def _terminates(block) -> bool:
