@@ -65,7 +65,7 @@ RL301_BODY = """\
 ], ids=["type-checking", "main-guard", "variable", "from-import", "parameter"])
 def test_rl301_no_fix_when_weakref_is_not_provably_the_module(tree, header, line):
     source = header + textwrap.dedent(RL301_BODY)
-    r, text, _ = fix(tree, {"mod.py": source}, "RL301", "--unsafe-fixes")
+    r, text, _ = fix(tree, {"mod.py": source}, "RL301", "--unsafe-fixes", "--output-format", "full")  # the reason is in the detail
     assert_reported_not_fixed(r, text, source, "RL301", line)
     assert "`weakref`" in r.stdout  # the message says why there is no fix
 
@@ -92,7 +92,7 @@ def test_rl301_no_fix_when_a_key_cannot_be_weakly_referenced(tree, use):
                 _owners[self] = 1
                 {use}
     """)
-    r, text, _ = fix(tree, {"mod.py": source}, "RL301", "--unsafe-fixes")
+    r, text, _ = fix(tree, {"mod.py": source}, "RL301", "--unsafe-fixes", "--output-format", "full")
     assert_reported_not_fixed(r, text, source, "RL301", 3)
     assert "weak reference" in r.stdout
 
