@@ -1186,8 +1186,10 @@ class Settings(QDialog):
         method runs the other? Hooks registered at a step's start and removed at its end
         keep the instance in a cycle for one step only. Not when the registering method
         removes the previous hooks itself before registering new ones: a set is then
-        always installed."""
-        called = {name for facts in handles.facts.values() for name in facts.self_calls}
+        always installed. A call from `__del__` does not count: the cycle keeps the
+        finalizer from running."""
+        called = {name for method, facts in handles.facts.items() if method != "__del__"
+                  for name in facts.self_calls}
         for registering, facts in handles.facts.items():
             for store in facts.stores:
                 if store.call is not site:
