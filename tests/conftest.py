@@ -26,6 +26,24 @@ BUGGY = textwrap.dedent(
     """
 )
 
+# RL501 (above) has an unsafe fix: plain `--fix` leaves it, `--fix --unsafe-fixes` applies
+# it. RL301's fix (the dict becomes a `weakref.WeakKeyDictionary`) is safe: plain `--fix`
+# applies it, and the language server offers it as a quick fix.
+BUGGY_SAFE_FIX = textwrap.dedent(
+    """\
+    import torch
+
+    _compiled: dict[torch.nn.Module, int] = {}
+
+
+    def compile_once(model: torch.nn.Module) -> int:
+        if model not in _compiled:
+            _compiled[model] = len(_compiled)
+        return _compiled[model]
+    """
+)
+SAFE_FIX_LINE = "_compiled: weakref.WeakKeyDictionary[torch.nn.Module, int] = weakref.WeakKeyDictionary()"
+
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"
 
 # `pytest -m "not slow"` leaves these out (the edit-test loop): each runs for many seconds

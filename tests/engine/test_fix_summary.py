@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from conftest import BUGGY, run_cli
+from conftest import BUGGY_SAFE_FIX, SAFE_FIX_LINE, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-RL602 = (ROOT / "fixtures" / "RL602" / "holds_buffers.py").read_text()  # one warning, safe fix
+RL602 = (ROOT / "fixtures" / "RL602" / "holds_buffers.py").read_text()  # one warning, unsafe fix
 
 
 def _copies(root, text, n=3):
@@ -14,18 +14,19 @@ def _copies(root, text, n=3):
 
 
 def test_fix_over_three_files_says_three_fixed(tmp_path):
-    _copies(tmp_path, BUGGY)
+    _copies(tmp_path, BUGGY_SAFE_FIX)
     r = run_cli("check", ".", "--no-cache", "--fix", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1] == "Found 3 findings (3 fixed, 0 remaining)."
-    assert all("_bytecode_hook_handle.remove()" in (tmp_path / f"m{i}.py").read_text() for i in range(3))
+    assert all(SAFE_FIX_LINE in (tmp_path / f"m{i}.py").read_text() for i in range(3))
 
 
 def test_fixes_below_the_severity_floor_are_counted(tmp_path):
     """--min-severity error hides the warnings, but --fix fixes them: the summary said
     "Found 0 findings (0 fixed by 3 fixes, 0 remaining)"."""
     _copies(tmp_path, RL602)
-    r = run_cli("check", ".", "--no-cache", "--fix", "--min-severity", "error", cwd=tmp_path)
+    r = run_cli("check", ".", "--no-cache", "--fix", "--unsafe-fixes", "--min-severity", "error",
+                cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert all((tmp_path / f"m{i}.py").read_text() != RL602 for i in range(3))
     assert r.stdout.strip().splitlines()[-1] == "Found 3 findings (3 fixed, 0 remaining)."
@@ -33,6 +34,7 @@ def test_fixes_below_the_severity_floor_are_counted(tmp_path):
 
 def test_fix_through_standard_input_counts_its_fix(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.retainlint]\n")
-    r = run_cli("check", "--no-cache", "--fix", "--stdin-filename", "m.py", "-", cwd=tmp_path, input=BUGGY)
-    assert "_bytecode_hook_handle.remove()" in r.stdout
+    r = run_cli("check", "--no-cache", "--fix", "--stdin-filename", "m.py", "-", cwd=tmp_path,
+                input=BUGGY_SAFE_FIX)
+    assert SAFE_FIX_LINE in r.stdout
     assert r.stderr.strip().splitlines()[-1] == "Found 1 finding (1 fixed, 0 remaining).", r.stderr
