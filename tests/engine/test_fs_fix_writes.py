@@ -8,10 +8,9 @@ import sys
 
 import pytest
 
-from conftest import BUGGY, run_cli
+from conftest import BUGGY_SAFE_FIX, SAFE_FIX_LINE, run_cli
 
-FIXED_MARK = "self._bytecode_hook_handle.remove()"
-
+FIXED_MARK = SAFE_FIX_LINE  # plain --fix applies a safe fix
 
 FIX = ("check", "--no-cache", "--fix", "--output-format", "concise")
 
@@ -27,7 +26,7 @@ def lines_for(r, name):
 
 
 def test_fix_writes_through_a_symlink_to_its_target(tree):
-    root = tree({"pkg/impl.py": BUGGY})
+    root = tree({"pkg/impl.py": BUGGY_SAFE_FIX})
     os.symlink("pkg/impl.py", root / "link.py")
     r = fix(root, "link.py")
     assert r.returncode == 0, r.stdout
@@ -37,18 +36,17 @@ def test_fix_writes_through_a_symlink_to_its_target(tree):
 
 def test_fix_refuses_a_file_with_another_hard_link(tree, tmp_path_factory):
     outside = tmp_path_factory.mktemp("backup")
-    root = tree({"a.py": BUGGY, "ok.py": BUGGY})
+    root = tree({"a.py": BUGGY_SAFE_FIX, "ok.py": BUGGY_SAFE_FIX})
     os.link(root / "a.py", outside / "a.py")  # a backup, a build tree, a store
     r = fix(root)
     assert lines_for(r, "a.py") == [
         "a.py:1:1: RL000 cannot write fix: file has 2 hard links (left unchanged; "
         "see the fix with --diff)",
-        "a.py:7:9: RL501 [*] handle returned by `register_bytecode_hook` is discarded: the global "
-        "hook registry keeps the hook `self.hook` (and all it references) alive, and nothing "
-        "can remove it",
+        "a.py:3:1: RL301 [*] `_compiled` (module global) keeps `torch.nn.Module` keys alive  "
+        "[strong-module-keyed-cache]",
     ]
     assert r.returncode == 1
-    assert (root / "a.py").read_text() == BUGGY and os.stat(root / "a.py").st_nlink == 2
+    assert (root / "a.py").read_text() == BUGGY_SAFE_FIX and os.stat(root / "a.py").st_nlink == 2
     assert os.path.samefile(root / "a.py", outside / "a.py")
     assert FIXED_MARK in (root / "ok.py").read_text()  # the others are fixed
 
@@ -59,7 +57,7 @@ needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
 
 @needs_root
 def test_fix_as_root_keeps_the_owner(tree):
-    root = tree({"a.py": BUGGY})
+    root = tree({"a.py": BUGGY_SAFE_FIX})
     os.chown(root / "a.py", 4242, 4243)
     assert fix(root).returncode == 0
     st = os.stat(root / "a.py")
@@ -70,7 +68,7 @@ def test_fix_as_root_keeps_the_owner(tree):
 @needs_root
 def test_fix_refuses_when_the_owner_cannot_be_kept(tree):
     # A group-writable file of another user: a rename would hand it to whoever ran --fix.
-    root = tree({"a.py": BUGGY})
+    root = tree({"a.py": BUGGY_SAFE_FIX})
     os.chmod(root, 0o777)
     os.chown(root / "a.py", 4343, 4242)
     os.chmod(root / "a.py", 0o664)
@@ -86,5 +84,5 @@ def test_fix_refuses_when_the_owner_cannot_be_kept(tree):
         "a.py:1:1: RL000 cannot write fix: cannot keep the file's owner (left unchanged)")
     st = os.stat(root / "a.py")
     assert (st.st_uid, st.st_gid) == (4343, 4242)
-    assert (root / "a.py").read_text() == BUGGY
+    assert (root / "a.py").read_text() == BUGGY_SAFE_FIX
     assert not [p for p in os.listdir(root) if p.endswith(".tmp")]
