@@ -6,7 +6,7 @@ import stat
 
 from click.testing import CliRunner
 
-from conftest import BUGGY, CLEAN, run_cli
+from conftest import BUGGY, BUGGY_SAFE_FIX, CLEAN, SAFE_FIX_LINE, run_cli
 from retainlint.engine.cache import default_cache_dir
 from retainlint.cli import main
 
@@ -15,8 +15,10 @@ def test_findings_exit_1_with_code_and_line(tree):
     root = tree({"a.py": BUGGY})
     r = run_cli("check", "a.py", "--output-format", "concise", cwd=root)
     assert r.returncode == 1
-    assert r.stdout.splitlines()[0].startswith("a.py:7:9: RL501 [*] handle returned by `register_bytecode_hook`")
-    assert "Found 1 finding (1 fixable with --fix)." in r.stdout
+    # The headline and the rule's name; no `[*]`: RL501's fix is unsafe, plain --fix leaves it.
+    assert r.stdout.splitlines()[0] == \
+        "a.py:7:9: RL501 handle returned by `register_bytecode_hook` is discarded  [discarded-hook-handle]"
+    assert "Found 1 finding (1 fixable with --fix --unsafe-fixes)." in r.stdout
 
 
 def test_clean_tree_exits_0(tree):
@@ -66,28 +68,28 @@ def test_selection_by_code_prefix_and_name(tree):
 
 
 def test_fix_rewrites_file_keeping_mode_and_line_endings(tree):
-    root = tree({"a.py": BUGGY.replace("\n", "\r\n").encode()})
+    root = tree({"a.py": BUGGY_SAFE_FIX.replace("\n", "\r\n").encode()})
     path = root / "a.py"
     os.chmod(path, 0o640)
     r = run_cli("check", "a.py", "--fix", cwd=root)
     assert r.returncode == 0, r.stdout
     assert "Found 1 finding (1 fixed, 0 remaining)." in r.stdout
     data = path.read_bytes()
-    assert b"self._bytecode_hook_handle = torch._dynamo" in data
-    assert b"        self._bytecode_hook_handle.remove()\r\n" in data
+    assert f"{SAFE_FIX_LINE}\r\n".encode() in data
+    assert b"import torch\r\nimport weakref\r\n" in data  # the added line too
     assert data.count(b"\r\n") == data.count(b"\n")
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert list(root.iterdir()) == [path]  # no temp files, no cache in the tree
 
 
 def test_diff_prints_patch_writes_nothing_exit_1(tree):
-    root = tree({"a.py": BUGGY})
+    root = tree({"a.py": BUGGY_SAFE_FIX})
     r = run_cli("check", "a.py", "--diff", cwd=root)
     assert r.returncode == 1
     assert r.stdout.startswith("--- a.py\n+++ a.py\n")
-    assert "+        self._bytecode_hook_handle = torch._dynamo" in r.stdout
+    assert f"\n+{SAFE_FIX_LINE}\n" in r.stdout
     assert "Would fix 1 finding." in r.stderr
-    assert (root / "a.py").read_text() == BUGGY
+    assert (root / "a.py").read_text() == BUGGY_SAFE_FIX
     clean = run_cli("check", "a.py", "--diff", "--select", "RL2", cwd=root)
     assert clean.returncode == 0 and clean.stdout == ""
 
@@ -101,7 +103,8 @@ def test_json_output_fields(tree):
     assert item["severity"] == "error" and item["filename"] == "a.py"
     assert item["location"] == {"row": 7, "column": 9}
     assert item["end_location"]["row"] == 7
-    assert item["fix"]["applicability"] == "safe"
+    assert item["fix"]["applicability"] == "unsafe"
+    assert item["fix"]["message"].endswith("`self.hook` no longer runs after `close()`")
     edit = item["fix"]["edits"][0]
     assert edit["location"] == {"row": 7, "column": 1}
     assert "self._bytecode_hook_handle = " in edit["content"]
@@ -111,7 +114,8 @@ def test_json_output_fields(tree):
 def test_statistics(tree):
     root = tree({"a.py": BUGGY, "b.py": BUGGY})
     r = run_cli("check", "--statistics", cwd=root)
-    assert r.stdout.splitlines()[0].split() == ["2", "RL501", "[*]", "discarded-hook-handle"]
+    # `[ ]`: the fix is unsafe, plain --fix does not apply it (json counts it fixable still)
+    assert r.stdout.splitlines()[0].split() == ["2", "RL501", "[", "]", "discarded-hook-handle"]
     j = run_cli("check", "--statistics", "--output-format", "json", cwd=root)
     assert json.loads(j.stdout) == [{"code": "RL501", "name": "discarded-hook-handle", "count": 2,
                                      "fixable": True, "fixable_count": 2}]
@@ -174,13 +178,13 @@ def test_bad_files_reported_and_run_goes_on(tree):
 
 
 def test_fix_on_read_only_file_leaves_it_untouched(tree):
-    root = tree({"a.py": BUGGY})
+    root = tree({"a.py": BUGGY_SAFE_FIX})
     path = root / "a.py"
     os.chmod(path, 0o444)
     r = run_cli("check", "a.py", "--fix", "--output-format", "concise", cwd=root)
     assert r.returncode == 1
     assert "a.py:1:1: RL000 cannot write fix: file is read-only (left unchanged)" in r.stdout
-    assert path.read_text() == BUGGY
+    assert path.read_text() == BUGGY_SAFE_FIX
 
 
 def test_default_excludes_and_force_exclude(tree):
