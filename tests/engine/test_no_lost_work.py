@@ -18,6 +18,7 @@ FILLER = "".join(f"\n\ndef helper_{i}(x, y=None):\n    return [x + k for k in ra
 
 
 def _source(i: int) -> str:
+    """An RL501 case: its fix is unsafe, so every `--fix` here has `--unsafe-fixes`."""
     return BUGGY.replace("class Wrapper", f"class Wrapper{i}") + FILLER
 
 
@@ -29,14 +30,14 @@ def test_sigint_during_fix_loses_nothing(tmp_path, jobs):
         (tree / f"m{i:03}.py").write_text(_source(i))
     original = {p.name: p.read_bytes() for p in tree.glob("*.py")}
     shutil.copytree(tree, fixed_copy)
-    done = run_cli("check", "--fix", "-j", "2", cwd=fixed_copy)
+    done = run_cli("check", "--fix", "--unsafe-fixes", "-j", "2", cwd=fixed_copy)
     assert done.returncode == 0, done.stdout
     fixed = {p.name: p.read_bytes() for p in fixed_copy.glob("*.py")}
     assert all(fixed[n] != original[n] for n in original)
 
     env = {**os.environ, "NO_COLOR": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "retainlint", "check", "--fix", "-j", jobs],
+        [sys.executable, "-m", "retainlint", "check", "--fix", "--unsafe-fixes", "-j", jobs],
         cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # its own process group: Ctrl-C reaches every worker
     )
@@ -105,8 +106,8 @@ def test_edit_saved_while_fix_runs_is_kept(tmp_path):
     target.write_text(_source(0) + FILLER * 100)  # a few tenths of a second to fix
     reads = _Reads(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "retainlint", "check", "--fix", "--no-cache", "-j", "1",
-         "--output-format", "concise"],
+        [sys.executable, "-m", "retainlint", "check", "--fix", "--unsafe-fixes", "--no-cache",
+         "-j", "1", "--output-format", "concise"],
         cwd=tmp_path, env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
     edits = 0

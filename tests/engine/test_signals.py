@@ -22,12 +22,13 @@ FILLER = "".join(f"\n\ndef helper_{i}(x, y=None):\n    return [x + k for k in ra
 
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory) -> dict:
-    """Each file's source before and after a full `--fix` run: name -> (old, new)."""
+    """Each file's source before and after a full `--fix` run: name -> (old, new). The files
+    are RL501 cases, whose fix is unsafe: every `--fix` here has `--unsafe-fixes`."""
     tree = tmp_path_factory.mktemp("reference")
     for i in range(FILES):
         (tree / f"m{i:03}.py").write_text(BUGGY.replace("class Wrapper", f"class Wrapper{i}") + FILLER)
     old = {p.name: p.read_bytes() for p in tree.glob("*.py")}
-    done = run_cli("check", "--fix", "--no-cache", "-j", "2", cwd=tree)
+    done = run_cli("check", "--fix", "--unsafe-fixes", "--no-cache", "-j", "2", cwd=tree)
     assert done.returncode == 0, done.stdout + done.stderr
     both = {n: (data, (tree / n).read_bytes()) for n, data in old.items()}
     assert all(new != data for data, new in both.values())
@@ -50,7 +51,7 @@ def _group(pgid: int) -> list[int]:
 
 
 def _fix_then_signal(tmp_path: Path, versions: dict, send) -> tuple[Path, subprocess.Popen]:
-    """`check --fix -j 2` over the old files in a session of its own, signalled with
+    """`check --fix --unsafe-fixes -j 2` over the old files in a session of its own, signalled with
     `send(pid)` once it has written its first fix. Its output goes to files: a worker left
     behind would hold a pipe open."""
     tree = tmp_path / "tree"
@@ -58,8 +59,8 @@ def _fix_then_signal(tmp_path: Path, versions: dict, send) -> tuple[Path, subpro
     for name, (old, _) in versions.items():
         (tree / name).write_bytes(old)
     with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "retainlint", "check", "--fix", "--no-cache",
-                                 "-j", "2"], cwd=tree, env={**os.environ, "NO_COLOR": "1"},
+        proc = subprocess.Popen([sys.executable, "-m", "retainlint", "check", "--fix", "--unsafe-fixes",
+                                 "--no-cache", "-j", "2"], cwd=tree, env={**os.environ, "NO_COLOR": "1"},
                                 stdout=out, stderr=err, start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
