@@ -64,16 +64,17 @@ def test_full_text_names_the_rule_says_the_severity_and_explains_once(tree):
     lines = r.stdout.splitlines()
     heads = [line for line in lines if line.startswith(("a.py:", "b.py:"))]
     assert heads == [
-        "a.py:7:9: RL501 discarded-hook-handle [error] [*] handle returned by `register_bytecode_hook` is discarded",
-        "b.py:7:9: RL501 discarded-hook-handle [error] [*] handle returned by `register_bytecode_hook` is discarded",
-    ]
+        "a.py:7:9: RL501 discarded-hook-handle [error] handle returned by `register_bytecode_hook` is discarded",
+        "b.py:7:9: RL501 discarded-hook-handle [error] handle returned by `register_bytecode_hook` is discarded",
+    ]  # no `[*]`: RL501's fix is unsafe, plain --fix leaves it
     # The rest of the message on the next line; the rule's advice once for both findings.
     assert lines[1].startswith("  the global hook registry keeps the hook `self.hook`")
     assert sum(line.startswith("  about the rule: ") for line in lines) == 1
     assert "`retainlint rule discarded-hook-handle` explains it" in r.stdout
     # --no-show-source: one line each, as concise.
     short = run_cli("check", "--no-show-source", cwd=root)
-    assert short.stdout.splitlines()[0].startswith("a.py:7:9: RL501 [*] handle returned")
+    assert short.stdout.splitlines()[0] == \
+        "a.py:7:9: RL501 handle returned by `register_bytecode_hook` is discarded  [discarded-hook-handle]"
 
 
 def test_fix_counts_add_up_and_show_fixes(tmp_path):
