@@ -17,7 +17,7 @@ from lsprotocol import types
 from markdown_it import MarkdownIt
 from pygls.lsp.client import BaseLanguageClient
 
-from conftest import BUGGY, CLEAN
+from conftest import BUGGY, BUGGY_SAFE_FIX, CLEAN, SAFE_FIX_LINE
 
 CROSS = Path(__file__).resolve().parents[2] / "fixtures" / "RL101" / "cross_file"
 
@@ -66,32 +66,40 @@ def test_diagnostics_quick_fix_and_hover(tmp_path):
     work = tmp_path / "proj"
     work.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
-    path = work / "wrapper.py"
+    path = work / "registry.py"
     path.write_text(CLEAN)  # the editor's buffer, not the saved file, is what is checked
+    unsafe = work / "wrapper.py"  # RL501: its fix is unsafe, so no quick fix is offered
+
+    async def actions_for(client, diagnostics):
+        return await asyncio.wait_for(client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(diagnostics.uri),
+                range=diagnostics.diagnostics[0].range,
+                context=types.CodeActionContext(diagnostics=diagnostics.diagnostics))), 60)
 
     async def steps(client, published):
-        opened(client, path, BUGGY)
+        opened(client, path, BUGGY_SAFE_FIX)
         first = await asyncio.wait_for(published.get(), 120)
-        actions = await asyncio.wait_for(client.text_document_code_action_async(
-            types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(path.as_uri()),
-                range=first.diagnostics[0].range,
-                context=types.CodeActionContext(diagnostics=first.diagnostics))), 60)
+        actions = await actions_for(client, first)
         hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
-            types.TextDocumentIdentifier(path.as_uri()), types.Position(6, 12))), 60)
-        return first, actions, hover
+            types.TextDocumentIdentifier(path.as_uri()), types.Position(2, 3))), 60)
+        opened(client, unsafe, BUGGY)
+        second = await asyncio.wait_for(published.get(), 120)
+        return first, actions, hover, second, await actions_for(client, second)
 
-    first, actions, hover = asyncio.run(session(work, steps))
+    first, actions, hover, second, unsafe_actions = asyncio.run(session(work, steps))
     assert first.uri == path.as_uri()
     [d] = first.diagnostics
-    assert (d.code, d.source, d.severity) == ("RL501", "retainlint", types.DiagnosticSeverity.Error)
-    assert (d.range.start.line, d.range.start.character) == (6, 8)  # line 7, column 9
+    assert (d.code, d.source, d.severity) == ("RL301", "retainlint", types.DiagnosticSeverity.Error)
+    assert (d.range.start.line, d.range.start.character) == (2, 0)  # line 3, column 1
     [action] = actions
-    assert action.kind == types.CodeActionKind.QuickFix and "RL501" in action.title
-    fixed = apply_edits(BUGGY, action.edit.changes[path.as_uri()])
-    assert "self._bytecode_hook_handle = " in fixed and ".remove()" in fixed
-    compile(fixed, "wrapper.py", "exec")
-    assert "Why it leaks" in hover.contents.value and "discarded-hook-handle" in hover.contents.value
+    assert action.kind == types.CodeActionKind.QuickFix and "RL301" in action.title
+    fixed = apply_edits(BUGGY_SAFE_FIX, action.edit.changes[path.as_uri()])
+    assert SAFE_FIX_LINE in fixed.splitlines() and "import weakref" in fixed.splitlines()
+    compile(fixed, "registry.py", "exec")
+    assert "Why it leaks" in hover.contents.value and "strong-module-keyed-cache" in hover.contents.value
+    assert second.uri == unsafe.as_uri() and [d.code for d in second.diagnostics] == ["RL501"]
+    assert not unsafe_actions, unsafe_actions  # a click must not change behaviour
 
 
 def test_cross_file_finding_and_save(tmp_path):
