@@ -128,7 +128,7 @@ def get_workspace(n):
 def test_cached_workspace_outlives_its_users_until_cache_clear(tree):
     root = tree({"mod.py": textwrap.dedent(CACHED)})
     r = run_cli("check", "mod.py", "--no-cache", "--select", "RL303",
-                "--output-format", "concise", cwd=root)
+                "--output-format", "full", cwd=root)
     assert r.returncode == 1 and "mod.py:13:" in r.stdout and "get_workspace.cache_clear()" in r.stdout, r.stdout
     assert _python(root, """
         import gc, weakref

@@ -35,9 +35,6 @@ class Worker:
         self.model_runner = ModelRunner(build)
         self.profiler = Profiler()
 
-    def execute_model(self, run) -> None:
-        self.model_runner.execute_model(run)
-
     def shutdown(self) -> None:
         self.profiler.stop()
 
@@ -45,6 +42,6 @@ class Worker:
 def lifecycle(ctx):
     worker = Worker(ctx.build_model)
     ctx.expect_freed(worker.model_runner.model, "model")
-    worker.execute_model(ctx.exercise)
+    worker.model_runner.execute_model(ctx.exercise)  # the engine drives the runner directly
     worker.shutdown()
     ctx.keep(worker)  # the executor keeps the (shut down) worker handle
