@@ -16,6 +16,7 @@ from conftest import BUGGY, run_cli
 TRIGGER = "# register_bytecode_hook\n"
 BOM = b"\xef\xbb\xbf"
 GOOD_FINDING = "ok.py:7:9: RL501"
+UNSAFE_FIX = ("--fix", "--unsafe-fixes")  # RL501's fix (BUGGY's) is unsafe: plain --fix leaves it
 
 
 def check(root, *args):
@@ -54,7 +55,7 @@ def test_utf8_bom_keeps_positions_and_survives_fix(tree):
     root = tree({"bom.py": BOM + BUGGY.encode(), "ok.py": BUGGY})
     r = check(root)
     assert "bom.py:7:9: RL501" in r.stdout and GOOD_FINDING in r.stdout
-    assert run_cli("check", "bom.py", "--fix", cwd=root).returncode == 0
+    assert run_cli("check", "bom.py", *UNSAFE_FIX, cwd=root).returncode == 0
     data = (root / "bom.py").read_bytes()
     assert data.startswith(BOM) and data.count(BOM) == 1
     assert b"self._bytecode_hook_handle = torch._dynamo" in data
@@ -82,7 +83,7 @@ def test_line_endings_kept_byte_for_byte_outside_the_fix(tree, endings):
     else:
         data = BUGGY.rstrip("\n").replace("\n", "\r\n").encode()
     root = tree({"a.py": data, "ok.py": BUGGY})
-    r = check(root, "--fix")
+    r = check(root, *UNSAFE_FIX)
     assert r.returncode == 0, r.stdout
     after = (root / "a.py").read_bytes()
     assert b"self._bytecode_hook_handle.remove()" in after
@@ -257,7 +258,7 @@ def test_newest_syntax_is_parsed_and_checked(tree):
     r = check(root)
     offset = NEWEST.count("\n")
     assert f"new.py:{7 + offset}:9: RL501" in r.stdout and " RL000 " not in r.stdout
-    assert check(root, "new.py", "--fix").returncode == 0
+    assert check(root, "new.py", *UNSAFE_FIX).returncode == 0
     fixed = (root / "new.py").read_text()
     assert fixed.startswith(NEWEST) and "self._bytecode_hook_handle.remove()" in fixed
 
@@ -286,7 +287,7 @@ def test_form_feed_in_indentation_is_checked(tree):
     [line] = errors_for(r, "ff.py")
     assert line.startswith("ff.py:7:10: RL501 handle returned"), line  # the form feed counts
     # libcst would write the file back without its form feeds: the fix is offered as help.
-    assert check(root, "--fix").returncode == 1
+    assert check(root, *UNSAFE_FIX).returncode == 1
     assert (root / "ff.py").read_text() == FORM_FEED
     assert "self._bytecode_hook_handle.remove()" in (root / "ok.py").read_text()
     full = run_cli("check", "ff.py", cwd=root).stdout

@@ -54,8 +54,8 @@ def test_cli_paths_relative_to_git_root_from_a_subdirectory(tree):
         "::error file=pkg/a.py,line=7,endLine=7,col=9,endColumn=70,"
         "title=retainlint RL501 discarded-hook-handle::handle returned by `register_bytecode_hook` "
         "is discarded: the global hook registry keeps the hook `self.hook` (and all it references) "
-        "alive, and nothing can remove it%0A  help (fix): Keep the handle as `self._bytecode_hook_handle` "
-        "and remove it in `close()`"
+        "alive, and nothing can remove it%0A  help (unsafe fix): Keep the handle as "
+        "`self._bytecode_hook_handle` and remove it in `close()`: `self.hook` no longer runs after `close()`"
     ], r.stdout
     assert "\x1b[" not in run_cli("check", "a.py", "--output-format", "github", "--color", "always",
                                   cwd=root / "pkg").stdout
