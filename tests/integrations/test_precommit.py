@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUGGY, CLEAN
+from conftest import BUGGY, BUGGY_SAFE_FIX, CLEAN, SAFE_FIX_LINE
 
 ROOT = Path(__file__).resolve().parents[2]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false",
@@ -69,10 +69,12 @@ def test_check_hook_fails_on_buggy_passes_on_clean_and_fix_hook_rewrites(hook_re
     assert hook_status(out, "retainlint (apply safe fixes)") == "Passed", out
     assert (work / "vendored" / "third_party.py").read_text() == BUGGY
 
-    # The buggy file, staged (pre-commit notices rewrites through git): the check hook
-    # fails and names the finding; the fix hook rewrites the file.
-    git(work, "add", "buggy.py")
-    r = try_repo(hook_repo, work, "--files", "buggy.py")
+    # The buggy files, staged (pre-commit notices rewrites through git): the check hook
+    # fails and names the findings; the fix hook rewrites the file whose fix is safe and
+    # leaves the one whose fix is unsafe (RL501's) as it was.
+    (work / "weak.py").write_text(BUGGY_SAFE_FIX)
+    git(work, "add", "buggy.py", "weak.py")
+    r = try_repo(hook_repo, work, "--files", "buggy.py", "weak.py")
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
     assert hook_status(out, "retainlint") == "Failed", out
@@ -80,8 +82,8 @@ def test_check_hook_fails_on_buggy_passes_on_clean_and_fix_hook_rewrites(hook_re
     assert "- exit code: 1" in check_part and "buggy.py:7:9: RL501" in check_part, out
     assert hook_status(out, "retainlint (apply safe fixes)") == "Failed", out
     assert "files were modified by this hook" in out.split("- hook id: retainlint-fix")[1], out
-    fixed = (work / "buggy.py").read_text()
-    assert "self._bytecode_hook_handle = " in fixed and ".remove()" in fixed
+    assert SAFE_FIX_LINE in (work / "weak.py").read_text()
+    assert (work / "buggy.py").read_text() == BUGGY
 
 
 def hook_status(output, name):
