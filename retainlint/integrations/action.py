@@ -55,6 +55,7 @@ from retainlint.integrations.config_changes import (
     changed_configuration,
     checked_files,
     compare,
+    count,
     describe_baseline,
     describe_rules,
     extract_base,
@@ -284,10 +285,6 @@ def run_check(python: str, paths: Sequence[str], args: Sequence[str], cwd: str,
         return proc.returncode, None, proc.stderr or "the check printed no findings list"
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' if n != 1 else ''}"
-
-
 def what_ran(path: str, cwd: str) -> Optional[str]:
     """One sentence from the check's --run-summary: which rules ran on how many files,
     and, for each configuration, how many rules on how many files; None when the check
@@ -301,11 +298,11 @@ def what_ran(path: str, cwd: str) -> Optional[str]:
                  for p in data["projects"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    text = f"ran {_count(len(rules), 'rule')} on {_count(files, 'file')}" + (f" ({', '.join(rules)})" if rules else "")
+    text = f"ran {count(len(rules), 'rule')} on {count(files, 'file')}" + (f" ({', '.join(rules)})" if rules else "")
     for config, n_rules, n_files, ignored in parts:
-        text += f"; {config}: {_count(n_rules, 'rule')} on {_count(n_files, 'file')}"
+        text += f"; {config}: {count(n_rules, 'rule')} on {count(n_files, 'file')}"
         if ignored:
-            text += f", per-file-ignores turning off {_count(ignored, 'rule')} for some"
+            text += f", per-file-ignores turning off {count(ignored, 'rule')} for some"
     return text
 
 

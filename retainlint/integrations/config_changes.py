@@ -156,7 +156,8 @@ def baseline_gain(base_file: str, head_file: str) -> Counter[tuple[str, str, str
     return entries(head_file) - entries(base_file)
 
 
-def _count(n: int, noun: str) -> str:
+def count(n: int, noun: str) -> str:
+    """`1 file`, `3 files`."""
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
@@ -173,10 +174,10 @@ def describe_rules(configs: Sequence[str], loss: Loss) -> Optional[str]:
     if loss.turned_off:
         codes = sorted(set().union(*loss.turned_off.values()))
         files = sorted(loss.turned_off)
-        parts.append(f"turn{'s' if one else ''} off {_names(codes)} on {_count(len(files), 'file')} "
+        parts.append(f"turn{'s' if one else ''} off {_names(codes)} on {count(len(files), 'file')} "
                      f"(e.g. {files[0]})")
     if loss.dropped:
-        parts.append(f"stop{'s' if one else ''} checking {_count(len(loss.dropped), 'file')} "
+        parts.append(f"stop{'s' if one else ''} checking {count(len(loss.dropped), 'file')} "
                      f"(e.g. {loss.dropped[0]})")
     if not parts:
         return None
@@ -187,5 +188,5 @@ def describe_baseline(name: str, gained: Counter[tuple[str, str, str]]) -> Optio
     if not gained:
         return None
     code, path, _ = sorted(gained)[0]
-    return (f"{name} in this pull request accepts {_count(sum(gained.values()), 'more finding')} "
+    return (f"{name} in this pull request accepts {count(sum(gained.values()), 'more finding')} "
             f"(e.g. {code} in {path})")
