@@ -209,13 +209,13 @@ def _internal(path: str, message: str) -> Finding:
 
 
 def _check_guarded(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
-                   index: ProjectIndex | None) -> FileOutcome:
+                   index: ProjectIndex | None, data: bytes | None = None) -> FileOutcome:
     """One file's bug in retainlint must not end the run for the others, nor one file's
     size or shape hold it past the file's time budget."""
     budget = file_budget()
     with _analysing(budget) as expired:
         try:
-            outcome = check_file(path, codes, settings, mode, index=index)
+            outcome = check_file(path, codes, settings, mode, data, index)
         except _OverBudget:
             outcome = FileOutcome(path)
         except Exception as e:  # noqa: BLE001 - reported to the user as an internal error
@@ -351,22 +351,26 @@ def _init_worker(index: ProjectIndex, stop: _Flag | None = None) -> None:
     _WORKER_INDEX, _WORKER_STOP = index, stop
 
 
-def _check_many(args: tuple[list[str], Sequence[str], Settings, Mode]) -> list[FileOutcome]:
-    paths, codes, settings, mode = args
+def _check_many(args: tuple[list[tuple[str, bytes]], Sequence[str], Settings, Mode]) -> list[FileOutcome]:
+    items, codes, settings, mode = args
     outcomes: list[FileOutcome] = []
-    for p in paths:
+    for p, data in items:
         if _WORKER_STOP is not None and _WORKER_STOP.is_set():
             break  # interrupted: finish the file in hand (written whole or not at all), no more
-        outcomes.append(_check_guarded(p, codes, settings, mode, _WORKER_INDEX))
+        outcomes.append(_check_guarded(p, codes, settings, mode, _WORKER_INDEX, data))
     return outcomes
 
 
-def _summarize_many(paths: list[str]) -> list[tuple[str, FileSummary | None]]:
+def _summarize_many(items: list[tuple[str, bytes | None]]) -> list[tuple[str, FileSummary | None]]:
+    """`items`: paths with the content this run read (None: read it now). A summary is
+    kept under the digest of the content it was made from, so it is made from exactly
+    that content, never from a newer copy on disk."""
     found: list[tuple[str, FileSummary | None]] = []
     with gc_paused():  # one collection per batch, not one per file
-        for path in paths:
+        for path, data in items:
             try:
-                found.append((path, summarize(path, read_python(path), all_prefilters())))
+                source = read_python(path) if data is None else data
+                found.append((path, summarize(path, source, all_prefilters())))
             except Exception:  # noqa: BLE001 - unreadable, or too odd to summarize: no summary
                 continue
     return found
@@ -390,7 +394,7 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
     even those no rule will parse); summaries of unchanged files come from the cache.
     `unsaved`: sources that differ from the files on disk (an editor's buffer)."""
     summaries: list[FileSummary] = []
-    missing: list[str] = []
+    missing: list[tuple[str, bytes | None]] = []
     for path in paths:
         data = contents.get(path) if contents is not None else None
         hit = cache.get(path, data) if cache is not None and data is not None else None
@@ -399,7 +403,7 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
             if own is not None:
                 summaries.append(own)
         elif hit is None:
-            missing.append(path)
+            missing.append((path, data))
         elif isinstance(hit, FileSummary):
             summaries.append(hit)
     advance = (progress or _no_progress)("Indexing", len(missing))
@@ -436,9 +440,11 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
                         installed_types(settings, kept=cache is not None))
 
 
-def _check_all(paths: list[str], codes: Sequence[str], settings: Settings, mode: Mode,
-               index: ProjectIndex, jobs: int,
+def _check_all(contents: dict[str, bytes], paths: list[str], codes: Sequence[str],
+               settings: Settings, mode: Mode, index: ProjectIndex, jobs: int,
                progress: "Progress | None" = None) -> list[FileOutcome]:
+    """`contents`: what this run read of `paths`. Each file is checked as read, never
+    read again: its findings are cached under that content's digest."""
     pooled = jobs > 1 and len(paths) > POOL_THRESHOLD
     stop = multiprocessing.Event() if pooled else threading.Event()
     advance = (progress or _no_progress)("Fixing" if mode.fix else "Checking", len(paths))
@@ -449,7 +455,7 @@ def _check_all(paths: list[str], codes: Sequence[str], settings: Settings, mode:
                 if stop.is_set():
                     break
                 try:
-                    outcomes.append(_check_guarded(p, codes, settings, mode, index))
+                    outcomes.append(_check_guarded(p, codes, settings, mode, index, contents[p]))
                 except _Interrupted:
                     break  # `_interrupts_between_files` raises KeyboardInterrupt
                 advance(1)
@@ -461,13 +467,14 @@ def _check_all(paths: list[str], codes: Sequence[str], settings: Settings, mode:
                                initargs=(index, stop))
     with _interrupts_between_files(stop, lambda: _end_workers(pool)):
         try:
+            items = [(p, contents[p]) for p in paths]
             for batch in pool.map(_check_many, [(b, codes, settings, mode)
-                                                for b in _batches(paths, jobs)]):
+                                                for b in _batches(items, jobs)]):
                 outcomes.extend(batch)
                 advance(len(batch))
         except BrokenProcessPool:  # a worker died (say, a native crash): isolate the file
             done = {o.path for o in outcomes}
-            outcomes.extend(_check_alone(p, codes, settings, mode, index)
+            outcomes.extend(_check_alone(p, contents[p], codes, settings, mode, index)
                             for p in paths if p not in done and not stop.is_set())
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -523,12 +530,12 @@ def _no_progress(what: str, total: int) -> Callable[[int], None]:
     return lambda done: None
 
 
-def _check_alone(path: str, codes: Sequence[str], settings: Settings, mode: Mode,
-                 index: ProjectIndex) -> FileOutcome:
+def _check_alone(path: str, data: bytes, codes: Sequence[str], settings: Settings,
+                 mode: Mode, index: ProjectIndex) -> FileOutcome:
     """One file in a process of its own, so that a crash loses only that file."""
     with ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(index,)) as pool:
         try:
-            [outcome] = pool.submit(_check_many, ([path], codes, settings, mode)).result()
+            [outcome] = pool.submit(_check_many, ([(path, data)], codes, settings, mode)).result()
             return outcome
         except BrokenProcessPool:
             return FileOutcome(path, [_internal(path, "internal error: the process checking "
@@ -711,7 +718,7 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
     # Largest first: the few big files (model runners, engines) take most of the time,
     # and one of them taken last would leave the other workers idle.
     to_check.sort(key=lambda p: -len(readable[p]))
-    checked = _check_all(to_check, codes, settings, mode, index, jobs, progress)
+    checked = _check_all(readable, to_check, codes, settings, mode, index, jobs, progress)
     fixed = sum(o.fixed for o in checked)
     if mode.fix and fixed:
         # Fixes may change what other files see (a cached function made uncached), so
@@ -723,10 +730,10 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
             except (OSError, NotebookError):
                 continue
         index = build_index(list(now), settings, jobs, now, summaries)
-        again = {o.path: o for o in _check_all(to_check, codes, settings,
-                                               Mode(edits=mode.edits), index, jobs)}
+        again = {o.path: o for o in _check_all(now, [p for p in to_check if p in now], codes,
+                                               settings, Mode(edits=mode.edits), index, jobs)}
         for o in checked:
-            fresh = again[o.path].findings
+            fresh = again[o.path].findings if o.path in again else []  # gone meanwhile
             crashed = [f for f in o.findings if f.code == INTERNAL_ERROR[0] and f not in fresh]
             o.findings = fresh + o.fix_errors + crashed
     return checked + skipped

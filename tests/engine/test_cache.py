@@ -90,9 +90,9 @@ def test_warm_run_lints_only_what_changed_and_what_depends_on_it(tmp_path, monke
     linted: list[str] = []
     check_all = runner._check_all
 
-    def spy(paths, *args):
+    def spy(contents, paths, *args):
         linted.extend(Path(p).name for p in paths)
-        return check_all(paths, *args)
+        return check_all(contents, paths, *args)
 
     monkeypatch.setattr(runner, "_check_all", spy)
     first = _run(tmp_path, cache)
@@ -152,9 +152,9 @@ def test_an_edit_the_index_does_not_see_relints_that_file_alone(tmp_path, monkey
     linted: list[str] = []
     check_all = runner._check_all
 
-    def spy(paths, *args):
+    def spy(contents, paths, *args):
         linted.extend(Path(p).name for p in paths)
-        return check_all(paths, *args)
+        return check_all(contents, paths, *args)
 
     monkeypatch.setattr(runner, "_check_all", spy)
     validated: list[int] = []  # runs that loaded the per-file cache to validate every file
@@ -269,3 +269,26 @@ def test_project_wide_answers_travel_with_the_snapshot():
             unpack(snapshot), lambda path: read.append(path) or summaries.get(path))
         assert _lint_findings(p, restored) == before[p], p
         assert len(read) < len(summaries) / 2, p
+
+
+def test_files_edited_while_a_run_reads_them_are_indexed_and_checked_as_first_read(tmp_path):
+    """A run caches what it found under the digest of the content it read; an edit saved
+    on disk in between (an editor, another run's --fix) must not be what it analysed,
+    or a later run would meet the edit's findings under the old content's key."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    helper = pkg / "helpers.py"
+    runner_py = pkg / "runner.py"
+    cached = "import functools\n\n@functools.lru_cache(maxsize=None)\ndef signature_of(fn):\n    return fn.__name__\n"
+    runner_py.write_text("from pkg.helpers import signature_of\n\nclass Runner:\n"
+                         "    def __init__(self, model):\n        self.sig = signature_of(model.forward)\n")
+    helper.write_text("def signature_of(fn):\n    return fn.__name__\n")  # what is on disk now
+    paths = [str(pkg / "__init__.py"), str(helper), str(runner_py)]
+    read = {p: Path(p).read_bytes() for p in paths}
+    read[str(helper)] = cached.encode()  # what the run read before the edit
+    settings = Settings(root=tmp_path)
+    index = runner.build_index(paths, settings, 1, read)
+    outcomes = runner._check_all(read, paths, CODES, settings, runner.Mode(), index, 1)
+    found = sorted((Path(o.path).name, f.start.line, f.code) for o in outcomes for f in o.findings)
+    assert found == [("helpers.py", 4, "RL101"), ("runner.py", 5, "RL101")]
