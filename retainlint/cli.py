@@ -273,6 +273,9 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
             out = err
         findings = result.findings
         internal = any(f.code == INTERNAL_ERROR[0] for f in findings)
+        # Whether --fix would apply unsafe fixes: `[*]`, the statistics and the summary count
+        # what it would apply under the same flags.
+        unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
         floor = Severity(min_severity).rank
         findings = [f for f in findings if f.severity.rank <= floor or f.code in ALWAYS_SHOWN]
         if add_noqa or write_baseline:
@@ -309,7 +312,7 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
                 err.print(f"No safe fixes; {unsafe_only} unsafe fix{'es' if unsafe_only != 1 else ''} "
                           f"available: see them with --diff --unsafe-fixes.", highlight=False)
             if show_fixes:
-                text.show_fixes(err, result.fixed_codes, findings, applied=True)
+                text.show_fixes(err, result.fixed_codes, findings, applied=True, unsafe_fixes=unsafe)
             sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
 
         if fix_only:  # what was left is not reported; files that could not be checked are
@@ -318,11 +321,10 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
             sys.exit(EXIT_ERROR if internal else EXIT_FINDINGS
                      if exit_non_zero_on_fix and result.fixed else EXIT_CLEAN)
         if statistics:
-            text.print_statistics(out, findings, as_json=output_format == "json")
+            text.print_statistics(out, findings, as_json=output_format == "json", unsafe_fixes=unsafe)
         else:
-            shown.show(out, findings, changed.root if changed else repo_root())
+            shown.show(out, findings, changed.root if changed else repo_root(), unsafe)
         if not machine and not quiet:
-            unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
             # What the fixes resolved, counted over every finding: those below the severity
             # floor, or left out by a baseline or --changed-since, are fixed too. (Counted
             # at the floor alone, fixing only warnings under --min-severity error read
@@ -330,7 +332,7 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
             resolved = max(len(result.before) - len(result.findings), 0)
             before = len(findings) + resolved if result.fixed and result.before else None
             if show_fixes:
-                text.show_fixes(out, result.fixed_codes, findings, applied=bool(fix))
+                text.show_fixes(out, result.fixed_codes, findings, applied=bool(fix), unsafe_fixes=unsafe)
             out.print(text.summary(findings, result.fixed, unsafe, before), highlight=False)
 
         if internal:
@@ -347,7 +349,7 @@ def _fixed_only(out: Console, unchecked: list, result: RunResult, shown, root: s
     """--fix-only: the files that could not be checked or fixed (RL000, RL999), then how
     many findings the fixes resolved."""
     if unchecked or machine:
-        shown.show(out, unchecked, root)
+        shown.show(out, unchecked, root, False)  # files not checked: no fix to mark
     if not machine and not quiet:
         fixed = max(len(result.before) - len(result.findings), 0) if result.before else result.fixed
         out.print(f"Fixed {fixed} finding{'s' if fixed != 1 else ''}." if result.fixed

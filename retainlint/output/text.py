@@ -14,33 +14,42 @@ from retainlint.engine.notebook import cell_span, place, shown_source
 from retainlint.output.escape import printable
 
 
-def _marker(f: Finding) -> str:
-    return " [*]" if f.fix is not None and f.fix.applicability is Applicability.SAFE else ""
+def applies(f: Finding, unsafe_fixes: bool) -> bool:
+    """Whether `--fix` under the same flags applies the finding's fix: a safe one always, an
+    unsafe one when unsafe fixes are allowed. `[*]` marks these, and the statistics count them."""
+    if f.fix is None:
+        return False
+    return f.fix.applicability is Applicability.SAFE or (
+        unsafe_fixes and f.fix.applicability is Applicability.UNSAFE)
 
 
-def _header(f: Finding) -> Text:
+def _marker(f: Finding, unsafe_fixes: bool) -> str:
+    return " [*]" if applies(f, unsafe_fixes) else ""
+
+
+def _header(f: Finding, unsafe_fixes: bool) -> Text:
     text = Text()
     text.append(printable(f.path), style="bold")
     text.append(f":{place(f.path, f.start.line)}:{f.start.column}: ", style="cyan")
     text.append(f.code, style="bold red" if f.severity.value == "error" else "bold yellow")
-    text.append(_marker(f) + " ")
+    text.append(_marker(f, unsafe_fixes) + " ")
     text.append(printable(f.message))
     return text
 
 
-def _headline(f: Finding) -> Text:
+def _headline(f: Finding, unsafe_fixes: bool) -> Text:
     """`full`'s first line: where, the rule by code and name, its severity in words, and
     the message up to its first `: ` (the rest follows on the next line). A file that
     could not be checked (RL000, RL999: not rules) keeps its one line."""
     if f.code in (SOURCE_ERROR[0], INTERNAL_ERROR[0]):
-        return _header(f)
+        return _header(f, unsafe_fixes)
     text = Text()
     text.append(printable(f.path), style="bold")
     text.append(f":{place(f.path, f.start.line)}:{f.start.column}: ", style="cyan")
     text.append(f.code, style="bold red" if f.severity.value == "error" else "bold yellow")
     text.append(f" {f.name} ", style="bold")
     text.append(f"[{f.severity.value}]", style="red" if f.severity.value == "error" else "yellow")
-    text.append(_marker(f) + " ")
+    text.append(_marker(f, unsafe_fixes) + " ")
     text.append(printable(_split_message(f.message)[0]))
     return text
 
@@ -118,16 +127,16 @@ def _about(code: str) -> str | None:
     return f"{rule.summary} (`retainlint rule {rule.name}` explains it)" if rule is not None else None
 
 
-def concise(console: Console, findings: Sequence[Finding]) -> None:
+def concise(console: Console, findings: Sequence[Finding], unsafe_fixes: bool) -> None:
     """A short line each, as ruff's: where, the code, the message's headline (what `full`
     puts on its first line; the why and the advice are `full`'s), the rule's name. A file
     that could not be checked (RL000, RL999: not rules) keeps its whole message."""
     for f in findings:
         if f.code in (SOURCE_ERROR[0], INTERNAL_ERROR[0]):
-            console.print(_header(f), highlight=False, soft_wrap=True)
+            console.print(_header(f, unsafe_fixes), highlight=False, soft_wrap=True)
             continue
         where = f":{place(f.path, f.start.line)}:{f.start.column}: "
-        code = f.code + _marker(f) + " "
+        code = f.code + _marker(f, unsafe_fixes) + " "
         name = f"  [{f.name}]"
         room = LINE_MAX - len(where) - len(code) - len(name)
         text = Text()
@@ -166,11 +175,11 @@ class _Sources:
         return self._lines[path]
 
 
-def full(console: Console, findings: Sequence[Finding]) -> None:
+def full(console: Console, findings: Sequence[Finding], unsafe_fixes: bool) -> None:
     sources = _Sources()
     explained: set[str] = set()
     for f in findings:
-        console.print(_headline(f), highlight=False, soft_wrap=True)
+        console.print(_headline(f, unsafe_fixes), highlight=False, soft_wrap=True)
         why = _split_message(f.message)[1] if f.code not in (SOURCE_ERROR[0], INTERNAL_ERROR[0]) else ""
         if why:
             console.print(Text("  " + printable(why)), highlight=False, soft_wrap=True)
@@ -225,9 +234,10 @@ def _frame(console: Console, lines: list[str], f: Finding) -> None:
                 )
 
 
-def statistics(findings: Sequence[Finding]) -> list[dict]:
+def statistics(findings: Sequence[Finding], unsafe_fixes: bool) -> list[dict]:
+    """Findings per rule; `fixable`: those whose fix --fix would apply, as `[*]` marks them."""
     counts = Counter((f.code, f.name) for f in findings)
-    fixable = Counter(f.code for f in findings if f.fixable)
+    fixable = Counter(f.code for f in findings if applies(f, unsafe_fixes))
     return [
         {"code": code, "name": name, "count": n, "fixable": fixable[code] > 0,
          "fixable_count": fixable[code]}
@@ -235,29 +245,31 @@ def statistics(findings: Sequence[Finding]) -> list[dict]:
     ]
 
 
-def print_statistics(console: Console, findings: Sequence[Finding], as_json: bool) -> None:
-    rows = statistics(findings)
+def print_statistics(console: Console, findings: Sequence[Finding], as_json: bool,
+                     unsafe_fixes: bool) -> None:
+    rows = statistics(findings, unsafe_fixes)
     if as_json:
         console.out(json.dumps(rows, indent=2), highlight=False)
         return
-    safe = {f.code for f in findings if _marker(f)}
     width = max((len(str(r["count"])) for r in rows), default=1)
     for r in rows:
-        mark = "[*]" if r["code"] in safe else "[ ]"  # as in the listing: safe fixes only
+        mark = "[*]" if r["fixable"] else "[ ]"
         console.print(f"{r['count']:>{width}}\t{r['code']}\t{mark} {r['name']}", highlight=False)
 
 
 def show_fixes(console: Console, fixed_codes: dict[str, list[str]], findings: Sequence[Finding],
-               applied: bool) -> None:
-    """--show-fixes: per file, the fixes applied (`applied`), or the safe fixes --fix
-    would apply."""
+               applied: bool, unsafe_fixes: bool) -> None:
+    """--show-fixes: per file, the fixes applied (`applied`), or the fixes --fix would
+    apply under the same flags (the safe ones, and the unsafe ones with --unsafe-fixes)."""
     per_file = fixed_codes if applied else {}
     if not applied:
         for f in findings:
-            if _marker(f):
+            if applies(f, unsafe_fixes):
                 per_file.setdefault(f.path, []).append(f.code)
     if not per_file:
-        console.print("No fixes applied." if applied else "No safe fixes available.", highlight=False)
+        none = "No fixes applied." if applied else "No fixes available." if unsafe_fixes \
+            else "No safe fixes available."
+        console.print(none, highlight=False)
         return
     total = sum(len(c) for c in per_file.values())
     console.print(f"{'Fixed' if applied else 'Would fix'} {total} finding{'s' if total != 1 else ''}:",

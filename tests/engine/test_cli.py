@@ -114,9 +114,12 @@ def test_json_output_fields(tree):
 def test_statistics(tree):
     root = tree({"a.py": BUGGY, "b.py": BUGGY})
     r = run_cli("check", "--statistics", cwd=root)
-    # `[ ]`: the fix is unsafe, plain --fix does not apply it (json counts it fixable still)
+    # `[ ]`: the fix is unsafe, plain --fix does not apply it; json counts as the text marks
     assert r.stdout.splitlines()[0].split() == ["2", "RL501", "[", "]", "discarded-hook-handle"]
     j = run_cli("check", "--statistics", "--output-format", "json", cwd=root)
+    assert json.loads(j.stdout) == [{"code": "RL501", "name": "discarded-hook-handle", "count": 2,
+                                     "fixable": False, "fixable_count": 0}]
+    j = run_cli("check", "--statistics", "--output-format", "json", "--unsafe-fixes", cwd=root)
     assert json.loads(j.stdout) == [{"code": "RL501", "name": "discarded-hook-handle", "count": 2,
                                      "fixable": True, "fixable_count": 2}]
 
