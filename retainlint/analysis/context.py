@@ -16,7 +16,7 @@ from retainlint.analysis.release import ReleasePaths
 if TYPE_CHECKING:
     from retainlint.core.config import Settings
     from retainlint.project.index import ProjectIndex
-    from retainlint.analysis.rule import Report
+    from retainlint.analysis.rule import LocatedReport, Report
 
 
 @dataclass
@@ -64,6 +64,7 @@ class FileContext:
             module, name=self.module_name, is_package=is_package)
         self.scope = ScopeState()
         self.reports: list[Report] = []
+        self.located: list[LocatedReport] = []
         self.classes: dict[str, cst.ClassDef] = {}
         self.functions: dict[str, cst.FunctionDef] = {}
         for stmt in module.body:
@@ -79,6 +80,7 @@ class FileContext:
         self.heavy = None  # type: ignore[assignment]
         self._release = None
         self.reports = []
+        self.located = []
 
     @property
     def release(self) -> ReleasePaths:

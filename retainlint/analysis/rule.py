@@ -53,6 +53,25 @@ class Report:
     statement: Optional[cst.CSTNode]  # the enclosing statement, for `# noqa`
 
 
+@dataclass
+class Located:
+    """Where a finding is, as a model built from Python's own `ast` sees it: 1-based
+    lines, 1-based character columns; `noqa_lines`, the lines a `# noqa` may silence it
+    on (a compound statement's header only)."""
+
+    start: tuple[int, int]
+    end: tuple[int, int]
+    noqa_lines: tuple[int, ...]
+
+
+@dataclass
+class LocatedReport:
+    rule: "Rule"
+    where: Located
+    message: str
+    severity: Severity
+
+
 class Rule:
     """A rule: its detection (libcst `visit_*`/`leave_*` methods) and documentation. It
     holds its prefilter (`prefilter`, from `rules/prefilters/rlNNN.py`): the code, the
@@ -108,6 +127,12 @@ class Rule:
                 statement=statement or self.ctx.scope.statement,
             )
         )
+
+    def report_at(self, where: Located, message: str, *,
+                  severity: Optional[Severity] = None) -> None:
+        """A finding of a rule that reads the retention model (`retainlint.retention`)
+        rather than libcst nodes; such findings carry no fix."""
+        self.ctx.located.append(LocatedReport(self, where, message, severity or self.severity))
 
     def fix(self, message: str, replacements: dict, imports: Sequence[str] = (),
             applicability: Optional[Applicability] = None) -> Fix:

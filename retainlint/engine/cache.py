@@ -50,7 +50,7 @@ _MAGIC = b"RLCACHE1"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 # Bumped when what is stored changes shape within one version.
-SCHEMA = 4
+SCHEMA = 5
 
 
 def digest(data: bytes) -> str:

@@ -31,7 +31,7 @@ from retainlint.engine.positions import ranges_of
 from retainlint.engine.projects import ignored_here
 from retainlint.engine.registry import all_prefilters, catalog
 from retainlint.project.prefilter import rules_triggered
-from retainlint.analysis.rule import RelatedNode, Rule
+from retainlint.analysis.rule import LocatedReport, RelatedNode, Rule
 from retainlint.core.source import MAX_PARSE_BYTES
 from retainlint.engine.suppress import Suppressions
 from retainlint.analysis.walk import children
@@ -276,6 +276,9 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
         result.findings.append(source_error(result.path, "cannot check: code nested too deeply"))
         return
     result.findings.extend(crashes)
+    if ctx.located:
+        result.suppressions = Suppressions.scan(source)
+        _add_located(result, ctx.located, result.suppressions)
     if not ctx.reports:
         return
     wanted = [node for report in ctx.reports
@@ -284,7 +287,7 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
               if node is not None]
     wanted += [edge for node in wanted for edge in _header_edges(node)]
     positions = ranges_of(module, wanted, source)
-    suppressions = result.suppressions = Suppressions.scan(source)
+    suppressions = result.suppressions = result.suppressions or Suppressions.scan(source)
     for report in ctx.reports:
         rng = positions[report.node]
         start = Position(rng.start.line, rng.start.column + 1)
@@ -321,6 +324,18 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
                 noqa_line=statement_line,
             )
         )
+
+
+def _add_located(result: FileResult, located: list[LocatedReport],
+                 suppressions: Suppressions) -> None:
+    for report in located:
+        where = report.where
+        if suppressions.silences(list(where.noqa_lines), report.rule.code, report.rule.name):
+            continue
+        result.findings.append(Finding(
+            code=report.rule.code, name=report.rule.name, message=report.message,
+            path=result.path, start=Position(*where.start), end=Position(*where.end),
+            severity=report.severity, noqa_line=where.noqa_lines[0]))
 
 
 def _noqa_lines(report: Any, positions: Any, rng: Any) -> list[int]:

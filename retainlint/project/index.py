@@ -30,6 +30,7 @@ from retainlint.project.memoizers import caches_per_instance, memoizes
 from retainlint.project.module_names import module_name as module_name, module_names  # cache.py imports it here
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
+from retainlint.project.retention import dropped_elsewhere, module_facts
 
 if TYPE_CHECKING:
     from retainlint.project.prefilter import Prefilter
@@ -79,6 +80,8 @@ class FileSummary:
     instance_calls: dict[str, list[int]] = field(default_factory=dict)
     # rule code -> what its `Rule.scan` found here (rules whose triggers the file has)
     scans: dict[str, object] = field(default_factory=dict)
+    # the retention model's facts of this module (`retention.ModuleFacts.plain`)
+    retention: tuple = ()
 
 
 # Attributes that are methods on any nn.Module / callable: `model.forward` is bound.
@@ -437,6 +440,9 @@ def _summarize(path: str, data: bytes, scanners: Sequence[type[Prefilter]]) -> O
     summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
     summary = summarizer.summary()
     summary.scans = _scans(summarizer.nodes, scanners)
+    facts = module_facts(summarizer.module, tree, data)
+    facts.drops |= dropped_elsewhere(summarizer.imports, tree)
+    summary.retention = facts.plain()
     summarizer.nodes.release()
     return summary
 

@@ -119,7 +119,7 @@ def test_verdict(before, after, expected):
 # in retainlint/verify/scenarios/<CODE>/ and its code here.
 VERIFIED = {"RL101", "RL102", "RL201", "RL202", "RL203", "RL204", "RL301", "RL302", "RL303", "RL304",
             "RL305", "RL401", "RL501", "RL502", "RL601", "RL602", "RL603", "RL701", "RL702", "RL801",
-            "RL901", "RL902", "RL904"}
+            "RL901", "RL902", "RL904", "RL306", "RL307", "RL703"}
 
 
 def test_scenarios_cover_rules_and_use_the_autofix():

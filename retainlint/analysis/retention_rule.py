@@ -1,0 +1,34 @@
+"""What the retention checks share: a rule base that reports the model's findings where
+they are (their prefilters: `project.retention_prefilter`)."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Iterator
+
+import libcst as cst
+
+from retainlint.analysis.rule import Located, Rule
+from retainlint.core.finding import Severity
+from retainlint.project.consequence import facts_of
+from retainlint.project.retention import ModuleFacts, Site
+
+
+def located(site: Site) -> Located:
+    return Located((site.line, site.column), (site.end_line, site.end_column),
+                   tuple(range(site.first, site.last + 1)))
+
+
+class RetentionRule(Rule):
+    """A check that reads the retention model: `findings` yields (site, message, severity)."""
+
+    severity: ClassVar[Severity] = Severity.WARNING
+
+    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity]]:
+        raise NotImplementedError
+
+    def visit_Module(self, node: cst.Module) -> None:
+        facts = facts_of(self.ctx.index, self.ctx.path)
+        if facts is None:
+            return
+        for site, message, severity in self.findings(facts):
+            self.report_at(located(site), message, severity=severity)

@@ -1,0 +1,126 @@
+"""What an edge costs: does it grow per request or per object, does anything in the project
+release it, and how long does its holder live. The checks ask these of the facts the
+project index keeps per file (`FileSummary.retention`)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Hashable, Optional
+
+from retainlint.project.retention import Growth, ModuleFacts, SelfReference
+
+if TYPE_CHECKING:
+    from retainlint.project.index import ProjectIndex
+
+# Words in a key that name something made per request or per object: a slot per such key
+# is a slot per request (`_pending[request_id] = job`), never reused.
+_PER_REQUEST_WORDS = frozenset({
+    "request", "req", "rid", "session", "sid", "conn", "connection", "client", "peer", "addr",
+    "task", "job", "future", "stream", "socket", "sock", "channel", "call", "msg", "message",
+    "event", "tx", "transaction", "trace", "span", "user", "thread", "tid", "ident", "token",
+    "handle", "obj", "instance", "self", "uuid", "uid", "id", "ids",
+    "corr", "correlation", "query", "batch", "seq", "run", "worker", "pid", "ctx", "context",
+})
+# Words in a key that name something of the code or its configuration (a function, a class,
+# a model, a dtype): as many keys as the program has such things, however many requests.
+_CODE_WORDS = frozenset({
+    "func", "fn", "function", "method", "callback", "cb", "handler", "endpoint", "cls", "class",
+    "type", "module", "model", "layer", "name", "field", "attr", "dtype", "device", "op", "frame",
+    "graph", "shape", "config", "kind", "path", "file", "pattern", "route", "hook",
+})
+_PER_REQUEST_CALLS = ("id(", "uuid", "time.", "get_ident", "current_thread", "current_task",
+                      "next(", "count(", "monotonic", "perf_counter")
+_WORD = re.compile(r"[A-Za-z]+|\d+")
+
+# Class names for objects that live as long as the process: one is made at start-up.
+_LONG_LIVED_ROLES = ("Server", "Engine", "Manager", "Scheduler", "Service", "App",
+                     "Application", "Pool", "Registry", "Broker", "Dispatcher", "Router",
+                     "Daemon", "Monitor", "Tracker", "Collector", "Controller", "Bus", "Hub",
+                     "Executor", "Loop", "Worker", "Cluster", "Master", "Coordinator")
+# Class names for objects made per request, connection or job: many are made and dropped.
+_PER_CALL_ROLES = ("Request", "Response", "Connection", "Protocol", "Stream", "Session", "Call",
+                   "Job", "Task", "Transaction", "Context", "Batch", "Future", "Query", "Cursor",
+                   "Message", "Operation", "Waiter", "Result")
+
+
+def facts_of(index: "ProjectIndex", path: str) -> Optional[ModuleFacts]:
+    summary = index.files.get(os.path.abspath(path))
+    if summary is None or not summary.retention:
+        return None
+    return ModuleFacts.from_plain(summary.retention)
+
+
+def _released(index: "ProjectIndex", holder: Hashable) -> Hashable:
+    """Does any file of the project drop from, rebind, bound or hand away `holder`? An
+    attribute (`Class().attr`, `Class.attr`) also counts as dropped when any code removes
+    from an `attr` of some object: a base class's method may, on the same instance."""
+    assert isinstance(holder, str)
+    names = {holder}
+    if "()" in holder or holder.count(".") > 1:
+        names.add("." + holder.rpartition(".")[2])
+    for summary in dict.values(index.files):
+        if summary.retention and not names.isdisjoint(summary.retention[1]) \
+                or summary.retention and holder in summary.retention[2]:
+            return True
+    return False
+
+
+def released_anywhere(index: "ProjectIndex", holder: str) -> bool:
+    return bool(index.ask(_released, holder))
+
+
+def key_per_request(key: str) -> bool:
+    """Is a slot per distinct `key` a slot per request or per object (never reused)?"""
+    words = [w.lower() for w in _WORD.findall(key.replace("_", " "))]
+    if _CODE_WORDS.intersection(words):
+        return False
+    if any(call in key for call in _PER_REQUEST_CALLS):
+        return True
+    return bool(words) and (words[-1] in _PER_REQUEST_WORDS or key == "self")
+
+
+def _role(name: str, roles: tuple[str, ...]) -> bool:
+    short = name.rpartition(".")[2]
+    return any(short.endswith(role) for role in roles)
+
+
+def lives_for_the_process(cls: str, facts: ModuleFacts) -> bool:
+    """Is one instance of `cls` (`module.Class`) made at start-up and kept?"""
+    return cls in facts.long_lived or _role(cls, _LONG_LIVED_ROLES)
+
+
+def made_per_call(cls: str, facts: ModuleFacts) -> bool:
+    """Are instances of `cls` made per request or per call, so that many come and go?"""
+    return cls in facts.made_per_call or _role(cls, _PER_CALL_ROLES)
+
+
+def grows_per_call(g: Growth) -> Optional[str]:
+    """Why each call of `g.function` adds an entry nothing reuses, or None when the
+    growth is bounded in practice (a memo over a small domain, registration at import)."""
+    if g.once or g.registers:
+        return None
+    if g.in_init:
+        return "one per instance made, each entry keeping that instance" if g.pins_self else None
+    if g.keyed:
+        if key_per_request(g.key):
+            return f"one entry per distinct `{g.key}`"
+        return None
+    if g.guarded:
+        return None  # added only when not already in: bounded by the distinct values
+    return "one more item per call"
+
+
+def cycle_matters(ref: SelfReference, facts: ModuleFacts) -> bool:
+    """A self-cycle costs when many such objects are made and dropped: each waits for
+    the cyclic collector instead of being freed when its last use ends."""
+    return made_per_call(ref.cls, facts)
+
+
+def short(qualified: str) -> str:
+    """`pkg.mod.Class().attr` -> `Class().attr`; `pkg.mod.name` -> `name`."""
+    parts = qualified.split(".")
+    for i, part in enumerate(parts):
+        if part[:1].isupper():
+            return ".".join(parts[i:])
+    return parts[-1]

@@ -1,0 +1,585 @@
+"""The retention model of one module, from its `ast`: who holds what, what adds to it, what
+drops from it, and the references objects keep to themselves.
+
+Every retention bug is one fact: an object meant to go away stays reachable from a holder
+that lives longer, through an edge nothing removes. The project index keeps these facts
+per file (`FileSummary.retention`); `consequence` judges what an edge costs across the
+project, and the checks (`rules/rl306_*`, `rl307_*`, `rl703_*`) report what it finds.
+
+Holders, by lifetime:
+- `module`: a container bound at module level (`_pending = {}`): lives for the process;
+- `class`: a container in a class body (`_instances = []`): lives for the process, shared
+  by every instance;
+- `instance`: a container an instance keeps (`self._jobs = {}`): lives as long as the
+  instance (a server or an engine often lives for the process).
+
+A holder is named `module.name`, `module.Class.attr` or `module.Class().attr`, so that
+other files' drops (`from pkg.state import _pending; _pending.pop(k)`) join with it.
+
+Everything is plain data (tuples of strings and numbers): the project index caches it."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import astuple, dataclass
+from typing import Any, Iterator, Optional
+
+from retainlint.project.nodes import dotted
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+# Calls that make a container, by their last name (`collections.OrderedDict()` too).
+_CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
+_WEAK = frozenset({"WeakValueDictionary", "WeakKeyDictionary", "WeakSet"})
+_ADDS = frozenset({"append", "extend", "add", "insert", "appendleft", "extendleft",
+                   "setdefault", "__setitem__"})
+_DROPS = frozenset({"pop", "popitem", "remove", "discard", "clear", "popleft", "__delitem__",
+                    "difference_update", "intersection_update", "cancel"})
+# Calls that read a container without keeping it or changing it.
+_READERS = frozenset({"len", "list", "tuple", "sorted", "set", "frozenset", "dict", "iter",
+                      "enumerate", "zip", "any", "all", "sum", "min", "max", "map", "filter",
+                      "reversed", "repr", "str", "print", "bool", "isinstance", "hash", "id",
+                      "format", "getattr", "hasattr"})
+# Methods run once per object or per class, never per request (and names starting so).
+_ONCE = ("__init_subclass__", "__set_name__", "__class_getitem__", "__post_init__",
+         "__enter__", "__aenter__")
+_ONCE_PREFIXES = ("setup", "build", "configure", "init", "load", "create", "prepare")
+
+
+@dataclass(frozen=True)
+class Site:
+    """1-based start (line, character column), end, and the lines of the statement."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Growth:
+    """An edge that adds to a holder: `holder[key] = value`, `holder.append(value)`."""
+
+    holder: str  # `module.name`, `module.Class.attr`, `module.Class().attr`
+    kind: str  # "module", "class", "instance"
+    shown: str  # the holder as the code spells it
+    keyed: bool  # a slot per key (a dict) rather than one more item (a list, a set)
+    key: str  # the key's code ("" when not keyed)
+    function: str  # the function that adds, as `Class.method` or `function`
+    once: bool  # that function runs once per class or object (`__init_subclass__`, setup)
+    in_init: bool  # the add is in `__init__`: one entry per instance made
+    guarded: bool  # inside `if key not in holder` (a memo: one entry per distinct key)
+    pins_self: bool  # the entry references the instance adding it (`self`, `self.m`)
+    registers: bool  # the function exists to store what it is handed (see `_Function`)
+    site: Site
+
+
+@dataclass(frozen=True)
+class SelfReference:
+    """An object keeping a reference back to itself: `self.cb = self.method`."""
+
+    cls: str  # `module.Class`
+    attr: str  # where it is kept, as the code spells it (`self._on_done`)
+    how: str  # "bound method", "closure", "partial", "back-reference"
+    shown: str  # the value's code
+    function: str
+    site: Site
+
+
+@dataclass
+class ModuleFacts:
+    growth: list[Growth]
+    # holders something here removes from, rebinds or hands elsewhere; `.attr` when it
+    # removes from some object's `attr` (a base class's method on the same instance)
+    drops: set[str]
+    bounded: set[str]  # holders whose size something here checks (`len(h) > n`)
+    self_references: list[SelfReference]
+    long_lived: set[str]  # classes instantiated at module level, or keeping a singleton
+    made_per_call: set[str]  # classes instantiated inside a function
+
+    def plain(self) -> tuple[object, ...]:
+        return ([astuple(g) for g in self.growth], sorted(self.drops), sorted(self.bounded),
+                [astuple(r) for r in self.self_references], sorted(self.long_lived),
+                sorted(self.made_per_call))
+
+    @classmethod
+    def from_plain(cls, plain: tuple[Any, ...]) -> "ModuleFacts":
+        growth, drops, bounded, refs, long_lived, per_call = plain
+        return cls([Growth(*g[:-1], Site(*g[-1])) for g in growth],  # type: ignore[call-arg]
+                   set(drops), set(bounded),
+                   [SelfReference(*r[:-1], Site(*r[-1])) for r in refs],  # type: ignore[call-arg]
+                   set(long_lived), set(per_call))
+
+
+def _last_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def container_kind(value: Optional[ast.AST]) -> Optional[str]:
+    """"dict", "list", "set", "deque(bounded)"... for an expression making an empty or
+    literal container; "weak" for a weak one; None for anything else."""
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return "dict"
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return "list"
+    if isinstance(value, (ast.Set, ast.SetComp)):
+        return "set"
+    if isinstance(value, ast.Call):
+        name = _last_name(value.func)
+        if name in _WEAK:
+            return "weak"
+        if name in _CONTAINERS:
+            if name == "deque" and (len(value.args) > 1 or any(k.arg == "maxlen" for k in value.keywords)):
+                return "bounded"
+            return name
+    return None
+
+
+class _Lines:
+    """Turns `ast`'s byte offsets into 1-based character columns."""
+
+    def __init__(self, source: bytes) -> None:
+        self.lines = source.splitlines()
+
+    def column(self, line: int, offset: int) -> int:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else b""
+        return len(text[:offset].decode("utf-8", "replace")) + 1
+
+    def site(self, node: ast.AST, statement: ast.AST) -> Site:
+        end_line = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+        end_col = getattr(node, "end_col_offset", None) or node.col_offset  # type: ignore[attr-defined]
+        return Site(node.lineno, self.column(node.lineno, node.col_offset),  # type: ignore[attr-defined]
+                    end_line, self.column(end_line, end_col),
+                    statement.lineno, statement.end_lineno or statement.lineno)  # type: ignore[attr-defined]
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+class _Holders:
+    """The holders a module declares, and how an expression inside a function names one."""
+
+    def __init__(self, module: str, tree: ast.Module) -> None:
+        self.module = module
+        self.module_level: dict[str, str] = {}  # name -> container kind
+        self.class_level: dict[str, dict[str, str]] = {}  # class -> attr -> kind
+        self.instance: dict[str, dict[str, str]] = {}  # class -> attr -> kind
+        self.methods: dict[str, set[str]] = {}  # class -> method names
+        self.classes: dict[str, ast.ClassDef] = {}
+        for node in tree.body:
+            for target, value in _bindings(node):
+                if isinstance(target, ast.Name):
+                    kind = container_kind(value)
+                    if kind is not None:
+                        self.module_level[target.id] = kind
+                    else:
+                        self.module_level.pop(target.id, None)  # rebound to something else
+            if isinstance(node, ast.ClassDef):
+                self._class(node)
+
+    def _class(self, node: ast.ClassDef) -> None:
+        self.classes[node.name] = node
+        own = self.class_level.setdefault(node.name, {})
+        self.methods[node.name] = {f.name for f in node.body if isinstance(f, _FUNCTIONS)}
+        for item in node.body:
+            for target, value in _bindings(item):
+                kind = container_kind(value)
+                if isinstance(target, ast.Name) and kind is not None:
+                    own[target.id] = kind
+        kept = self.instance.setdefault(node.name, {})
+        for method in node.body:
+            if not isinstance(method, _FUNCTIONS) or not method.args.args:
+                continue
+            me = method.args.args[0].arg
+            for sub in ast.walk(method):
+                for target, value in _bindings(sub):
+                    if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                            and target.value.id == me):
+                        kind = container_kind(value)
+                        if kind is not None and method.name == "__init__":
+                            kept.setdefault(target.attr, kind)
+        for attr in kept:
+            own.pop(attr, None)  # assigned per instance: not the class's shared one
+
+    def named(self, expr: ast.AST, cls: Optional[str], me: Optional[str],
+              local: set[str]) -> Optional[tuple[str, str, str]]:
+        """(holder, kind, container) for an expression naming a holder, else None."""
+        if isinstance(expr, ast.Name):
+            if expr.id in self.module_level and expr.id not in local:
+                return f"{self.module}.{expr.id}", "module", self.module_level[expr.id]
+            return None
+        if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
+            return None
+        base, attr = expr.value.id, expr.attr
+        if cls is not None and base == me:
+            if attr in self.instance.get(cls, {}):
+                return f"{self.module}.{cls}().{attr}", "instance", self.instance[cls][attr]
+            if attr in self.class_level.get(cls, {}):
+                return f"{self.module}.{cls}.{attr}", "class", self.class_level[cls][attr]
+            return None
+        owner = cls if (base == "cls" and cls is not None) else base
+        if attr in self.class_level.get(owner, {}):
+            return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
+        return None
+
+
+def _bindings(node: ast.AST) -> Iterator[tuple[ast.AST, Optional[ast.AST]]]:
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            yield target, node.value
+    elif isinstance(node, ast.AnnAssign):
+        yield node.target, node.value
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a function body, nested blocks included, nested definitions not."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+        for block in [*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())]:
+            yield from _statements(block.body)
+
+
+def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of one statement, not of the statements nested in it."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        for name, value in ast.iter_fields(node):
+            if name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                continue
+            if isinstance(value, ast.AST):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+
+
+class _Function:
+    """What one function does to the module's holders."""
+
+    def __init__(self, facts: "_Builder", node: ast.AST, cls: Optional[str],
+                 outer_me: Optional[str] = None) -> None:
+        """`outer_me`: for a function nested in a method, the method's name for the
+        instance (a closure sees it)."""
+        assert isinstance(node, _FUNCTIONS)
+        self.facts, self.node, self.cls = facts, node, cls
+        args = node.args
+        self.params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        if outer_me is not None:
+            self.me: Optional[str] = outer_me
+        else:
+            self.me = args.args[0].arg if cls is not None and args.args else None
+        if any(_last_name(d) == "staticmethod" for d in node.decorator_list):
+            self.me = None
+        declared_global = {n for s in ast.walk(node) if isinstance(s, ast.Global) for n in s.names}
+        self.local = (self.params | {n.id for s in ast.walk(node) for n in _stored_names(s)}) - declared_global
+        if outer_me is not None:
+            self.local.discard(outer_me)
+        self.name = f"{cls}.{node.name}" if cls else node.name
+        self.once = _runs_once(node.name)
+        # A function that exists to store what it is handed - a decorator returning it, or
+        # a body that does nothing else (`def add_hook(h): _hooks.append(h)`): how often it
+        # runs is its callers' choice, not a growth of its own.
+        returned = {n.id for s in ast.walk(node) if isinstance(s, ast.Return) and s.value is not None
+                    for n in [s.value] if isinstance(n, ast.Name)}
+        inner = {d.name for d in node.body if isinstance(d, _FUNCTIONS)}
+        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        self.registers = bool(returned & (self.params | inner)) or (
+            len(body) == 1 and node.name != "__init__" and _adds_a_parameter(body[0], self.params))
+        self.guards: list[tuple[ast.If, set[str]]] = []
+
+    def holder(self, expr: ast.AST) -> Optional[tuple[str, str, str]]:
+        return self.facts.holders.named(expr, self.cls, self.me, self.local)
+
+    def scan(self) -> None:
+        guarded = self._looked_up()
+        for stmt in _statements(self.node.body):
+            self._statement(stmt, guarded)
+
+    def _looked_up(self) -> set[str]:
+        """Holders the function looks a key up in (`k in h`, `h.get(k)`): what it adds is a
+        memo, one entry per distinct key, not one per call."""
+        found: set[str] = set()
+        for sub in ast.walk(self.node):
+            if isinstance(sub, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in sub.ops):
+                for c in sub.comparators:
+                    named = self.holder(c)
+                    if named:
+                        found.add(named[0])
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "get":
+                named = self.holder(sub.func.value)
+                if named:
+                    found.add(named[0])
+        return found
+
+    def _statement(self, stmt: ast.stmt, guarded: set[str]) -> None:
+        facts = self.facts
+        for target, value in _bindings(stmt):
+            if isinstance(target, ast.Subscript):
+                named = self.holder(target.value)
+                if named and isinstance(target.slice, ast.Slice):
+                    facts.drops.add(named[0])
+                elif named and not isinstance(target.slice, ast.Constant):
+                    self._grow(named, target.value, True, target.slice, value, stmt, guarded)
+            else:
+                named = self.holder(target)
+                if named and not (named[1] == "instance" and self.node.name == "__init__"):
+                    facts.drops.add(named[0])  # rebound: what it held goes
+            if value is not None and self.holder(value):
+                facts.drops.add(self.holder(value)[0])  # type: ignore[index]  # an alias: may be emptied through it
+            if self.me and isinstance(target, (ast.Attribute, ast.Subscript)) and value is not None:
+                self._self_reference(target, value, stmt)
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
+            named = self.holder(stmt.target.value)
+            if named and named[2] in ("defaultdict", "Counter") and not isinstance(stmt.target.slice, ast.Constant):
+                self._grow(named, stmt.target.value, True, stmt.target.slice, None, stmt, guarded)
+        if isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                inner = target.value if isinstance(target, ast.Subscript) else target
+                if isinstance(inner, ast.Attribute):
+                    facts.drops.add("." + inner.attr)
+                named = self.holder(target.value if isinstance(target, ast.Subscript) else target)
+                if named:
+                    facts.drops.add(named[0])
+        for node in _expressions(stmt):
+            if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
+                named = self.holder(node.value)
+                if named:
+                    facts.drops.add(named[0])  # handed to the caller, who may empty it
+            if isinstance(node, ast.Call):
+                self._call(node, stmt, guarded)
+            if isinstance(node, ast.Compare):
+                for sub in [node.left, *node.comparators]:
+                    if isinstance(sub, ast.Call) and _last_name(sub.func) == "len" and sub.args:
+                        named = self.holder(sub.args[0])
+                        if named:
+                            facts.bounded.add(named[0])
+
+    def _call(self, call: ast.Call, stmt: ast.stmt, guarded: set[str]) -> None:
+        facts = self.facts
+        if isinstance(call.func, ast.Attribute) and call.func.attr in _DROPS \
+                and isinstance(call.func.value, ast.Attribute):
+            facts.drops.add("." + call.func.value.attr)  # any class's `x.attr.pop(...)`
+        if isinstance(call.func, ast.Attribute):
+            named = self.holder(call.func.value)
+            if named:
+                method = call.func.attr
+                if method in _DROPS:
+                    facts.drops.add(named[0])
+                elif method in _ADDS or (method == "update" and named[2] != "set"):
+                    keyed = method in ("setdefault", "__setitem__", "update")
+                    key = call.args[0] if keyed and call.args and method != "update" else None
+                    value = call.args[-1] if call.args else None
+                    if not (keyed and isinstance(key, ast.Constant)):
+                        self._grow(named, call.func.value, keyed, key, value, stmt, guarded)
+        if _last_name(call.func) not in _READERS:
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                named = self.holder(arg.value if isinstance(arg, ast.Starred) else arg)
+                if named:
+                    facts.drops.add(named[0])  # handed to code that may empty it
+
+    def _grow(self, named: tuple[str, str, str], expr: ast.AST, keyed: bool,
+              key: Optional[ast.AST], value: Optional[ast.AST], stmt: ast.stmt,
+              guarded: set[str]) -> None:
+        holder, kind, container = named
+        if container in ("bounded", "weak"):
+            return
+        pins = bool(self.me) and value is not None and self.me in _names_in(value)
+        self.facts.growth.append(Growth(
+            holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
+            self.name, self.once, self.node.name == "__init__", holder in guarded,
+            pins, self.registers, self.facts.lines.site(stmt, stmt)))
+
+    def _self_reference(self, target: ast.AST, value: ast.AST, stmt: ast.stmt) -> None:
+        base = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if not (isinstance(base, ast.Name) and base.id == self.me):
+            return
+        how = self._refers_back(value)
+        if how:
+            assert self.cls is not None
+            self.facts.self_references.append(SelfReference(
+                f"{self.facts.holders.module}.{self.cls}", ast.unparse(target), how,
+                ast.unparse(value), self.name, self.facts.lines.site(stmt, stmt)))
+
+    def _refers_back(self, value: ast.AST) -> str:
+        """How `value` references the instance: "bound method", "closure", "partial",
+        "back-reference"; "" when it does not (or only weakly)."""
+        me, cls = self.me, self.cls
+        assert cls is not None
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == me:
+            return "bound method" if value.attr in self.facts.holders.methods.get(cls, ()) else ""
+        if isinstance(value, ast.Lambda) and me in _names_in(value.body):
+            return "closure"
+        if isinstance(value, ast.Name) and value.id in self.facts.closures.get(id(self.node), ()):
+            return "closure"
+        if not isinstance(value, ast.Call):
+            return ""
+        callee = _last_name(value.func)
+        if callee in ("ref", "proxy", "WeakMethod", "finalize") or "weak" in (dotted(value.func) or "").lower():
+            return ""
+        args = [*value.args, *(k.value for k in value.keywords)]
+        if callee in ("partial", "MethodType", "partialmethod") and any(
+                (isinstance(a, ast.Name) and a.id == me) or self._refers_back(a) == "bound method"
+                for a in args):
+            return "partial"
+        other = self.facts.holders.classes.get(callee)
+        if other is not None and other.name != cls:
+            for position, keyword in self.facts.kept_params(other):
+                passed = (value.args[position] if position is not None and position < len(value.args)
+                          else next((k.value for k in value.keywords if k.arg == keyword), None))
+                if isinstance(passed, ast.Name) and passed.id == me:
+                    return "back-reference"
+        return ""
+
+
+def _stored_names(node: ast.AST) -> Iterator[ast.Name]:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        yield node
+
+
+class _Builder:
+    def __init__(self, module: str, tree: ast.Module, source: bytes) -> None:
+        self.lines = _Lines(source)
+        self.holders = _Holders(module, tree)
+        self.growth: list[Growth] = []
+        self.drops: set[str] = set()
+        self.bounded: set[str] = set()
+        self.self_references: list[SelfReference] = []
+        self.closures: dict[int, set[str]] = {}
+        self._kept: dict[str, list[tuple[Optional[int], str]]] = {}
+        self.tree = tree
+
+    def kept_params(self, cls: ast.ClassDef) -> list[tuple[Optional[int], str]]:
+        """(position after `self`, name) of the `__init__` parameters the class stores
+        on its instance as they are (`self.parent = parent`)."""
+        if cls.name not in self._kept:
+            kept: list[tuple[Optional[int], str]] = []
+            init = next((f for f in cls.body if isinstance(f, _FUNCTIONS) and f.name == "__init__"), None)
+            if init is not None and init.args.args:
+                me = init.args.args[0].arg
+                positional = [a.arg for a in init.args.args[1:]]
+                stored = {v.id for s in ast.walk(init) for t, v in _bindings(s)
+                          if isinstance(v, ast.Name) and isinstance(t, ast.Attribute)
+                          and isinstance(t.value, ast.Name) and t.value.id == me}
+                for name in stored:
+                    if name in positional:
+                        kept.append((positional.index(name), name))
+                    elif name in {a.arg for a in init.args.kwonlyargs}:
+                        kept.append((None, name))
+            self._kept[cls.name] = kept
+        return self._kept[cls.name]
+
+    def build(self) -> ModuleFacts:
+        classes = self.holders.classes
+        long_lived = {c for c in classes if any(a.lstrip("_") in ("instance", "singleton")
+                                                for a in self.holders.class_level.get(c, {}))}
+        per_call: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, _FUNCTIONS):
+                # Made in `__init__` or a setup function: once per owner, not per call.
+                if node.name != "__init__" and not _runs_once(node.name):
+                    per_call |= _made(node, classes)
+                self.closures[id(node)] = {
+                    d.name for d in node.body if isinstance(d, _FUNCTIONS) and node.args.args
+                    and node.args.args[0].arg in _names_in(d)}
+        for node in self.tree.body:
+            if isinstance(node, _FUNCTIONS):
+                self._function(node, None)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, _FUNCTIONS):
+                        self._function(item, node.name)
+                    elif not isinstance(item, ast.ClassDef):
+                        long_lived |= _made(item, classes)
+            else:
+                long_lived |= _made(node, classes)
+                self._module_statement(node)
+        module = self.holders.module
+        return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
+                           {f"{module}.{c}" for c in long_lived}, {f"{module}.{c}" for c in per_call})
+
+    def _function(self, node: ast.AST, cls: Optional[str]) -> None:
+        outer = _Function(self, node, cls)
+        outer.scan()
+        for inner in ast.walk(node):  # nested functions: same holders, their own locals
+            if inner is not node and isinstance(inner, _FUNCTIONS):
+                _Function(self, inner, cls if outer.me else None, outer.me).scan()
+
+    def _module_statement(self, stmt: ast.stmt) -> None:
+        """Module-level code runs once: what it adds is bounded, but what it drops counts."""
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DROPS:
+                named = self.holders.named(node.func.value, None, None, set())
+                if named:
+                    self.drops.add(named[0])
+
+
+
+def _adds_a_parameter(stmt: ast.stmt, params: set[str]) -> bool:
+    """`h.append(param)`, `h.add(param)`: one more item, exactly what the caller handed."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("append", "add", "appendleft", "insert")
+            and bool(call.args) and isinstance(call.args[-1], ast.Name) and call.args[-1].id in params)
+
+
+def _runs_once(name: str) -> bool:
+    if name.startswith("__") and name.endswith("__"):
+        return name in _ONCE
+    return name.lstrip("_").startswith(_ONCE_PREFIXES)
+
+
+def _made(node: ast.AST, classes: dict[str, ast.ClassDef]) -> set[str]:
+    """The module's classes `node` instantiates (`Job(...)`), nested functions included."""
+    return {n.func.id for n in ast.walk(node)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in classes}
+
+
+def module_facts(module: str, tree: ast.Module, source: bytes) -> ModuleFacts:
+    return _Builder(module, tree, source).build()
+
+
+def dropped_elsewhere(imports: dict[str, str], tree: ast.Module) -> set[str]:
+    """Holders of other modules this module drops from, rebinds or hands on: `from
+    pkg.state import _pending` then `_pending.pop(k)`, `return _pending` or `f(_pending)`,
+    or `state._pending.clear()` (`imports`: local name -> absolute name)."""
+    found: set[str] = set()
+
+    def note(target: Optional[ast.AST]) -> None:
+        name = dotted(target) if target is not None else None
+        if name:
+            head, _, rest = name.partition(".")
+            if head in imports:
+                found.add(f"{imports[head]}.{rest}" if rest else imports[head])
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _DROPS:
+                note(node.func.value)
+            if _last_name(node.func) not in _READERS:
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    note(arg)
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                note(t.value if isinstance(t, ast.Subscript) else t)
+        elif isinstance(node, (ast.Return, ast.Yield)):
+            note(node.value)
+        elif isinstance(node, ast.Assign):
+            note(node.value)  # an alias
+            for t in node.targets:
+                if isinstance(t, ast.Attribute):
+                    note(t)  # `state._pending = {}`: rebinding another module's holder
+    return found

@@ -1,0 +1,18 @@
+"""RL306's prefilter: files whose retention facts hold a module- or class-level container
+that something adds to (see `rules/rl306_process_container_grows.py`)."""
+
+from __future__ import annotations
+
+from retainlint.project.retention_prefilter import RetentionPrefilter
+from retainlint.project.retention import ModuleFacts
+
+
+class ProcessContainerGrowsPrefilter(RetentionPrefilter):
+    code = "RL306"
+
+    # Every growth the facts record is one of these.
+    triggers = ("append", "add", "extend", "insert", "setdefault", "]", "update")
+
+    @classmethod
+    def candidates(cls, facts: ModuleFacts) -> bool:
+        return any(g.kind in ("module", "class") for g in facts.growth)

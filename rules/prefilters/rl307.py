@@ -1,0 +1,18 @@
+"""RL307's prefilter: files whose retention facts hold a container an instance keeps that
+a method adds to (see `rules/rl307_instance_container_grows.py`)."""
+
+from __future__ import annotations
+
+from retainlint.project.retention_prefilter import RetentionPrefilter
+from retainlint.project.retention import ModuleFacts
+
+
+class InstanceContainerGrowsPrefilter(RetentionPrefilter):
+    code = "RL307"
+
+    # Every growth the facts record is one of these.
+    triggers = ("append", "add", "extend", "insert", "setdefault", "]", "update")
+
+    @classmethod
+    def candidates(cls, facts: ModuleFacts) -> bool:
+        return any(g.kind == "instance" for g in facts.growth)

@@ -1,0 +1,117 @@
+"""RL306 process-container-grows."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from retainlint.analysis.rule import Example
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.retention_rule import RetentionRule
+from retainlint.project.consequence import grows_per_call, released_anywhere, short
+from retainlint.project.retention import ModuleFacts, Site
+from retainlint.rules.prefilters.rl306 import ProcessContainerGrowsPrefilter
+
+
+class ProcessContainerGrows(RetentionRule):
+    prefilter = ProcessContainerGrowsPrefilter
+    name = "process-container-grows"
+    summary = "A module- or class-level container gains an entry per call or per instance, and nothing removes one"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+
+    docs = """
+## What it does
+Reports a container that lives for the process - bound at module level (`_pending = {}`)
+or in a class body (`_instances = []`) - that a function adds to on every call, or
+`__init__` on every instance, when nothing in the project ever takes an entry out of it:
+no `pop`, `del`, `remove`, `discard`, `clear`, no rebinding, no size check (`len(h) > n`),
+and it is never handed to other code that could (passed as an argument, returned,
+aliased).
+
+What counts as growth per call: one more item (`append`, `add`, `extend`) in a function
+that does not first look the value up; a slot per key (`h[k] = v`, `setdefault`) when
+the key names something made per request or per object (`request_id`, `id(obj)`,
+`conn`, `self`, a uuid, a counter); in `__init__`, an entry that keeps the instance
+(`Cls._instances.append(self)`). Not reported: memos over plain keys (names, sizes,
+dtypes: a small domain), registration at import (a decorator returning what it
+registers), `__init_subclass__` and other once-per-class hooks, `deque(maxlen=n)`,
+weak containers.
+
+## Why it leaks
+The container lives as long as the process, so everything it holds does too: one
+request's job, one connection, one instance and all it references, per call, forever.
+
+## Example
+```python
+_pending = {}
+
+def submit(request_id, job):
+    _pending[request_id] = job  # RL306: nothing ever removes a finished job
+```
+
+## How to fix
+Remove the entry when its work is done (`_pending.pop(request_id, None)` in a `finally`),
+bound the container (`deque(maxlen=...)`, an LRU), or hold entries weakly
+(`weakref.WeakValueDictionary`).
+"""
+
+    valid = [
+        """
+_pending = {}
+
+def submit(request_id, job):
+    _pending[request_id] = job
+
+def finish(request_id):
+    _pending.pop(request_id, None)
+""",
+        """
+_patterns = {}
+
+def compiled(pattern):
+    if pattern not in _patterns:
+        _patterns[pattern] = len(pattern)
+    return _patterns[pattern]
+""",
+        """
+_registry = {}
+
+def register(cls):
+    _registry[cls.__name__] = cls
+    return cls
+""",
+    ]
+    invalid = [
+        Example(
+            """
+_pending = {}
+_seen = []
+
+def submit(request_id, job):
+    _pending[request_id] = job
+    _seen.append(job)
+
+class Session:
+    _all = []
+
+    def __init__(self):
+        Session._all.append(self)
+""",
+            lines=[6, 7, 13],
+        ),
+    ]
+
+    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity]]:
+        for g in facts.growth:
+            if g.kind not in ("module", "class"):
+                continue
+            why = grows_per_call(g)
+            if why is None or released_anywhere(self.ctx.index, g.holder):
+                continue
+            where = "module-level" if g.kind == "module" else "class-level"
+            function = g.function.rpartition(".")[2]
+            severity = Severity.ERROR if g.in_init and g.pins_self else Severity.WARNING
+            yield (g.site,
+                   f"`{g.shown}` ({where}: lives for the process) gains {why} in `{function}()`; "
+                   f"nothing in the project removes one, so every entry stays alive "
+                   f"(`{short(g.holder)}`)", severity)

@@ -1,0 +1,104 @@
+"""RL307 instance-container-grows."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from retainlint.analysis.rule import Example
+from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.retention_rule import RetentionRule
+from retainlint.project.consequence import grows_per_call, lives_for_the_process, released_anywhere
+from retainlint.project.retention import ModuleFacts, Site
+from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter
+
+
+class InstanceContainerGrows(RetentionRule):
+    prefilter = InstanceContainerGrowsPrefilter
+    name = "instance-container-grows"
+    summary = "A long-lived object's container gains an entry per call, and nothing removes one"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+
+    docs = """
+## What it does
+Reports a container an object makes in `__init__` (`self._jobs = {}`) that a method adds
+to on every call, when the object lives for the process - one is made at module level,
+it keeps a singleton, or it is a server, engine, manager, scheduler, pool or the like -
+and nothing in the project ever takes an entry out of it (no `pop`, `del`, `remove`,
+`clear`, no rebinding outside `__init__`, no size check, never handed to other code).
+
+Growth per call is judged as for RL306: one more item per call, or a slot per key that
+names something made per request (`request_id`, `id(obj)`, `conn`, a uuid). Not
+reported: setup methods (`setup`, `build`, `configure`, `load`...), memos over plain
+keys, bounded or weak containers, and objects with no sign of living long.
+
+## Why it leaks
+The object outlives every request it serves, and so does each entry it keeps for one:
+the server's table of finished jobs grows with every request until the process ends.
+
+## Example
+```python
+class JobServer:
+    def __init__(self):
+        self._jobs = {}
+
+    def submit(self, job_id, job):
+        self._jobs[job_id] = job  # RL307: finished jobs are never removed
+```
+
+## How to fix
+Remove the entry when its work is done (`self._jobs.pop(job_id, None)`), or bound the
+container.
+"""
+
+    valid = [
+        """
+class JobServer:
+    def __init__(self):
+        self._jobs = {}
+
+    def submit(self, job_id, job):
+        self._jobs[job_id] = job
+
+    def done(self, job_id):
+        del self._jobs[job_id]
+""",
+        """
+class Point:
+    def __init__(self):
+        self._seen = []
+
+    def visit(self, item):
+        self._seen.append(item)
+""",
+    ]
+    invalid = [
+        Example(
+            """
+class JobServer:
+    def __init__(self):
+        self._jobs = {}
+        self._log = []
+
+    def submit(self, job_id, job):
+        self._jobs[job_id] = job
+        self._log.append(job)
+""",
+            lines=[8, 9],
+        ),
+    ]
+
+    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity]]:
+        for g in facts.growth:
+            if g.kind != "instance" or g.in_init:
+                continue
+            cls = g.holder.partition("()")[0]
+            why = grows_per_call(g)
+            if why is None or not lives_for_the_process(cls, facts) \
+                    or released_anywhere(self.ctx.index, g.holder):
+                continue
+            owner, _, method = g.function.partition(".")
+            yield (g.site,
+                   f"`{g.shown}` gains {why} in `{method}()`, and a `{owner}` lives for the "
+                   f"process; nothing in the project removes an entry, so every one stays "
+                   f"alive", Severity.WARNING)

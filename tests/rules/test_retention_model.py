@@ -1,0 +1,128 @@
+"""The retention model over a whole project: a holder grown in one file and released in
+another is no finding; what each check reports names the holder, its lifetime and the
+function that adds to it."""
+
+import textwrap
+from pathlib import Path
+
+from retainlint.core.config import Settings
+from retainlint.engine import runner
+from retainlint.engine.registry import all_rules
+
+CODES = [r.code for r in all_rules()]
+
+
+def _check(root: Path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    result = runner.run(sorted(str(p) for p in root.rglob("*.py")), CODES,
+                        Settings(root=root), runner.Mode(), jobs=1)
+    return [(Path(f.path).relative_to(root).as_posix(), f.start.line, f.code, f.message)
+            for f in result.findings if f.code in ("RL306", "RL307", "RL703")]
+
+
+STATE = """\
+    _pending = {}
+
+    def submit(request_id, job):
+        _pending[request_id] = job
+    """
+
+
+def test_a_module_container_released_from_another_module_is_not_reported(tmp_path):
+    found = _check(tmp_path, {"pkg/__init__.py": "", "pkg/state.py": STATE})
+    assert [(p, line, code) for p, line, code, _ in found] == [("pkg/state.py", 4, "RL306")]
+    assert "`_pending` (module-level: lives for the process) gains one entry per distinct " \
+           "`request_id` in `submit()`" in found[0][3]
+
+    done = tmp_path / "again"
+    assert _check(done, {"pkg/__init__.py": "", "pkg/state.py": STATE, "pkg/worker.py": """\
+        from pkg.state import _pending
+
+        def finish(request_id):
+            _pending.pop(request_id, None)
+        """}) == []
+    through_module = tmp_path / "module"
+    assert _check(through_module, {"pkg/__init__.py": "", "pkg/state.py": STATE, "pkg/worker.py": """\
+        from pkg import state
+
+        def reset():
+            state._pending.clear()
+        """}) == []
+
+
+def test_a_container_handed_to_other_code_or_size_checked_is_not_reported(tmp_path):
+    assert _check(tmp_path, {"jobs.py": """\
+        _pending = {}
+        _recent = []
+
+        def submit(request_id, job):
+            _pending[request_id] = job
+            _recent.append(job)
+            if len(_recent) > 100:
+                trim()
+
+        def drain(handler):
+            handler(_pending)
+        """}) == []
+
+
+def test_instance_containers_count_only_on_objects_that_live_for_the_process(tmp_path):
+    found = _check(tmp_path, {"serve.py": """\
+        class Router:
+            def __init__(self):
+                self.routes = {}
+                self.hits = []
+
+            def on_request(self, request_id, path):
+                self.routes[request_id] = path
+                self.hits.append(path)
+
+        class Parser:
+            def __init__(self):
+                self.tokens = []
+
+            def feed(self, token):
+                self.tokens.append(token)
+
+        ROUTER = Router()
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(7, "RL307"), (8, "RL307")]
+    assert "a `Router` lives for the process" in found[0][3]
+
+
+def test_self_references_count_on_objects_made_per_call(tmp_path):
+    found = _check(tmp_path, {"conn.py": """\
+        class Peer:
+            def __init__(self):
+                self.on_close = self.close
+
+            def close(self):
+                pass
+
+        class Config:
+            def __init__(self):
+                self.on_reload = self.reload
+
+            def reload(self):
+                pass
+
+        def accept():
+            return Peer()
+
+        CONFIG = Config()
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(3, "RL703")]
+    assert "`self.on_close` keeps a bound method of itself (`self.close`)" in found[0][3]
+
+
+def test_a_noqa_on_the_statement_silences_a_model_finding(tmp_path):
+    assert _check(tmp_path, {"jobs.py": """\
+        _pending = {}
+
+        def submit(request_id, job):
+            _pending[request_id] = (  # noqa: RL306 - entries live for the process
+                job)
+        """}) == []
