@@ -3,6 +3,7 @@ they are (their prefilters: `project.retention_prefilter`)."""
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import ClassVar, Iterator
 
 import libcst as cst
@@ -11,6 +12,13 @@ from retainlint.analysis.rule import Located, Rule
 from retainlint.core.finding import Severity
 from retainlint.project.consequence import facts_of
 from retainlint.project.retention import ModuleFacts, Site
+
+
+def is_test_code(path: str) -> bool:
+    parts = PurePath(path).parts
+    name = parts[-1] if parts else ""
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test", "testing") for p in parts[:-1]))
 
 
 def located(site: Site) -> Located:
@@ -27,6 +35,8 @@ class RetentionRule(Rule):
         raise NotImplementedError
 
     def visit_Module(self, node: cst.Module) -> None:
+        if is_test_code(self.ctx.path):
+            return  # a test run is a short process: what it keeps dies with it
         facts = facts_of(self.ctx.index, self.ctx.path)
         if facts is None:
             return

@@ -20,14 +20,14 @@ _PER_REQUEST_WORDS = frozenset({
     "task", "job", "future", "stream", "socket", "sock", "channel", "call", "msg", "message",
     "event", "tx", "transaction", "trace", "span", "user", "thread", "tid", "ident", "token",
     "handle", "obj", "instance", "self", "uuid", "uid", "id", "ids",
-    "corr", "correlation", "query", "batch", "seq", "run", "worker", "pid", "ctx", "context",
+    "corr", "correlation", "query", "batch", "seq", "run", "ctx", "context",
 })
 # Words in a key that name something of the code or its configuration (a function, a class,
 # a model, a dtype): as many keys as the program has such things, however many requests.
 _CODE_WORDS = frozenset({
     "func", "fn", "function", "method", "callback", "cb", "handler", "endpoint", "cls", "class",
     "type", "module", "model", "layer", "name", "field", "attr", "dtype", "device", "op", "frame",
-    "graph", "shape", "config", "kind", "path", "file", "pattern", "route", "hook",
+    "graph", "shape", "config", "kind", "path", "file", "pattern", "route", "hook", "prefix",
 })
 _PER_REQUEST_CALLS = ("id(", "uuid", "time.", "get_ident", "current_thread", "current_task",
                       "next(", "count(", "monotonic", "perf_counter")
@@ -97,17 +97,17 @@ def made_per_call(cls: str, facts: ModuleFacts) -> bool:
 
 def grows_per_call(g: Growth) -> Optional[str]:
     """Why each call of `g.function` adds an entry nothing reuses, or None when the
-    growth is bounded in practice (a memo over a small domain, registration at import)."""
-    if g.once or g.registers:
+    growth is bounded in practice (a memo over a small domain, registration)."""
+    if g.once:
         return None
     if g.in_init:
-        return "one per instance made, each entry keeping that instance" if g.pins_self else None
+        if g.pins_self and not (g.keyed and not key_per_request(g.key)):
+            return "one per instance made, each entry keeping that instance"
+        return None  # a slot per name, overwritten by the next instance of that name
     if g.keyed:
-        if key_per_request(g.key):
-            return f"one entry per distinct `{g.key}`"
-        return None
-    if g.guarded:
-        return None  # added only when not already in: bounded by the distinct values
+        return f"one entry per distinct `{g.key}`" if key_per_request(g.key) else None
+    if g.registers or g.guarded:
+        return None  # registration (its callers decide how often), or one per distinct value
     return "one more item per call"
 
 

@@ -43,7 +43,10 @@ _READERS = frozenset({"len", "list", "tuple", "sorted", "set", "frozenset", "dic
 # Methods run once per object or per class, never per request (and names starting so).
 _ONCE = ("__init_subclass__", "__set_name__", "__class_getitem__", "__post_init__",
          "__enter__", "__aenter__")
-_ONCE_PREFIXES = ("setup", "build", "configure", "init", "load", "create", "prepare")
+_ONCE_PREFIXES = ("setup", "build", "configure", "init", "load", "create", "prepare", "launch",
+                  "start", "spawn", "warmup")
+# Functions named as an API for registering things: how often they run is their callers'.
+_REGISTERS = ("register", "add_", "subscribe", "attach", "install", "declare")
 
 
 @dataclass(frozen=True)
@@ -185,7 +188,10 @@ class _Holders:
     def _class(self, node: ast.ClassDef) -> None:
         self.classes[node.name] = node
         own = self.class_level.setdefault(node.name, {})
-        self.methods[node.name] = {f.name for f in node.body if isinstance(f, _FUNCTIONS)}
+        # Methods, not properties: `self.size` reads a value, it is no bound method.
+        self.methods[node.name] = {f.name for f in node.body if isinstance(f, _FUNCTIONS)
+                                   and not any("property" in (dotted(d) or "") or _last_name(d) in ("setter", "getter")
+                                               for d in f.decorator_list)}
         for item in node.body:
             for target, value in _bindings(item):
                 kind = container_kind(value)
@@ -296,7 +302,8 @@ class _Function:
         inner = {d.name for d in node.body if isinstance(d, _FUNCTIONS)}
         body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
         self.registers = bool(returned & (self.params | inner)) or (
-            len(body) == 1 and node.name != "__init__" and _adds_a_parameter(body[0], self.params))
+            len(body) == 1 and node.name != "__init__" and _adds_a_parameter(body[0], self.params)
+        ) or node.name.lstrip("_").startswith(_REGISTERS)
         self.guards: list[tuple[ast.If, set[str]]] = []
 
     def holder(self, expr: ast.AST) -> Optional[tuple[str, str, str]]:
@@ -491,7 +498,7 @@ class _Builder:
             if isinstance(node, _FUNCTIONS):
                 # Made in `__init__` or a setup function: once per owner, not per call.
                 if node.name != "__init__" and not _runs_once(node.name):
-                    per_call |= _made(node, classes)
+                    per_call |= _made_per_call(node, classes)
                 self.closures[id(node)] = {
                     d.name for d in node.body if isinstance(d, _FUNCTIONS) and node.args.args
                     and node.args.args[0].arg in _names_in(d)}
@@ -540,6 +547,23 @@ def _runs_once(name: str) -> bool:
     if name.startswith("__") and name.endswith("__"):
         return name in _ONCE
     return name.lstrip("_").startswith(_ONCE_PREFIXES)
+
+
+# Words in a function's name that say it runs per request, message or item.
+_PER_CALL_FUNCTIONS = ("handle", "process", "serve", "request", "dispatch", "on_", "call",
+                       "submit", "step", "forward", "generate", "receive", "recv", "send",
+                       "accept", "execute", "run", "query", "fetch", "invoke", "emit")
+
+
+def _made_per_call(function: ast.FunctionDef | ast.AsyncFunctionDef,
+                   classes: dict[str, ast.ClassDef]) -> set[str]:
+    """Classes `function` instantiates many times: in a loop or comprehension, or at all
+    when its name says it runs per request (`handle`, `on_data`, `__call__`)."""
+    name = function.name.lower()
+    if any(word in name for word in _PER_CALL_FUNCTIONS):
+        return _made(function, classes)
+    loops = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    return {c for loop in ast.walk(function) if isinstance(loop, loops) for c in _made(loop, classes)}
 
 
 def _made(node: ast.AST, classes: dict[str, ast.ClassDef]) -> set[str]:

@@ -126,3 +126,28 @@ def test_a_noqa_on_the_statement_silences_a_model_finding(tmp_path):
             _pending[request_id] = (  # noqa: RL306 - entries live for the process
                 job)
         """}) == []
+
+
+def test_properties_registration_apis_and_test_code_are_not_growth_nor_cycles(tmp_path):
+    assert _check(tmp_path, {"shapes.py": """\
+        _plugins = []
+
+        def register_plugin(plugin, *, first=False):
+            if first:
+                _plugins.insert(0, plugin)
+            else:
+                _plugins.append(plugin)
+
+        class Request:
+            def __init__(self):
+                self.start = self.extent
+
+            @property
+            def extent(self):
+                return 0
+        """, "tests/test_jobs.py": """\
+        _seen = []
+
+        def test_submit():
+            _seen.append(1)
+        """}) == []
