@@ -235,11 +235,24 @@ class _Holders:
 
 
 def _bindings(node: ast.AST) -> Iterator[tuple[ast.AST, Optional[ast.AST]]]:
+    """(target, value) of an assignment; each element of an unpacking target, paired
+    with its own value when the right side is a tuple of the same length."""
     if isinstance(node, ast.Assign):
         for target in node.targets:
-            yield target, node.value
+            yield from _unpacked(target, node.value)
     elif isinstance(node, ast.AnnAssign):
         yield node.target, node.value
+
+
+def _unpacked(target: ast.AST, value: Optional[ast.AST]) -> Iterator[tuple[ast.AST, Optional[ast.AST]]]:
+    if not isinstance(target, (ast.Tuple, ast.List)):
+        yield target, value
+        return
+    values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+    for i, element in enumerate(target.elts):
+        inner = element.value if isinstance(element, ast.Starred) else element
+        same = values is not None and len(values) == len(target.elts)
+        yield from _unpacked(inner, values[i] if same and values is not None else None)
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -366,6 +379,10 @@ class _Function:
                     facts.drops.add(named[0])  # handed to the caller, who may empty it
             if isinstance(node, ast.Call):
                 self._call(node, stmt, guarded)
+            elif isinstance(node, ast.Attribute) and node.attr in _DROPS:
+                named = self.holder(node.value)  # `task.add_done_callback(tasks.discard)`
+                if named:
+                    facts.drops.add(named[0])
             if isinstance(node, ast.Compare):
                 for sub in [node.left, *node.comparators]:
                     if isinstance(sub, ast.Call) and _last_name(sub.func) == "len" and sub.args:
@@ -590,9 +607,9 @@ def dropped_elsewhere(imports: dict[str, str], tree: ast.Module) -> set[str]:
                 found.add(f"{imports[head]}.{rest}" if rest else imports[head])
 
     for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _DROPS:
+            note(node.value)  # called, or handed on to be called
         if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Attribute) and node.func.attr in _DROPS:
-                note(node.func.value)
             if _last_name(node.func) not in _READERS:
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     note(arg)

@@ -151,3 +151,26 @@ def test_properties_registration_apis_and_test_code_are_not_growth_nor_cycles(tm
         def test_submit():
             _seen.append(1)
         """}) == []
+
+
+def test_a_drop_method_handed_on_and_a_rebinding_by_unpacking_release_the_holder(tmp_path):
+    assert _check(tmp_path, {"server.py": """\
+        import asyncio
+
+        class Server:
+            def __init__(self):
+                self._tasks = set()
+                self._timed = []
+
+            def track(self, coro):
+                task = asyncio.create_task(coro)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+            def on_step(self, step):
+                self._timed.append(step)
+
+            def flush(self):
+                timed, self._timed = self._timed, []
+                return timed
+        """}) == []
