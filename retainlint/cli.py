@@ -12,7 +12,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator, Optional
+from typing import IO, Callable, Iterator, Optional
 
 import click
 from rich.console import Console
@@ -31,7 +31,7 @@ from retainlint.engine.discover import excluded
 from retainlint.engine.notebook import is_notebook
 from retainlint.engine.projects import (Overrides, Project, ignored_here, plan, project_of,
                                         selection, settings_for)
-from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Severity
+from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Finding, Severity
 from retainlint.engine.registry import all_rules, lookup
 from retainlint.engine.runner import Mode, RunResult, run
 
@@ -156,10 +156,10 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
               help="Report only findings on lines added or changed since the merge base of REF "
                    "and HEAD (working tree included; new files count whole). All files are "
                    "still analysed.")
-@click.option("--min-severity", type=click.Choice(["info", "warning", "error"]), default="info",
-              show_default=True, help="Report only findings of this severity or higher "
-              "(error: retains something heavy or without bound; warning: true but bounded "
-              "or unlikely to matter).")
+@click.option("--min-severity", type=click.Choice(["info", "warning", "error"]), default=None,
+              help="Report only findings of this severity or higher (error: retains something "
+              "heavy or without bound; warning: real, but bounded or unproven; info: real but "
+              "negligible). Default: `min-severity` in the configuration, else warning.")
 @click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the result cache.")
@@ -276,13 +276,14 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
         # Whether --fix would apply unsafe fixes: `[*]`, the statistics and the summary count
         # what it would apply under the same flags.
         unsafe = projects[0].settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-        floor = Severity(min_severity).rank
-        findings = [f for f in findings if f.severity.rank <= floor or f.code in ALWAYS_SHOWN]
+        shown_at = _floor(projects, min_severity)
+        findings, below = [f for f in findings if shown_at(f)], [f for f in findings if not shown_at(f)]
         if add_noqa or write_baseline:
             _accept(findings, add_noqa, write_baseline, err)
         if baseline_file is not None:
             try:
                 findings, known = baseline.new_findings(baseline_file, findings)
+                below, _ = baseline.new_findings(baseline_file, below)
             except ConfigError as e:
                 _fail(str(e))
                 return
@@ -291,6 +292,7 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
                           f"not shown", highlight=False)
         if changed is not None and not diff:
             findings, left_out = split_findings(findings, changed)
+            below, _ = split_findings(below, changed)
             if left_out and not quiet:
                 err.print(f"note: {len(left_out)} finding{'s' if len(left_out) != 1 else ''} on lines "
                           f"not changed since {changed_since_ref} not shown", highlight=False)
@@ -334,6 +336,8 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
             if show_fixes:
                 text.show_fixes(out, result.fixed_codes, findings, applied=bool(fix), unsafe_fixes=unsafe)
             out.print(text.summary(findings, result.fixed, unsafe, before), highlight=False)
+            if below:  # last: what a higher --min-severity (or the default) left out
+                err.print(f"note: {text.not_shown(below)}", highlight=False)
 
         if internal:
             sys.exit(EXIT_ERROR)
@@ -342,6 +346,19 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
         if findings or (exit_non_zero_on_fix and result.fixed):
             sys.exit(EXIT_FINDINGS)
         sys.exit(EXIT_CLEAN)
+
+
+def _floor(projects: list[Project], flag: Optional[str]) -> Callable[[Finding], bool]:
+    """Whether a finding is shown: at or above `--min-severity`, else its project's
+    `min-severity` (each configuration's floor applies to its own files). A file that
+    could not be checked is always shown."""
+    ranks: dict[str, int] = {}
+    if flag is not None:
+        default = Severity(flag).rank
+    else:
+        ranks = {path: p.settings.min_severity.rank for p in projects for path in p.files}
+        default = projects[0].settings.min_severity.rank if projects else Severity.WARNING.rank
+    return lambda f: f.code in ALWAYS_SHOWN or f.severity.rank <= ranks.get(f.path, default)
 
 
 def _fixed_only(out: Console, unchecked: list, result: RunResult, shown, root: str, quiet: bool,
@@ -470,6 +487,7 @@ def _show_settings(paths: tuple[str, ...], overrides: Overrides, config_path: Op
         "release-methods": list(settings.release_methods),
         "unsafe-fixes": settings.unsafe_fixes,
         "per-object-hooks": settings.per_object_hooks,
+        "min-severity": settings.min_severity.value,
     }
     for key, value in shown.items():
         click.echo(f"{key} = {json.dumps(value)}")
@@ -497,6 +515,7 @@ def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
         ], indent=2))
         return
     pages = [f"# {r.code} {r.name}\n\n{r.summary}.\n\n"
+             f"Severity: {r.severity.value} ({r.severity.meaning}). "
              f"Fix: {r.fix_applicability.value}. "
              f"Default: {'on' if r.default_enabled else 'off'}.\n{r.docs}" for r in rules]
     if not sys.stdout.isatty():  # a pipe or a file: the markdown itself, as `ruff rule` does

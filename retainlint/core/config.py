@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 
 from retainlint.core.errors import ConfigError
+from retainlint.core.finding import Severity
 from retainlint.core.globs import GitIgnore
 from retainlint.core.source import leaves_project
 
@@ -52,6 +53,9 @@ class Settings:
     installed_types: bool = True
     # RL100: report noqa directives that silence nothing (selected as RL100/unused-noqa).
     report_unused_noqa: bool = False
+    # The lowest severity reported (`info` findings are real but negligible). It decides
+    # what is shown, not what is found: left out of repr, which keys the result cache.
+    min_severity: Severity = field(default=Severity.WARNING, repr=False)
     root: Path = field(default_factory=Path.cwd)  # directory of the config file
     source: Optional[Path] = None  # the config file read, if any
 
@@ -167,6 +171,11 @@ def settings_from_table(table: dict[str, Any], path: Path) -> Settings:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: expected true or false, got {_shown(value)}")
             values[key.replace("-", "_")] = value
+        elif key in _LEVEL_KEYS:
+            if not isinstance(value, str) or value not in LEVELS:
+                levels = ", ".join(f'"{level}"' for level in LEVELS)
+                raise ConfigError(f"{where}: expected one of {levels}, got {_shown(value)}")
+            values[key.replace("-", "_")] = Severity(value)
         elif key in _TABLE_KEYS:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: expected a table of glob = [codes]")
@@ -185,8 +194,10 @@ def settings_from_table(table: dict[str, Any], path: Path) -> Settings:
 
 
 _BOOL_KEYS = ("unsafe-fixes", "per-object-hooks", "installed-types")
+_LEVEL_KEYS = ("min-severity",)
 _TABLE_KEYS = ("per-file-ignores", "extend-per-file-ignores")
-KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, *_TABLE_KEYS)  # also the keys of schema.json
+KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, *_LEVEL_KEYS, *_TABLE_KEYS)
+LEVELS = tuple(level.value for level in Severity)  # most severe first: error, warning, info  # also the keys of schema.json
 
 
 @lru_cache(maxsize=256)

@@ -22,6 +22,15 @@ class Severity(str, enum.Enum):
     def rank(self) -> int:
         return {"error": 0, "warning": 1, "info": 2}[self.value]
 
+    @property
+    def meaning(self) -> str:
+        """What a finding at this level is, in a few words (`retainlint rule`)."""
+        return {
+            "error": "growth, or a defeated release, of something heavy or without bound",
+            "warning": "real, but bounded or unproven",
+            "info": "real but negligible; shown only with --min-severity info",
+        }[self.value]
+
 
 class Applicability(str, enum.Enum):
     SAFE = "safe"

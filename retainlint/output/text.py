@@ -307,6 +307,20 @@ def summary(findings: Sequence[Finding], fixed: int, unsafe_enabled: bool,
     return f"Found {n} {noun}{_fixable(safe, unsafe, unsafe_enabled)}."
 
 
+def not_shown(below: Sequence[Finding]) -> str:
+    """How many findings the severity floor left out, and the flag that shows them:
+    `3 info findings not shown (--min-severity info shows them)`."""
+    n = len(below)
+    counts = Counter(f.severity for f in below)
+    levels = sorted(counts, key=lambda level: level.rank)
+    lowest = levels[-1].value
+    them = "it" if n == 1 else "them"
+    if len(levels) == 1:
+        return f"{n} {lowest} finding{'s' if n != 1 else ''} not shown (--min-severity {lowest} shows {them})"
+    each = ", ".join(f"{counts[level]} {level.value}" for level in levels)
+    return f"{n} findings not shown ({each}; --min-severity {lowest} shows them)"
+
+
 def _fixable(safe: int, unsafe: int, unsafe_enabled: bool) -> str:
     """What --fix would do, counted in the findings just reported (never read as more
     findings): ` (3 fixable with --fix, 2 more with --fix --unsafe-fixes)`."""
