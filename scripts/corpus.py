@@ -32,7 +32,8 @@ DEVELOPMENT = {
     "accelerate==1.15.0": [""],
     "deepspeed==0.19.8": ["deepspeed-0.19.8/deepspeed"],
     "pytorch-lightning==2.6.6": [""],
-    # First run in session 8, before that session's rule changes: held-out precision.
+    # First run with v0.2.0 (commit 1545c0a), before the rule changes that followed it:
+    # held-out precision.
     "lmdeploy==0.18.0": [""],
     "sentence-transformers==6.2.0": [""],
     "ultralytics==8.4.190": [""],
