@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 import libcst as cst
 
-from retainlint.core.finding import Applicability, Fix, Related, Severity
+from retainlint.core.finding import Applicability, Consequence, Fix, Related, Severity
 from retainlint.project.prefilter import Prefilter
 from retainlint.core.urls import rule_url
 
@@ -51,6 +51,7 @@ class Report:
     fix: Optional[Fix]
     related: list["RelatedNode | Related"]
     statement: Optional[cst.CSTNode]  # the enclosing statement, for `# noqa`
+    consequence: Optional[Consequence] = None
 
 
 @dataclass
@@ -70,6 +71,7 @@ class LocatedReport:
     where: Located
     message: str
     severity: Severity
+    consequence: Optional[Consequence] = None
 
 
 class Rule:
@@ -113,9 +115,11 @@ class Rule:
         severity: Optional[Severity] = None,
         related: Sequence["RelatedNode | Related"] = (),
         statement: Optional[cst.CSTNode] = None,
+        consequence: Optional[Consequence] = None,
     ) -> None:
         """`statement`: where a `# noqa` may also go; defaults to the statement being
-        visited (pass it when reporting from `leave_Module`)."""
+        visited (pass it when reporting from `leave_Module`). `consequence`: what the
+        finding keeps alive, by what, for how long (the reports show it)."""
         self.ctx.reports.append(
             Report(
                 rule=self,
@@ -125,14 +129,16 @@ class Rule:
                 fix=fix,
                 related=list(related),
                 statement=statement or self.ctx.scope.statement,
+                consequence=consequence,
             )
         )
 
-    def report_at(self, where: Located, message: str, *,
-                  severity: Optional[Severity] = None) -> None:
+    def report_at(self, where: Located, message: str, *, severity: Optional[Severity] = None,
+                  consequence: Optional[Consequence] = None) -> None:
         """A finding of a rule that reads the retention model (`retainlint.retention`)
         rather than libcst nodes; such findings carry no fix."""
-        self.ctx.located.append(LocatedReport(self, where, message, severity or self.severity))
+        self.ctx.located.append(LocatedReport(self, where, message, severity or self.severity,
+                                              consequence))
 
     def fix(self, message: str, replacements: dict, imports: Sequence[str] = (),
             applicability: Optional[Applicability] = None) -> Fix:

@@ -54,6 +54,20 @@ class Related:
     end: Position
 
 
+@dataclass(frozen=True)
+class Consequence:
+    """What a finding costs, as a reader would check it: what stays alive (`kept`: "every
+    `Job` submitted"), what holds it (`holder`: "`_pending` (module-level)"), for how
+    long (`lifetime`: "the process"), how it grows (`growth`: "one entry per request",
+    "" when it does not), and the code that shows it (`evidence`)."""
+
+    kept: str
+    holder: str
+    lifetime: str
+    growth: str = ""
+    evidence: tuple[Related, ...] = ()
+
+
 @dataclass
 class Fix:
     """A CST edit: original nodes (by identity) mapped to their replacements.
@@ -83,6 +97,7 @@ class Finding:
     fix: Optional[Fix] = None
     related: list[Related] = field(default_factory=list)
     noqa_line: int = 0  # where a `# noqa` silences it (first line of the statement)
+    consequence: Optional[Consequence] = None
 
     @property
     def fixable(self) -> bool:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Optional, Union
 
 from retainlint import __version__
-from retainlint.core.finding import Applicability, Finding, Fix, Position, Related, Severity
+from retainlint.core.finding import Applicability, Consequence, Finding, Fix, Position, Related, Severity
 from retainlint.project.index import ClassSummary, Consulted, FileSummary, FunctionSummary, ProjectIndex, module_name
 from retainlint.core.source import interrupts_deferred
 
@@ -50,7 +50,7 @@ _MAGIC = b"RLCACHE1"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 # Bumped when what is stored changes shape within one version.
-SCHEMA = 5
+SCHEMA = 6
 
 
 def digest(data: bytes) -> str:
@@ -128,7 +128,8 @@ def machine_key() -> Optional[bytes]:
 # The only types a cache file can bring back, each as (Ellipsis, name, *fields): Ellipsis
 # never occurs in the data itself, so a tagged tuple cannot be confused with a real one.
 _CLASSES = {cls.__name__: cls for cls in (
-    FileSummary, ClassSummary, FunctionSummary, Consulted, Finding, Fix, Related, Position)}
+    FileSummary, ClassSummary, FunctionSummary, Consulted, Finding, Fix, Related, Position,
+    Consequence)}
 _FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _CLASSES.values()}
 _ENUMS = {cls.__name__: cls for cls in (Severity, Applicability)}
 _ATOMS = (str, int, float, bool, bytes, type(None))

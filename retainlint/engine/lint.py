@@ -322,6 +322,7 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
                 fix=report.fix,
                 related=related,
                 noqa_line=statement_line,
+                consequence=report.consequence,
             )
         )
 
@@ -335,7 +336,8 @@ def _add_located(result: FileResult, located: list[LocatedReport],
         result.findings.append(Finding(
             code=report.rule.code, name=report.rule.name, message=report.message,
             path=result.path, start=Position(*where.start), end=Position(*where.end),
-            severity=report.severity, noqa_line=where.noqa_lines[0]))
+            severity=report.severity, noqa_line=where.noqa_lines[0],
+            consequence=report.consequence))
 
 
 def _noqa_lines(report: Any, positions: Any, rng: Any) -> list[int]:

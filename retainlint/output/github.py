@@ -58,6 +58,8 @@ def github_line(f: Finding, root: str) -> str:
         props.append(("endColumn", str(max(f.end.column, f.start.column))))
     props.append(("title", f"retainlint {f.code} {f.name}"))
     message = f.message
+    if f.consequence is not None:
+        message += f" — keeps {_clipped(f.consequence.kept)} for {_clipped(f.consequence.lifetime)}"
     if f.fix is not None and f.fix.message and f.fix.applicability is not Applicability.NONE:
         kind = "fix" if f.fix.applicability is Applicability.SAFE else "unsafe fix"
         message += f"\n  help ({kind}): {f.fix.message}"
@@ -65,6 +67,13 @@ def github_line(f: Finding, root: str) -> str:
     body = ",".join(f"{key}={gh_escape_prop(value)}" for key, value in props)
     message = printable(message, keep="\n")  # newlines are the command's own (%0A)
     return f"::{level} {body}::{gh_escape_data(message)}"
+
+
+CONSEQUENCE_PART_MAX = 120  # characters of `kept` and of `lifetime` in an annotation
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= CONSEQUENCE_PART_MAX else text[:CONSEQUENCE_PART_MAX - 1] + "…"
 
 
 def github(findings: Iterable[Finding], root: str) -> list[str]:

@@ -6,6 +6,7 @@ from typing import Iterable, Optional, Sequence
 
 from retainlint.core.finding import (
     Applicability,
+    Consequence,
     Finding,
     Fix,
     Position,
@@ -20,6 +21,22 @@ from retainlint.engine.registry import catalog
 def _rule_url(code: str) -> Optional[str]:
     name = dict(catalog()).get(code)
     return rule_url(code, name) if name else None
+
+
+def _location(r: Related) -> dict:
+    return {
+        "message": r.message,
+        "filename": r.path,
+        "location": {"row": r.start.line, "column": r.start.column},
+        "end_location": {"row": r.end.line, "column": r.end.column},
+    }
+
+
+def _consequence(c: Optional[Consequence]) -> Optional[dict]:
+    if c is None:
+        return None
+    return {"kept": c.kept, "holder": c.holder, "lifetime": c.lifetime, "growth": c.growth,
+            "evidence": [_location(r) for r in c.evidence]}
 
 
 def to_json(findings: Sequence[Finding]) -> list[dict]:
@@ -50,15 +67,8 @@ def to_json(findings: Sequence[Finding]) -> list[dict]:
                 "end_location": {"row": f.end.line, "column": f.end.column},
                 "noqa_row": f.noqa_line or f.start.line,
                 "fix": fix,
-                "related": [
-                    {
-                        "message": r.message,
-                        "filename": r.path,
-                        "location": {"row": r.start.line, "column": r.start.column},
-                        "end_location": {"row": r.end.line, "column": r.end.column},
-                    }
-                    for r in f.related
-                ],
+                "related": [_location(r) for r in f.related],
+                "consequence": _consequence(f.consequence),
                 "url": _rule_url(f.code),
             }
         )
@@ -70,6 +80,18 @@ def to_json(findings: Sequence[Finding]) -> list[dict]:
 
 def _pos(d: dict) -> Position:
     return Position(int(d["row"]), int(d["column"]))
+
+
+def _related(d: dict) -> Related:
+    return Related(d["message"], d["filename"], _pos(d["location"]), _pos(d["end_location"]))
+
+
+def _consequence_from(d: Optional[dict]) -> Optional[Consequence]:
+    if not d:
+        return None
+    return Consequence(kept=d["kept"], holder=d["holder"], lifetime=d["lifetime"],
+                       growth=d.get("growth") or "",
+                       evidence=tuple(_related(r) for r in d.get("evidence") or []))
 
 
 def from_json(items: Iterable[dict]) -> list[Finding]:
@@ -90,8 +112,8 @@ def from_json(items: Iterable[dict]) -> list[Finding]:
             code=d["code"], name=d["name"], message=d["message"], path=d["filename"],
             start=_pos(d["location"]), end=_pos(d["end_location"]),
             severity=Severity(d["severity"]), fix=fix,
-            related=[Related(r["message"], r["filename"], _pos(r["location"]), _pos(r["end_location"]))
-                     for r in d.get("related") or []],
+            related=[_related(r) for r in d.get("related") or []],
             noqa_line=int(d.get("noqa_row") or 0),
+            consequence=_consequence_from(d.get("consequence")),
         ))
     return out

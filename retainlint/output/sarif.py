@@ -14,6 +14,7 @@ from retainlint.core.finding import (
     INTERNAL_ERROR,
     SOURCE_ERROR,
     Applicability,
+    Consequence,
     Finding,
     Fix,
     Position,
@@ -168,6 +169,14 @@ def _fix(fix: Fix, path: str, root: str) -> Optional[dict]:
     }
 
 
+def _consequence(c: Consequence, root: str) -> dict:
+    """The finding's consequence, in the result's property bag; its evidence as locations."""
+    return {"kept": c.kept, "holder": c.holder, "lifetime": c.lifetime, "growth": c.growth,
+            "evidence": [{"message": {"text": r.message}, "physicalLocation": {
+                "artifactLocation": _artifact(r.path, root), "region": _region(r.start, r.end)}}
+                for r in c.evidence[:100]]}
+
+
 def sarif(findings: Sequence[Finding], root: str) -> dict:
     """A SARIF 2.1.0 log with one run: the driver with the metadata of every rule that
     reported something, and one result per finding."""
@@ -195,6 +204,8 @@ def sarif(findings: Sequence[Finding], root: str) -> dict:
                     "artifactLocation": _artifact(r.path, root), "region": _region(r.start, r.end)}}
                 for i, r in enumerate(f.related[:100])
             ]
+        if f.consequence is not None:
+            result["properties"] = {"consequence": _consequence(f.consequence, root)}
         fix = _fix(f.fix, f.path, root) if f.fix is not None else None
         if fix is not None:
             result["fixes"] = [fix]
