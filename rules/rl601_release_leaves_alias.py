@@ -76,6 +76,8 @@ class _Escape:
     def __init__(self, index) -> None:
         self.index = index
         self.known: dict[tuple, bool] = index.memo("rl601 escapes", dict)
+        self.active: dict[tuple, int] = {}  # functions being judged -> depth on that stack
+        self.low = 1 << 30  # the shallowest of them the current judgement went back to
 
     def callee_keeps(self, qualified: Optional[str], position: Optional[int],
                      keyword: Optional[str], depth: int = 0) -> bool:
@@ -99,16 +101,32 @@ class _Escape:
             return True
         return self.keeps(function, position, keyword, function.is_method, depth)
 
-    def keeps(self, summary, position, keyword, skip_first: bool, depth: int) -> bool:
-        key = (summary.qualname, summary.path, position, keyword)
+    def keeps(self, summary, position, keyword, skip_first: bool, depth: int,
+              returns: bool = True) -> bool:
+        """With `returns` False: does the call leave a reference behind, on its receiver
+        or anything it reaches? What the call returns is the caller's to judge where the
+        result goes (`self.session = self.backend.open(width=w)` holds `w` in the session,
+        not in the backend)."""
+        key = (summary.qualname, summary.path, position, keyword, returns)
         if key in self.known:
             return self.known[key]
-        self.known[key] = True  # recursion guard: unknown
-        result = self._keeps(summary, position, keyword, skip_first, depth)
-        self.known[key] = result
+        if key in self.active:
+            # A cycle (`send_parts` handing on to another object's `send_parts`): going
+            # round it adds no store, so it counts for nothing; what was judged under that
+            # assumption is only remembered once the cycle's first function has its answer.
+            self.low = min(self.low, self.active[key])
+            return False
+        mine, outer = len(self.active), self.low
+        self.active[key] = mine
+        self.low = mine
+        result = self._keeps(summary, position, keyword, skip_first, depth, returns)
+        del self.active[key]
+        if result or self.low >= mine:
+            self.known[key] = result
+        self.low = min(outer, self.low)
         return result
 
-    def _keeps(self, summary, position, keyword, skip_first, depth) -> bool:
+    def _keeps(self, summary, position, keyword, skip_first, depth, returns) -> bool:
         if depth > _MAX_CALLEE_DEPTH:
             return True
         fn = _function_node(self.index, summary)
@@ -152,7 +170,7 @@ class _Escape:
                                 tracked.add(n.id)
         for node in body:
             if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
-                if self.holds(file, node.value, tracked, depth):
+                if returns and self.holds(file, node.value, tracked, depth):
                     return True
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -176,15 +194,18 @@ class _Escape:
                             self.holds(file, k.value, tracked, depth) for k in node.keywords):
                         return True
                     continue
+                # what the method returns is judged where it goes: an assignment or a
+                # `return` above, an argument of a call (`holds`)
                 for i, a in enumerate(node.args):
                     if self.holds(file, a, tracked, depth):
                         methods = _methods_named(self.index, node.func.attr)
-                        if not methods or any(self.keeps(m, i, None, True, depth + 1) for m in methods):
+                        if not methods or any(self.keeps(m, i, None, True, depth + 1, False) for m in methods):
                             return True
                 for k in node.keywords:
                     if self.holds(file, k.value, tracked, depth):
                         methods = _methods_named(self.index, node.func.attr)
-                        if not methods or any(self.keeps(m, None, k.arg, True, depth + 1) for m in methods):
+                        if not methods or any(self.keeps(m, None, k.arg, True, depth + 1, False)
+                                              for m in methods):
                             return True
         return False
 
@@ -915,8 +936,8 @@ class Engine:
             if not candidates or len(candidates) > 3:
                 return _stores_by_name(method)
         escape = _Escape(self.ctx.index)
-        return any(
-            escape.keeps(m, None if keyword else position, keyword, True, 0) for m in candidates
+        return any(  # what the method returns is judged where it goes (`assigns`)
+            escape.keeps(m, None if keyword else position, keyword, True, 0, False) for m in candidates
         )
 
     # -- reporting -----------------------------------------------------------------

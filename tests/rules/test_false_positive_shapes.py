@@ -23,9 +23,8 @@ PROBES = ROOT.parent / "shared" / "probes" / "false-positives"
 STILL_REPORTED = {
     "RL203_register_on_own_trigger_list.py",
     "RL601_alias_only_on_other_path.py", "RL601_bytes_handle_sent_by_parent.py",
-    "RL601_classmethod_of_class_attribute.py", "RL601_factory_result_not_holding_arg",
-    "RL601_int_kept_only_by_dropped_session.py", "RL601_remote_actor_killed_before_delattr.py",
-    "RL601_same_name_method_elsewhere.py", "RL601_step_added_to_caller_buffer.py",
+    "RL601_factory_result_not_holding_arg", "RL601_remote_actor_killed_before_delattr.py",
+    "RL601_step_added_to_caller_buffer.py",
     "RL602_caller_connection_closed_as_reset.py", "RL602_exception_reraised_after_close.py",
     "RL602_lock_acquired_as_gate.py", "RL602_released_at_end_of_run.py",
     "RL602_stop_releases_via_shutdown_trigger.py", "RL602_storage_freed_in_place.py",
