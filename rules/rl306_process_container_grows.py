@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from retainlint.analysis.rule import Example
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import grows_per_call, released_anywhere, short
 from retainlint.project.retention import ModuleFacts, Site
@@ -101,7 +101,7 @@ class Session:
         ),
     ]
 
-    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity]]:
+    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
         for g in facts.growth:
             if g.kind not in ("module", "class"):
                 continue
@@ -110,8 +110,13 @@ class Session:
                 continue
             where = "module-level" if g.kind == "module" else "class-level"
             function = g.function.rpartition(".")[2]
+            # Every instance, kept for the process: a maintainer would merge the fix.
             severity = Severity.ERROR if g.in_init and g.pins_self else Severity.WARNING
+            kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
+                    else f"`{g.value}` of every `{function}()` call" if g.value
+                    else f"what every `{function}()` call adds")
             yield (g.site,
                    f"`{g.shown}` ({where}: lives for the process) gains {why} in `{function}()`; "
                    f"nothing in the project removes one, so every entry stays alive "
-                   f"(`{short(g.holder)}`)", severity)
+                   f"(`{short(g.holder)}`)", severity,
+                   Consequence(kept, f"`{short(g.holder)}` ({where})", "the process", why))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from retainlint.analysis.rule import Example
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import grows_per_call, lives_for_the_process, released_anywhere
 from retainlint.project.retention import ModuleFacts, Site
@@ -88,7 +88,7 @@ class JobServer:
         ),
     ]
 
-    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity]]:
+    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
         for g in facts.growth:
             if g.kind != "instance" or g.in_init:
                 continue
@@ -98,7 +98,10 @@ class JobServer:
                     or released_anywhere(self.ctx.index, g.holder):
                 continue
             owner, _, method = g.function.partition(".")
+            kept = f"`{g.value}` of every `{method}()` call" if g.value else f"what every `{method}()` call adds"
             yield (g.site,
                    f"`{g.shown}` gains {why} in `{method}()`, and a `{owner}` lives for the "
                    f"process; nothing in the project removes an entry, so every one stays "
-                   f"alive", Severity.WARNING)
+                   f"alive", Severity.WARNING,
+                   Consequence(kept, f"`{g.shown}` of a `{owner}`",
+                               f"the process (a `{owner}` lives as long)", why))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from retainlint.analysis.rule import Example
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
-from retainlint.project.consequence import cycle_matters
+from retainlint.project.consequence import collector_off_anywhere, cycle_matters
 from retainlint.project.retention import ModuleFacts, Site
 from retainlint.rules.prefilters.rl703 import SelfReferenceCyclePrefilter
 
@@ -16,7 +16,7 @@ class SelfReferenceCycle(RetentionRule):
     prefilter = SelfReferenceCyclePrefilter
     name = "self-reference-cycle"
     summary = "An object made per call keeps a reference to itself, so it is freed only by the cyclic collector"
-    severity = Severity.WARNING
+    severity = Severity.INFO
     fix_applicability = Applicability.NONE
 
     docs = """
@@ -27,6 +27,10 @@ itself - a bound method (`self._on_done = self.done`), a lambda or nested functi
 `__init__` keeps the argument it is given (`self.reader = Reader(self)`) - when such
 objects are made per call: the module creates them inside functions, or the class is a
 request, response, connection, protocol, stream, session, job, task or the like.
+
+An `info` finding (hidden by default): a cycle of a light object costs little while the
+collector runs. A warning when the project disables or freezes the collector
+(`gc.disable()`, `gc.freeze()`): then such objects are freed late, or never.
 
 Not reported: weak references (`weakref.ref(self)`, `WeakMethod`, `weakref.proxy`), and
 classes with no sign of being made per call (a cycle in a singleton costs nothing).
@@ -108,7 +112,11 @@ def serve():
         ),
     ]
 
-    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity]]:
+    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
+        # A cycle of a light object costs little while the collector runs: info, unless
+        # the project disables or freezes the collector (then it is freed late, or never).
+        off = collector_off_anywhere(self.ctx.index)
+        severity = Severity.WARNING if off else Severity.INFO
         for ref in facts.self_references:
             if not cycle_matters(ref, facts) or self.ctx.index.is_heavy_class(ref.cls):
                 continue  # a heavy class's cycle is RL701's
@@ -119,4 +127,7 @@ def serve():
                     "back-reference": f"a child that keeps it (`{ref.shown}`)"}[ref.how]
             yield (ref.site,
                    f"`{ref.attr}` keeps {what}: each `{name}`, made per call, is freed only "
-                   f"when the cyclic collector runs, not when its last use ends", Severity.WARNING)
+                   f"when the cyclic collector runs, not when its last use ends", severity,
+                   Consequence(f"each `{name}` and what it references", "its own reference cycle",
+                               "the next cyclic collection" + (" (the project disables or freezes the collector)" if off else ""),
+                               "one per call"))

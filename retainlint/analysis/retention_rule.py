@@ -9,7 +9,7 @@ from typing import ClassVar, Iterator
 import libcst as cst
 
 from retainlint.analysis.rule import Located, Rule
-from retainlint.core.finding import Severity
+from retainlint.core.finding import Consequence, Severity
 from retainlint.project.consequence import facts_of
 from retainlint.project.retention import ModuleFacts, Site
 
@@ -27,11 +27,12 @@ def located(site: Site) -> Located:
 
 
 class RetentionRule(Rule):
-    """A check that reads the retention model: `findings` yields (site, message, severity)."""
+    """A check that reads the retention model: `findings` yields (site, message, severity,
+    consequence)."""
 
     severity: ClassVar[Severity] = Severity.WARNING
 
-    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity]]:
+    def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
         raise NotImplementedError
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -40,5 +41,5 @@ class RetentionRule(Rule):
         facts = facts_of(self.ctx.index, self.ctx.path)
         if facts is None:
             return
-        for site, message, severity in self.findings(facts):
-            self.report_at(located(site), message, severity=severity)
+        for site, message, severity, consequence in self.findings(facts):
+            self.report_at(located(site), message, severity=severity, consequence=consequence)

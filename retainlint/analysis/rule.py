@@ -136,7 +136,7 @@ class Rule:
     def report_at(self, where: Located, message: str, *, severity: Optional[Severity] = None,
                   consequence: Optional[Consequence] = None) -> None:
         """A finding of a rule that reads the retention model (`retainlint.retention`)
-        rather than libcst nodes; such findings carry no fix."""
+        rather than libcst nodes (`project.retention`); such findings carry no fix."""
         self.ctx.located.append(LocatedReport(self, where, message, severity or self.severity,
                                               consequence))
 

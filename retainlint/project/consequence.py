@@ -66,6 +66,16 @@ def _released(index: "ProjectIndex", holder: Hashable) -> Hashable:
     return False
 
 
+def _collector_off(index: "ProjectIndex", _: Hashable) -> Hashable:
+    return any(summary.retention and summary.retention[6] for summary in dict.values(index.files))
+
+
+def collector_off_anywhere(index: "ProjectIndex") -> bool:
+    """Does the project disable or freeze the cyclic collector (`gc.disable()`,
+    `gc.freeze()`)? Then a cycle is freed late, or never."""
+    return bool(index.ask(_collector_off, ""))
+
+
 def released_anywhere(index: "ProjectIndex", holder: str) -> bool:
     return bool(index.ask(_released, holder))
 

@@ -70,6 +70,7 @@ class Growth:
     shown: str  # the holder as the code spells it
     keyed: bool  # a slot per key (a dict) rather than one more item (a list, a set)
     key: str  # the key's code ("" when not keyed)
+    value: str  # the added value's code ("" when not known)
     function: str  # the function that adds, as `Class.method` or `function`
     once: bool  # that function runs once per class or object (`__init_subclass__`, setup)
     in_init: bool  # the add is in `__init__`: one entry per instance made
@@ -101,19 +102,20 @@ class ModuleFacts:
     self_references: list[SelfReference]
     long_lived: set[str]  # classes instantiated at module level, or keeping a singleton
     made_per_call: set[str]  # classes instantiated inside a function
+    collector_off: bool  # the module disables or freezes the cyclic collector
 
     def plain(self) -> tuple[object, ...]:
         return ([astuple(g) for g in self.growth], sorted(self.drops), sorted(self.bounded),
                 [astuple(r) for r in self.self_references], sorted(self.long_lived),
-                sorted(self.made_per_call))
+                sorted(self.made_per_call), self.collector_off)
 
     @classmethod
     def from_plain(cls, plain: tuple[Any, ...]) -> "ModuleFacts":
-        growth, drops, bounded, refs, long_lived, per_call = plain
+        growth, drops, bounded, refs, long_lived, per_call, collector_off = plain
         return cls([Growth(*g[:-1], Site(*g[-1])) for g in growth],  # type: ignore[call-arg]
                    set(drops), set(bounded),
                    [SelfReference(*r[:-1], Site(*r[-1])) for r in refs],  # type: ignore[call-arg]
-                   set(long_lived), set(per_call))
+                   set(long_lived), set(per_call), collector_off)
 
 
 def _last_name(func: ast.AST) -> str:
@@ -422,6 +424,7 @@ class _Function:
         pins = bool(self.me) and value is not None and self.me in _names_in(value)
         self.facts.growth.append(Growth(
             holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
+            ast.unparse(value) if value is not None else "",
             self.name, self.once, self.node.name == "__init__", holder in guarded,
             pins, self.registers, self.facts.lines.site(stmt, stmt)))
 
@@ -532,8 +535,11 @@ class _Builder:
                 long_lived |= _made(node, classes)
                 self._module_statement(node)
         module = self.holders.module
+        collector_off = any(isinstance(n, ast.Call) and dotted(n.func) in ("gc.disable", "gc.freeze")
+                            for n in ast.walk(self.tree))
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
-                           {f"{module}.{c}" for c in long_lived}, {f"{module}.{c}" for c in per_call})
+                           {f"{module}.{c}" for c in long_lived}, {f"{module}.{c}" for c in per_call},
+                           collector_off)
 
     def _function(self, node: ast.AST, cls: Optional[str]) -> None:
         outer = _Function(self, node, cls)
