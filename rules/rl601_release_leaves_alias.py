@@ -11,6 +11,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions, is_self, self_attribute
 from retainlint.analysis.fix_preconditions import nulling, still_held
+from retainlint.analysis.holding import immutable_annotation, immutable_value
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl601 import (
@@ -330,6 +331,7 @@ class _MethodFacts:
     closing_names: set = field(default_factory=set)  # locals `.close()`d here
     called_attrs: dict = field(default_factory=dict)  # self.X.y(...) -> {X: {y}}
     self_called: set = field(default_factory=set)  # self.X(...)
+    unpacked: set = field(default_factory=set)  # attrs assigned by unpacking (`self.X, y = ...`)
 
 
 def _self_root(expr: cst.BaseExpression) -> Optional[str]:
@@ -436,10 +438,16 @@ class _Collector(OwnScopeVisitor):
             if source is not None:
                 self.facts.name_from_attr.append((target.value, source))
             return
-        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
-            if len(target.elements) == len(value.elements):
+        if isinstance(target, (cst.Tuple, cst.List)):
+            if isinstance(value, (cst.Tuple, cst.List)) and len(target.elements) == len(value.elements):
                 for t, v in zip(target.elements, value.elements):
                     self._assign(t.value, v.value, node, [])
+            else:
+                for t in target.elements:
+                    for inner in _del_targets(t.value):
+                        attr = self_attribute(inner)
+                        if attr is not None:
+                            self.facts.unpacked.add(attr)
             return
         root = _self_root(target)
         if root is not None:
@@ -739,21 +747,18 @@ class Engine:
                 self._report(cls, node, release, sources, methods)
 
     def _plain_value(self, cls: cst.ClassDef, attr: str) -> bool:
-        """Is `self.attr` only ever a literal (a string id, a number)?"""
-        literal = (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.Integer,
-                   cst.Float)
+        """Is `self.attr` only ever a value that holds no other object (a number, text,
+        bytes, a path): by its literal, its annotation, the parameter or the function
+        it comes from (`self.width = requested_width(r)` with `-> int`)?"""
         seen = False
         for fn in body_functions(cls):
-            assignments = self.ctx.heavy.local_assignments(fn)
-            for value, _ in assignments.get(f"self.{attr}", ()):
+            if attr in self._method_facts(fn).unpacked:
+                return False  # `self.a, self.b = make()`: a value not seen here
+            for value, ann in self.ctx.heavy.local_assignments(fn).get(f"self.{attr}", ()):
                 if value is None or (isinstance(value, cst.Name) and value.value == "None"):
                     continue
-                if isinstance(value, cst.Name):
-                    locals_ = assignments.get(value.value, ())
-                    if locals_ and all(isinstance(v, literal) for v, _ in locals_):
-                        seen = True
-                        continue
-                if not isinstance(value, literal):
+                if not (immutable_value(self.ctx, value, fn) or (
+                        ann is not None and immutable_annotation(self.ctx, ann.annotation))):
                     return False
                 seen = True
         return seen

@@ -373,3 +373,81 @@ def first_slice(sub: cst.Subscript) -> Optional[cst.BaseExpression]:
     return None
 
 
+
+
+# -- values that hold no other object ---------------------------------------------------
+# Numbers, text, bytes and paths (a path holds only its text): dropping one frees nothing
+# worth a finding, and whatever else refers to it keeps nothing else alive.
+_IMMUTABLE_TYPES = frozenset(
+    {"int", "float", "bool", "complex", "str", "bytes", "None", "pathlib.Path", "pathlib.PurePath",
+     "pathlib.PosixPath", "pathlib.WindowsPath", "pathlib.PurePosixPath", "pathlib.PureWindowsPath"}
+)
+_IMMUTABLE_TYPES = _IMMUTABLE_TYPES | frozenset(f"builtins.{t}" for t in _IMMUTABLE_TYPES if "." not in t)
+# Calls whose result is such a value whatever they are given.
+_IMMUTABLE_RESULTS = _IMMUTABLE_TYPES | frozenset(
+    {"len", "id", "hash", "repr", "ascii", "format", "hex", "oct", "bin", "os.fspath", "os.fsencode",
+     "os.fsdecode", "os.getpid", "time.time", "time.monotonic", "time.perf_counter"}
+) | frozenset(
+    f"{module}.{name}" for module in ("os.path", "posixpath", "ntpath")
+    for name in ("join", "abspath", "realpath", "dirname", "basename", "normpath", "relpath",
+                 "expanduser", "expandvars")
+)
+_LITERALS = (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.Integer, cst.Float,
+             cst.Imaginary)
+
+
+def immutable_annotation(ctx, ann: Optional[cst.BaseExpression]) -> bool:
+    """`int`, `Optional[Path]`, `str | None`, `Union[int, float]`: only values that hold
+    no other object."""
+    if ann is None:
+        return False
+    if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+        return immutable_annotation(ctx, ann.left) and immutable_annotation(ctx, ann.right)
+    if isinstance(ann, cst.Subscript):
+        if ctx.qualname(ann.value) not in ("typing.Optional", "typing.Union"):
+            return False
+        parts = [s.slice.value for s in ann.slice if isinstance(s.slice, cst.Index)]
+        return bool(parts) and all(immutable_annotation(ctx, p) for p in parts)
+    if isinstance(ann, cst.Name) and ann.value == "None":
+        return True
+    return ctx.qualname(ann) in _IMMUTABLE_TYPES
+
+
+def immutable_value(ctx, value: Optional[cst.BaseExpression], function: Optional[cst.FunctionDef],
+                    depth: int = 0) -> bool:
+    """Is `value` (evaluated in `function`) surely a number, text, bytes or a path: a
+    literal, such a constructor or a call of a project function annotated to return one,
+    a parameter annotated as one, a local only ever assigned one, operations on them?"""
+    if value is None or depth > _MAX_DEPTH:
+        return False
+    nxt = depth + 1
+    if isinstance(value, _LITERALS):
+        return True
+    if isinstance(value, cst.Name):
+        if value.value in ("None", "True", "False"):
+            return True
+        if function is None:
+            return False
+        param = find_param(function, value.value)
+        if param is not None:
+            return param.annotation is not None and immutable_annotation(ctx, param.annotation.annotation)
+        assigned = ctx.heavy.local_assignments(function).get(value.value, ())
+        return bool(assigned) and all(
+            immutable_annotation(ctx, ann.annotation) if ann is not None and v is None
+            else immutable_value(ctx, v, function, nxt) for v, ann in assigned)
+    if isinstance(value, cst.UnaryOperation):
+        return immutable_value(ctx, value.expression, function, nxt)
+    if isinstance(value, cst.BinaryOperation):
+        return immutable_value(ctx, value.left, function, nxt) and immutable_value(ctx, value.right, function, nxt)
+    if isinstance(value, cst.BooleanOperation):
+        return immutable_value(ctx, value.left, function, nxt) and immutable_value(ctx, value.right, function, nxt)
+    if isinstance(value, cst.IfExp):
+        return immutable_value(ctx, value.body, function, nxt) and immutable_value(ctx, value.orelse, function, nxt)
+    if isinstance(value, cst.Call):
+        callee = ctx.qualname(value.func)
+        if callee in _IMMUTABLE_RESULTS:
+            return True
+        index = ctx.index
+        found = index.functions.get(index.resolve(ctx.absolute(callee)) or "") if callee else None
+        return found is not None and bool(found.returns) and all(r in _IMMUTABLE_TYPES for r in found.returns)
+    return False

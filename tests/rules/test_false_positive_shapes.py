@@ -22,7 +22,6 @@ PROBES = ROOT.parent / "shared" / "probes" / "false-positives"
 # test until this set says so.
 STILL_REPORTED = {
     "RL203_register_on_own_trigger_list.py",
-    "RL601_alias_only_on_other_path.py", "RL601_bytes_handle_sent_by_parent.py",
     "RL601_factory_result_not_holding_arg", "RL601_remote_actor_killed_before_delattr.py",
     "RL601_step_added_to_caller_buffer.py",
     "RL602_caller_connection_closed_as_reset.py", "RL602_exception_reraised_after_close.py",
