@@ -282,6 +282,21 @@ _USE_VERBS = frozenset(
     }
 )
 _CLOSE_METHODS = frozenset({"close", "shutdown", "release", "cleanup", "stop", "terminate", "destroy"})
+# Words of a module function that ends the object it is handed first (`ray.kill(actor)`,
+# `os.close(fd)`, `terminate_process(proc)`): what still refers to it holds a dead handle.
+_ENDING_WORDS = frozenset({"close", "shutdown", "terminate", "destroy", "kill", "dispose", "stop"})
+
+
+def _ends_argument(func: cst.BaseExpression, modules: frozenset) -> bool:
+    """A function (not a method of an object: `self.pool.release(x)` gives `x` back to a
+    pool that keeps it) named to end what it is handed."""
+    root = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name) or (root is not func and root.value not in modules):
+        return False
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value
+    return not _ENDING_WORDS.isdisjoint(last.lower().split("_"))
 
 
 def _uses_only(method: Optional[str]) -> bool:
@@ -327,7 +342,7 @@ class _MethodFacts:
     events: list = field(default_factory=list)
     releases: list = field(default_factory=list)
     calls_self: set = field(default_factory=set)
-    closed: set = field(default_factory=set)  # attrs whose object gets `.close()`d here
+    closed: set = field(default_factory=set)  # attrs whose object is ended here: `.close()`, `ray.kill(...)`
     closing_names: set = field(default_factory=set)  # locals `.close()`d here
     called_attrs: dict = field(default_factory=dict)  # self.X.y(...) -> {X: {y}}
     self_called: set = field(default_factory=set)  # self.X(...)
@@ -366,7 +381,8 @@ def _del_targets(target: cst.BaseExpression):
 class _Collector(OwnScopeVisitor):
     """Facts about one method body, nested functions and lambdas left out."""
 
-    def __init__(self) -> None:
+    def __init__(self, modules: frozenset = frozenset()) -> None:
+        self.modules = modules  # names the file's imports bind
         self.facts = _MethodFacts()
         self.order = 0
         self.line: Optional[cst.CSTNode] = None
@@ -461,6 +477,12 @@ class _Collector(OwnScopeVisitor):
                 if name is not None:
                     self._release(name, "del", node)
             return
+        if node.args and not node.args[0].keyword and _ends_argument(func, self.modules):
+            first = node.args[0].value
+            if self_attribute(first) is not None:
+                self.facts.closed.add(self_attribute(first))
+            elif isinstance(first, cst.Name):
+                self.facts.closing_names.add(first.value)
         if not isinstance(func, cst.Attribute):
             return
         receiver = func.value
@@ -603,6 +625,20 @@ class Cache:
     def cleanup(self):
         self.kv_caches.clear()
 """,
+        # the actor's process is ended first: what still refers to it holds a dead handle
+        """
+import ray
+
+
+class Pool:
+    def __init__(self, factory):
+        self.worker = factory.remote()
+        self.client = Client(self.worker)
+
+    def stop(self):
+        ray.kill(self.worker)
+        self.worker = None
+""",
         # dynamic deletes: cannot tell what is left
         """
 class Runner:
@@ -708,7 +744,7 @@ class Engine:
     def _method_facts(self, fn: cst.FunctionDef) -> _MethodFacts:
         key = id(fn)
         if key not in self._facts:
-            collector = _Collector()
+            collector = _Collector(frozenset(self.ctx.imports.names))
             visit(fn.body, collector)
             self._facts[key] = collector.facts
         return self._facts[key]
@@ -740,7 +776,7 @@ class Engine:
         }
         for release in sorted(chosen.values(), key=lambda r: r.order):
             if release.attr in closed:
-                continue  # explicitly closed: what still references it holds a dead handle
+                continue  # explicitly ended: what still references it holds a dead handle
             sources = self._aliases(cls, node, release)
             sources = [s for s in sources if s.attr not in dropped]
             if sources:
