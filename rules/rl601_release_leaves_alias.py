@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -64,6 +65,21 @@ def _methods_by_name(index) -> dict[str, list]:
     return table
 
 
+def _from_inner_root(index, qualified: Optional[str], importer: Optional[str]) -> Optional[str]:
+    """`core.patience.f` imported by `app.core.run`, a project run with `app/` itself on
+    `sys.path` (its modules import each other without the `app.` prefix): the project's
+    `app.core.patience.f`, looked for under the importer's own packages, innermost first.
+    None when there is none (a name of the standard library never is one)."""
+    if not qualified or not importer or qualified.split(".", 1)[0] in sys.stdlib_module_names:
+        return None
+    packages = importer.split(".")[:-1]
+    for end in range(len(packages), 0, -1):
+        found = index.resolve(".".join(packages[:end]) + "." + qualified)
+        if found in index.classes or found in index.functions:
+            return found
+    return None
+
+
 def _ast_root(node: ast.AST) -> Optional[ast.AST]:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
@@ -81,10 +97,12 @@ class _Escape:
         self.low = 1 << 30  # the shallowest of them the current judgement went back to
 
     def callee_keeps(self, qualified: Optional[str], position: Optional[int],
-                     keyword: Optional[str], depth: int = 0) -> bool:
-        """Does calling project function/class `qualified` keep the argument? True when
-        unknown."""
+                     keyword: Optional[str], depth: int = 0, importer: Optional[str] = None) -> bool:
+        """Does calling project function/class `qualified` (named in module `importer`)
+        keep the argument? True when unknown."""
         resolved = self.index.resolve(qualified)
+        if resolved not in self.index.classes and resolved not in self.index.functions:
+            resolved = _from_inner_root(self.index, qualified, importer) or resolved
         if not resolved:
             return True
         cls = self.index.classes.get(resolved)
@@ -238,6 +256,7 @@ class _Escape:
             return self.holds(file, expr.elt, inner, depth)
         if isinstance(expr, ast.Call):
             q = qualified_in(file, expr.func)
+            importer = file.module if file is not None else None
             if q in SCALAR_CALLS or scalar_name(q):
                 return False
             if isinstance(expr.func, ast.Attribute):
@@ -248,11 +267,11 @@ class _Escape:
                 if self.holds(file, a, tracked, depth):
                     if isinstance(a, ast.Starred):
                         return True
-                    if self.callee_keeps(q, i, None, depth + 1):
+                    if self.callee_keeps(q, i, None, depth + 1, importer):
                         return True
             for k in expr.keywords:
                 if self.holds(file, k.value, tracked, depth):
-                    if k.arg is None or self.callee_keeps(q, None, k.arg, depth + 1):
+                    if k.arg is None or self.callee_keeps(q, None, k.arg, depth + 1, importer):
                         return True
             return False
         return False
@@ -921,11 +940,13 @@ class Engine:
     def _callee_keeps(self, qualified: Optional[str], position: int, arg: cst.Arg) -> bool:
         keyword = arg.keyword.value if arg.keyword is not None else None
         absolute = self.ctx.absolute(qualified)
-        resolved = self.ctx.index.resolve(absolute)
-        if resolved not in self.ctx.index.classes and resolved not in self.ctx.index.functions:
-            return True
-        return _Escape(self.ctx.index).callee_keeps(
-            absolute, None if keyword else position, keyword)
+        index = self.ctx.index
+        resolved = index.resolve(absolute)
+        if resolved not in index.classes and resolved not in index.functions:
+            resolved = _from_inner_root(index, absolute, self.ctx.module_name)
+            if resolved is None:
+                return True
+        return _Escape(index).callee_keeps(resolved, None if keyword else position, keyword)
 
     def _attribute_classes(self, cls: cst.ClassDef, attr: str) -> set[str]:
         """Project classes `self.attr` is annotated with or built from."""
