@@ -113,3 +113,41 @@ def test_methods_handing_a_value_on_to_each_other_keep_it_only_where_one_stores_
                     self.upstream.forward_all(items)
     """})
     assert _findings(tmp_path) == [("RL601", "channel.py", 10)]
+
+
+_RECORDER = """
+    class Recorder:
+        def __init__(self, source, sink):
+            self.source = source
+            self.sink = {sink}
+            self._frame = source.first()
+
+        def run(self, n):
+            for _ in range(n):
+                self._frame = self.source.next(self._frame)
+                self.sink.add(self._frame)
+
+        def close(self):
+            del self._frame
+            self.source.close()
+"""
+
+
+def test_what_a_sink_the_caller_handed_in_keeps_by_the_name_of_its_method_is_its_owners(tmp_path):
+    _write(tmp_path, {"recorder.py": _RECORDER.replace("{sink}", "sink")})
+    assert _findings(tmp_path) == []
+    # a sink this object builds around it: its own holder, judged by the method's name
+    _write(tmp_path, {"recorder.py": _RECORDER.replace("{sink}", "Sink(sink)")})
+    assert _findings(tmp_path) == [("RL601", "recorder.py", 13)]
+
+
+def test_a_sink_handed_in_whose_project_method_stores_what_it_is_given_keeps_it(tmp_path):
+    _write(tmp_path, {"recorder.py": _RECORDER.replace("{sink}", "sink"), "store.py": """
+        class FrameStore:
+            def __init__(self):
+                self.frames = []
+
+            def add(self, frame):
+                self.frames.append(frame)
+    """})
+    assert _findings(tmp_path) == [("RL601", "recorder.py", 13)]
