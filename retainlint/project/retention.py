@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import astuple, dataclass
+from functools import cached_property
 from typing import Any, Iterator, Optional
 
-from retainlint.project.nodes import dotted
+from retainlint.project.nodes import OWNERS, FileNodes, dotted
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -178,7 +179,7 @@ class _Holders:
         self.classes: dict[str, ast.ClassDef] = {}
         for node in tree.body:
             for target, value in _bindings(node):
-                if isinstance(target, ast.Name):
+                if isinstance(target, ast.Name) and not target.id.startswith("__"):  # `__all__`
                     kind = container_kind(value)
                     if kind is not None:
                         self.module_level[target.id] = kind
@@ -201,15 +202,15 @@ class _Holders:
                     own[target.id] = kind
         kept = self.instance.setdefault(node.name, {})
         for method in node.body:
-            if not isinstance(method, _FUNCTIONS) or not method.args.args:
+            if not isinstance(method, _FUNCTIONS) or method.name != "__init__" or not method.args.args:
                 continue
             me = method.args.args[0].arg
-            for sub in ast.walk(method):
+            for sub in _statements(method.body):
                 for target, value in _bindings(sub):
                     if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                             and target.value.id == me):
                         kind = container_kind(value)
-                        if kind is not None and method.name == "__init__":
+                        if kind is not None:
                             kept.setdefault(target.attr, kind)
         for attr in kept:
             own.pop(attr, None)  # assigned per instance: not the class's shared one
@@ -303,26 +304,46 @@ class _Function:
             self.me = args.args[0].arg if cls is not None and args.args else None
         if any(_last_name(d) == "staticmethod" for d in node.decorator_list):
             self.me = None
-        declared_global = {n for s in ast.walk(node) if isinstance(s, ast.Global) for n in s.names}
-        self.local = (self.params | {n.id for s in ast.walk(node) for n in _stored_names(s)}) - declared_global
-        if outer_me is not None:
-            self.local.discard(outer_me)
+        self.outer_me = outer_me
         self.name = f"{cls}.{node.name}" if cls else node.name
         self.once = _runs_once(node.name)
-        # A function that exists to store what it is handed - a decorator returning it, or
-        # a body that does nothing else (`def add_hook(h): _hooks.append(h)`): how often it
-        # runs is its callers' choice, not a growth of its own.
+
+    @cached_property
+    def local(self) -> set[str]:
+        node = self.node
+        declared_global = {n for s in ast.walk(node) if isinstance(s, ast.Global) for n in s.names}
+        local = (self.params | {n.id for s in ast.walk(node) for n in _stored_names(s)}) - declared_global
+        if self.outer_me is not None:
+            local.discard(self.outer_me)
+        return local
+
+    @cached_property
+    def registers(self) -> bool:
+        """A function that exists to store what it is handed - a decorator returning it, a
+        body that does nothing else (`def add_hook(h): _hooks.append(h)`), or one named as
+        a registration API: how often it runs is its callers' choice, not a growth of its own."""
+        node = self.node
         returned = {n.id for s in ast.walk(node) if isinstance(s, ast.Return) and s.value is not None
                     for n in [s.value] if isinstance(n, ast.Name)}
         inner = {d.name for d in node.body if isinstance(d, _FUNCTIONS)}
         body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-        self.registers = bool(returned & (self.params | inner)) or (
+        return bool(returned & (self.params | inner)) or (
             len(body) == 1 and node.name != "__init__" and _adds_a_parameter(body[0], self.params)
         ) or node.name.lstrip("_").startswith(_REGISTERS)
-        self.guards: list[tuple[ast.If, set[str]]] = []
+
+    @cached_property
+    def closures(self) -> set[str]:
+        """Nested functions that use the instance (`def cb(): self.x`)."""
+        me = self.me
+        return {d.name for d in self.node.body if isinstance(d, _FUNCTIONS) and me in _names_in(d)}
 
     def holder(self, expr: ast.AST) -> Optional[tuple[str, str, str]]:
-        return self.facts.holders.named(expr, self.cls, self.me, self.local)
+        holders = self.facts.holders
+        if isinstance(expr, ast.Name) and expr.id not in holders.module_level:
+            return None  # the common case, without working out the function's locals
+        if isinstance(expr, ast.Attribute) and not isinstance(expr.value, ast.Name):
+            return None
+        return holders.named(expr, self.cls, self.me, self.local if isinstance(expr, ast.Name) else set())
 
     def scan(self) -> None:
         guarded = self._looked_up()
@@ -450,7 +471,7 @@ class _Function:
             return "bound method" if value.attr in self.facts.holders.methods.get(cls, ()) else ""
         if isinstance(value, ast.Lambda) and me in _names_in(value.body):
             return "closure"
-        if isinstance(value, ast.Name) and value.id in self.facts.closures.get(id(self.node), ()):
+        if isinstance(value, ast.Name) and value.id in self.closures:
             return "closure"
         if not isinstance(value, ast.Call):
             return ""
@@ -478,15 +499,16 @@ def _stored_names(node: ast.AST) -> Iterator[ast.Name]:
 
 
 class _Builder:
-    def __init__(self, module: str, tree: ast.Module, source: bytes) -> None:
+    def __init__(self, module: str, tree: ast.Module, source: bytes, nodes: FileNodes) -> None:
         self.lines = _Lines(source)
         self.holders = _Holders(module, tree)
+        self.nodes = nodes
         self.growth: list[Growth] = []
         self.drops: set[str] = set()
         self.bounded: set[str] = set()
         self.self_references: list[SelfReference] = []
-        self.closures: dict[int, set[str]] = {}
         self._kept: dict[str, list[tuple[Optional[int], str]]] = {}
+        self._holder_names: Optional[list[bytes]] = None
         self.tree = tree
 
     def kept_params(self, cls: ast.ClassDef) -> list[tuple[Optional[int], str]]:
@@ -498,7 +520,7 @@ class _Builder:
             if init is not None and init.args.args:
                 me = init.args.args[0].arg
                 positional = [a.arg for a in init.args.args[1:]]
-                stored = {v.id for s in ast.walk(init) for t, v in _bindings(s)
+                stored = {v.id for s in _statements(init.body) for t, v in _bindings(s)
                           if isinstance(v, ast.Name) and isinstance(t, ast.Attribute)
                           and isinstance(t.value, ast.Name) and t.value.id == me}
                 for name in stored:
@@ -510,43 +532,115 @@ class _Builder:
         return self._kept[cls.name]
 
     def build(self) -> ModuleFacts:
-        classes = self.holders.classes
-        long_lived = {c for c in classes if any(a.lstrip("_") in ("instance", "singleton")
-                                                for a in self.holders.class_level.get(c, {}))}
-        per_call: set[str] = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, _FUNCTIONS):
-                # Made in `__init__` or a setup function: once per owner, not per call.
-                if node.name != "__init__" and not _runs_once(node.name):
-                    per_call |= _made_per_call(node, classes)
-                self.closures[id(node)] = {
-                    d.name for d in node.body if isinstance(d, _FUNCTIONS) and node.args.args
-                    and node.args.args[0].arg in _names_in(d)}
-        for node in self.tree.body:
-            if isinstance(node, _FUNCTIONS):
-                self._function(node, None)
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, _FUNCTIONS):
-                        self._function(item, node.name)
-                    elif not isinstance(item, ast.ClassDef):
-                        long_lived |= _made(item, classes)
-            else:
-                long_lived |= _made(node, classes)
-                self._module_statement(node)
-        module = self.holders.module
-        collector_off = any(isinstance(n, ast.Call) and dotted(n.func) in ("gc.disable", "gc.freeze")
-                            for n in ast.walk(self.tree))
+        holders = self.holders
+        if holders.module_level or any(holders.class_level.values()) or any(holders.instance.values()):
+            for node in self.tree.body:
+                if isinstance(node, _FUNCTIONS):
+                    self._function(node, None)
+                elif isinstance(node, ast.ClassDef):
+                    for item in node.body:
+                        if isinstance(item, _FUNCTIONS):
+                            self._function(item, node.name)
+                else:
+                    self._module_statement(node)
+        else:  # nothing to grow or drop here: only what objects keep of themselves
+            self._self_references()
+        long_lived, per_call = self._instantiations()
+        module = holders.module
+        collector_off = any(dotted(getattr(n, "func")) in ("gc.disable", "gc.freeze")
+                            for n in self.nodes.of(ast.Call))
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
                            {f"{module}.{c}" for c in long_lived}, {f"{module}.{c}" for c in per_call},
                            collector_off)
 
     def _function(self, node: ast.AST, cls: Optional[str]) -> None:
+        if not self._mentions_a_holder(node):
+            self._self_references_in(node, cls)
+            return
         outer = _Function(self, node, cls)
         outer.scan()
         for inner in ast.walk(node):  # nested functions: same holders, their own locals
             if inner is not node and isinstance(inner, _FUNCTIONS):
                 _Function(self, inner, cls if outer.me else None, outer.me).scan()
+
+    def _mentions_a_holder(self, node: ast.AST) -> bool:
+        """Does the function's text name one of the module's holders? (Most functions do
+        not: they are then not walked for growth.)"""
+        if self._holder_names is None:
+            h = self.holders
+            self._holder_names = [n.encode() for n in {*h.module_level, *(a for c in h.class_level.values() for a in c),
+                                                        *(a for c in h.instance.values() for a in c)}]
+        lines = self.lines.lines[node.lineno - 1:node.end_lineno]  # type: ignore[attr-defined]
+        return any(name in line for line in lines for name in self._holder_names)
+
+    def _self_references_in(self, node: ast.AST, cls: Optional[str]) -> None:
+        if cls is None:
+            return
+        function = _Function(self, node, cls)
+        if function.me is None:
+            return
+        for stmt in _statements(node.body):  # type: ignore[attr-defined]
+            for target, value in _bindings(stmt):
+                if isinstance(target, (ast.Attribute, ast.Subscript)) and value is not None:
+                    function._self_reference(target, value, stmt)
+
+    def _self_references(self) -> None:
+        """`self.x = <value>` in methods, read from the index's table of assignments."""
+        owner_of = self.nodes.owner_of
+        methods: dict[int, _Function] = {}
+        for stmt in self.nodes.of(ast.Assign, ast.AnnAssign):
+            method = owner_of.get(id(stmt))
+            cls = owner_of.get(id(method)) if method is not None else None
+            if not isinstance(method, _FUNCTIONS) or not isinstance(cls, ast.ClassDef):
+                continue
+            function = methods.get(id(method))
+            if function is None:
+                function = methods[id(method)] = _Function(self, method, cls.name)
+            if function.me is None:
+                continue
+            for target, value in _bindings(stmt):
+                if isinstance(target, (ast.Attribute, ast.Subscript)) and value is not None:
+                    function._self_reference(target, value, stmt)  # type: ignore[arg-type]
+
+    def _function_around(self, node: ast.AST) -> Optional[ast.AST]:
+        """The innermost function around `node` (lambdas looked through); None at module
+        level or in a class body."""
+        owner = self.nodes.owner_of.get(id(node))
+        while isinstance(owner, ast.Lambda):
+            owner = self.nodes.owner_of.get(id(owner))
+        return owner if isinstance(owner, _FUNCTIONS) else None
+
+    def _instantiations(self) -> tuple[set[str], set[str]]:
+        """The module's classes instantiated at module level or in a class body (made
+        once: long-lived), and those made many times: in a loop or comprehension, or in a
+        function whose name says it runs per request (`handle`, `on_data`, `__call__`)."""
+        classes = self.holders.classes
+        long_lived = {c for c in classes if any(a.lstrip("_") in ("instance", "singleton")
+                                                for a in self.holders.class_level.get(c, {}))}
+        per_call: set[str] = set()
+        calls = [c for c in self.nodes.of(ast.Call)
+                 if isinstance(c.func, ast.Name) and c.func.id in classes]  # type: ignore[attr-defined]
+        if not calls:
+            return long_lived, per_call
+        loops: dict[int, list[tuple[int, int]]] = {}
+        for loop in self.nodes.of(*_LOOPS):
+            around = self._function_around(loop)
+            if around is not None:
+                loops.setdefault(id(around), []).append(
+                    (loop.lineno, loop.end_lineno or loop.lineno))  # type: ignore[attr-defined]
+        for call in calls:
+            name = call.func.id  # type: ignore[attr-defined]
+            function = self._function_around(call)
+            if function is None:
+                long_lived.add(name)
+                continue
+            fname = function.name  # type: ignore[attr-defined]
+            if fname == "__init__" or _runs_once(fname):
+                continue  # made once per owner, or at set-up
+            if any(word in fname.lower() for word in _PER_CALL_FUNCTIONS) or any(
+                    start <= call.lineno <= end for start, end in loops.get(id(function), ())):  # type: ignore[attr-defined]
+                per_call.add(name)
+        return long_lived, per_call
 
     def _module_statement(self, stmt: ast.stmt) -> None:
         """Module-level code runs once: what it adds is bounded, but what it drops counts."""
@@ -556,6 +650,8 @@ class _Builder:
                 if named:
                     self.drops.add(named[0])
 
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _adds_a_parameter(stmt: ast.stmt, params: set[str]) -> bool:
@@ -578,32 +674,32 @@ _PER_CALL_FUNCTIONS = ("handle", "process", "serve", "request", "dispatch", "on_
                        "accept", "execute", "run", "query", "fetch", "invoke", "emit")
 
 
-def _made_per_call(function: ast.FunctionDef | ast.AsyncFunctionDef,
-                   classes: dict[str, ast.ClassDef]) -> set[str]:
-    """Classes `function` instantiates many times: in a loop or comprehension, or at all
-    when its name says it runs per request (`handle`, `on_data`, `__call__`)."""
-    name = function.name.lower()
-    if any(word in name for word in _PER_CALL_FUNCTIONS):
-        return _made(function, classes)
-    loops = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-    return {c for loop in ast.walk(function) if isinstance(loop, loops) for c in _made(loop, classes)}
+def module_facts(module: str, tree: ast.Module, source: bytes,
+                 nodes: Optional[FileNodes] = None) -> ModuleFacts:
+    """`nodes`: the module's node table as the project index made it (one walk for all)."""
+    return _Builder(module, tree, source, nodes or node_table(tree, source)).build()
 
 
-def _made(node: ast.AST, classes: dict[str, ast.ClassDef]) -> set[str]:
-    """The module's classes `node` instantiates (`Job(...)`), nested functions included."""
-    return {n.func.id for n in ast.walk(node)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in classes}
+def node_table(tree: ast.Module, source: bytes) -> FileNodes:
+    """The node table of a module read on its own (the index fills its own in its walk)."""
+    nodes = FileNodes(tree, source)
+    stack: list[tuple[ast.AST, Optional[ast.AST]]] = [(n, None) for n in tree.body]
+    while stack:
+        node, owner = stack.pop()
+        nodes.by_type[type(node)].append(node)
+        nodes.owner_of[id(node)] = owner
+        inner = node if isinstance(node, OWNERS) else owner
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return nodes
 
 
-def module_facts(module: str, tree: ast.Module, source: bytes) -> ModuleFacts:
-    return _Builder(module, tree, source).build()
-
-
-def dropped_elsewhere(imports: dict[str, str], tree: ast.Module) -> set[str]:
+def dropped_elsewhere(imports: dict[str, str], nodes: FileNodes) -> set[str]:
     """Holders of other modules this module drops from, rebinds or hands on: `from
     pkg.state import _pending` then `_pending.pop(k)`, `return _pending` or `f(_pending)`,
     or `state._pending.clear()` (`imports`: local name -> absolute name)."""
     found: set[str] = set()
+    if not imports:
+        return found
 
     def note(target: Optional[ast.AST]) -> None:
         name = dotted(target) if target is not None else None
@@ -612,21 +708,21 @@ def dropped_elsewhere(imports: dict[str, str], tree: ast.Module) -> set[str]:
             if head in imports:
                 found.add(f"{imports[head]}.{rest}" if rest else imports[head])
 
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in _DROPS:
-            note(node.value)  # called, or handed on to be called
-        if isinstance(node, ast.Call):
-            if _last_name(node.func) not in _READERS:
-                for arg in [*node.args, *(k.value for k in node.keywords)]:
-                    note(arg)
-        elif isinstance(node, ast.Delete):
-            for t in node.targets:
-                note(t.value if isinstance(t, ast.Subscript) else t)
-        elif isinstance(node, (ast.Return, ast.Yield)):
-            note(node.value)
-        elif isinstance(node, ast.Assign):
-            note(node.value)  # an alias
-            for t in node.targets:
-                if isinstance(t, ast.Attribute):
-                    note(t)  # `state._pending = {}`: rebinding another module's holder
+    for attribute in nodes.of(ast.Attribute):
+        if attribute.attr in _DROPS:  # type: ignore[attr-defined]
+            note(attribute.value)  # type: ignore[attr-defined]  # called, or handed on to be called
+    for call in nodes.of(ast.Call):
+        if _last_name(call.func) not in _READERS:  # type: ignore[attr-defined]
+            for arg in [*call.args, *(k.value for k in call.keywords)]:  # type: ignore[attr-defined]
+                note(arg)
+    for delete in nodes.of(ast.Delete):
+        for t in delete.targets:  # type: ignore[attr-defined]
+            note(t.value if isinstance(t, ast.Subscript) else t)
+    for node in nodes.of(ast.Return, ast.Yield):
+        note(node.value)  # type: ignore[attr-defined]
+    for assign in nodes.of(ast.Assign):
+        note(assign.value)  # type: ignore[attr-defined]  # an alias
+        for t in assign.targets:  # type: ignore[attr-defined]
+            if isinstance(t, ast.Attribute):
+                note(t)  # `state._pending = {}`: rebinding another module's holder
     return found
