@@ -32,6 +32,15 @@ from retainlint.rules.prefilters.rl602 import (
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
 
+# Synchronization primitives: a lock or semaphore acquired and never released holds no
+# memory and no resource to give back (a deadlock is another matter).
+_SYNC_PRIMITIVES = frozenset(
+    f"{module}.{name}"
+    for module in ("threading", "multiprocessing", "asyncio", "trio")
+    for name in ("Lock", "RLock", "Semaphore", "BoundedSemaphore", "Condition", "Event", "Barrier",
+                 "CapacityLimiter")
+)
+
 # Release methods that cannot be called from a fix (they need arguments or run anyway).
 _DUNDER_RELEASE = frozenset({"__del__", "__exit__", "__aexit__"})
 _MAX_DEPTH = 8
@@ -252,6 +261,21 @@ for a store behind an inherited release (override it to drop the store and call
 """
 
     valid = [
+        # a semaphore taken as a gate holds no memory and nothing to give back
+        """
+import threading
+
+class Pairing:
+    def __init__(self):
+        self.pairs = {}
+
+    def pair_of(self, rank, world):
+        if not self.pairs:
+            self.pairs = {r: world - 1 - r for r in range(world)}
+            self.turn = threading.Semaphore(1)
+            self.turn.acquire()
+        return self.pairs[rank]
+""",
         # the class drops its store, then closes as its base does
         """
 class Store:
@@ -847,7 +871,9 @@ class Worker:
             return
         built = self._built_parts(cls)
         given = _given_back(self.ctx.module, {a: ACQUIRES[v] for a, (v, _) in acquired.items()})
-        kept = [a for a in acquired if a in built and a not in given and self._has_inverse(built[a], acquired[a][0])]
+        kept = [a for a in acquired if a in built and a not in given
+                and self.ctx.qualname(built[a].func) not in _SYNC_PRIMITIVES
+                and self._has_inverse(built[a], acquired[a][0])]
         if not kept:
             return
         elsewhere = self._closed_by_subclasses_elsewhere(
