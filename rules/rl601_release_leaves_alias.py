@@ -12,8 +12,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions, is_self, self_attribute
 from retainlint.analysis.fix_preconditions import nulling, still_held
-from retainlint.analysis.heavy import find_param
-from retainlint.analysis.holding import immutable_annotation, immutable_value
+from retainlint.analysis.holding import caller_supplied, immutable_annotation, immutable_value
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl601 import (
@@ -819,22 +818,6 @@ class Engine:
                 seen = True
         return seen
 
-    def _caller_supplied(self, cls: cst.ClassDef, attr: str) -> bool:
-        """Is `self.attr` only ever a parameter as given (`self.buffer = buffer`), or None?"""
-        seen = False
-        for fn in body_functions(cls):
-            if attr in self._method_facts(fn).unpacked:
-                return False
-            assignments = self.ctx.heavy.local_assignments(fn)
-            for value, _ in assignments.get(f"self.{attr}", ()):
-                if isinstance(value, cst.Name) and value.value == "None":
-                    continue
-                if not isinstance(value, cst.Name) or find_param(fn, value.value) is None \
-                        or value.value in assignments:  # `buffer = Wrapped(buffer)`: made here
-                    return False
-                seen = True
-        return seen
-
     def _aliases(self, cls: cst.ClassDef, release_fn: cst.FunctionDef, release: _Release) -> list[_Source]:
         a = release.attr
         if self._plain_value(cls, a):
@@ -1016,7 +999,7 @@ class Engine:
                 # Judged by the method's name alone. A sink the caller handed in
                 # (`self.buffer = buffer`) keeps what it is given for its owner, on
                 # purpose: dropping this object's reference to it would free nothing.
-                return _stores_by_name(method) and not (direct and self._caller_supplied(cls, receiver))
+                return _stores_by_name(method) and not (direct and caller_supplied(self.ctx, cls, receiver))
         escape = _Escape(self.ctx.index)
         return any(  # what the method returns is judged where it goes (`assigns`)
             escape.keeps(m, None if keyword else position, keyword, True, 0, False) for m in candidates

@@ -21,6 +21,7 @@ from retainlint.core.finding import Applicability, Position, Related, Severity
 from retainlint.core.paths import display_path
 from retainlint.analysis.fix_preconditions import end_reachable, nulling, still_held
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.holding import caller_supplied
 from retainlint.project.index import qualified_in
 from retainlint.project.names import HEAVY_TYPES, releases as releases_word
 from retainlint.project.release_shape import exception_slots, may_release_parts, releasing_owners
@@ -787,6 +788,11 @@ class Worker:
             if name != FINALIZER and releases_word(name):
                 continue  # another release path (`release_host_resources()`) the owner calls
             for attr in _freed_in_place(fn) if name == FINALIZER else _closed_whole(fn):
+                if name != FINALIZER and caller_supplied(self.ctx, cls, attr):
+                    # the caller's object (`self.conn = conn`): a method closing it (a reset,
+                    # the end of a run) is no sign the release path owns it; a finalizer
+                    # freeing it is
+                    continue
                 evidence.setdefault(attr, fn)
         kept = sorted(a for a in evidence if a not in path.all and a not in maybe_on_path and a not in methods)
         if not kept or self._is_actor(cls):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Optional
 import libcst as cst
 from retainlint.project.names import WRAPPING_CALLS
+from retainlint.analysis.cstutil import body_functions
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.module_caches import FunctionNames, function_bindings
 from retainlint.analysis.walk import visit
@@ -451,3 +452,61 @@ def immutable_value(ctx, value: Optional[cst.BaseExpression], function: Optional
         found = index.functions.get(index.resolve(ctx.absolute(callee)) or "") if callee else None
         return found is not None and bool(found.returns) and all(r in _IMMUTABLE_TYPES for r in found.returns)
     return False
+
+
+# -- attributes that hold the caller's object ----------------------------------------------
+
+
+class _OtherBindings(cst.CSTVisitor):
+    """Binds `self.<attr>` other than by a plain assignment: unpacking, a `for` or `with`
+    target, an augmented assignment."""
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+        self.found = False
+
+    def _check(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._check(element.value)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == "self" and target.attr.value == self.attr:
+            self.found = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)):
+                self._check(t.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._check(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._check(node.asname.name)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._check(node.target)
+
+
+def caller_supplied(ctx, cls: cst.ClassDef, attr: str) -> bool:
+    """Is `self.attr` only ever a parameter as given (`self.conn = conn`, the parameter
+    not rebound first) or None: the caller's object, which the class never builds?"""
+    seen = False
+    for fn in body_functions(cls):
+        other = _OtherBindings(attr)
+        visit(fn.body, other)
+        if other.found:
+            return False
+        assignments = ctx.heavy.local_assignments(fn)
+        for value, _ in assignments.get(f"self.{attr}", ()):
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue
+            if not isinstance(value, cst.Name) or find_param(fn, value.value) is None \
+                    or value.value in assignments:  # `conn = Pooled(conn)`: made here
+                return False
+            seen = True
+    return seen

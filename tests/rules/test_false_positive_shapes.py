@@ -22,8 +22,7 @@ PROBES = ROOT.parent / "shared" / "probes" / "false-positives"
 # test until this set says so.
 STILL_REPORTED = {
     "RL203_register_on_own_trigger_list.py",
-    "RL602_caller_connection_closed_as_reset.py", "RL602_exception_reraised_after_close.py",
-    "RL602_released_at_end_of_run.py",
+    "RL602_exception_reraised_after_close.py",
     "RL602_stop_releases_via_shutdown_trigger.py", "RL602_storage_freed_in_place.py",
 }
 

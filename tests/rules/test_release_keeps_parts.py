@@ -173,3 +173,50 @@ def test_a_store_kept_by_a_release_inherited_from_another_file_is_reported_until
     (tmp_path / "memory.py").write_text((tmp_path / "memory.py").read_text() + textwrap.indent(
         "\ndef close(self):\n    self.root = None\n    super().close()\n", "    "))
     assert _check(tmp_path) == (0, [])
+
+
+SESSION = """
+    class Session:
+        def __init__(self, link, log):
+            self.link = {link}
+            self.log = log
+
+        def rebuild_schema(self):
+            self.link.send("REBUILD")
+            if self.link.caches_schema:
+                self.link.close()
+
+        def close(self):
+            self.log.close()
+"""
+
+
+def test_a_method_closing_a_part_the_caller_handed_in_is_no_sign_the_release_owns_it(tmp_path):
+    _write(tmp_path, {"session.py": SESSION.replace("{link}", "link")})
+    assert _check(tmp_path) == (0, [])
+    # a part the class builds around it: its own, freed by one method, kept by close()
+    _write(tmp_path, {"session.py": SESSION.replace("{link}", "Link(link)")})
+    code, found = _check(tmp_path)
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "session.py", 11)]
+    assert "`Session.close()` lets go of other parts but never frees `self.link` (which " \
+        "`rebuild_schema()` frees)" in found[0][3]
+
+
+def test_a_finalizer_freeing_a_handle_the_caller_handed_in_still_marks_it_as_owned(tmp_path):
+    _write(tmp_path, {"native_handle.py": """
+        import native
+
+
+        class Handle:
+            def __init__(self, raw, log):
+                self.raw = raw
+                self.log = log
+
+            def close(self):
+                self.log.close()
+
+            def __del__(self):
+                native.handle_free(self.raw)
+    """})
+    code, found = _check(tmp_path)
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "native_handle.py", 9)]
