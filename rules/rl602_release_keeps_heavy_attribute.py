@@ -277,6 +277,24 @@ class Pairing:
             self.turn.acquire()
         return self.pairs[rank]
 """,
+        # the storage is shrunk to nothing in place (alloc() grows it again)
+        """
+import torch
+
+class Arena:
+    def __init__(self, n):
+        self.slab = torch.empty(n)
+        self.index = torch.zeros(n)
+
+    def alloc(self):
+        for t in (self.slab, self.index):
+            t.untyped_storage().resize_(t.numel() * t.element_size())
+
+    def release(self):
+        self.slab.untyped_storage().resize_(0)
+        for t in [self.index]:
+            t.storage().resize_(0)
+""",
         # the class drops its store, then closes as its base does
         """
 class Store:

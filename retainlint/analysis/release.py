@@ -154,6 +154,25 @@ def _getattr_of_self(expr) -> Optional[str]:
     return None
 
 
+def _shrinks_to_nothing(method: str, node: cst.Call) -> bool:
+    """`.resize_(0)`: a tensor or its storage gives its memory back in place."""
+    return method == "resize_" and len(node.args) == 1 and isinstance(node.args[0].value, cst.Integer) \
+        and node.args[0].value.evaluated_value == 0
+
+
+def _storage_owner(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`self.x` for `self.x.storage()`, `self.x.untyped_storage()`, `self.x.data`: what
+    owns the memory a resize gives back."""
+    while True:
+        if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value in ("storage", "untyped_storage", "_typed_storage"):
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            expr = expr.value
+        else:
+            return expr
+
+
 class _Collector(OwnScopeVisitor):
     def __init__(self) -> None:
         self.facts = MethodDrops()
@@ -254,6 +273,8 @@ class _Collector(OwnScopeVisitor):
                 facts.unbound.add(self_attribute(receiver))  # empties the object itself
             elif releases(method) or method in OFFLOADS:
                 facts.released |= self._held(receiver)
+            elif _shrinks_to_nothing(method, node):
+                facts.released |= self._held(_storage_owner(receiver))
         for i, arg in enumerate(node.args):
             if is_self(arg.value):
                 if method in READERS:

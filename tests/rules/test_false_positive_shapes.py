@@ -23,7 +23,7 @@ PROBES = ROOT.parent / "shared" / "probes" / "false-positives"
 STILL_REPORTED = {
     "RL203_register_on_own_trigger_list.py",
     "RL602_exception_reraised_after_close.py",
-    "RL602_stop_releases_via_shutdown_trigger.py", "RL602_storage_freed_in_place.py",
+    "RL602_stop_releases_via_shutdown_trigger.py",
 }
 
 

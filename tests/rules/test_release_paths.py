@@ -127,3 +127,30 @@ def test_a_part_with_no_release_method_held_by_an_owner_in_another_file(tmp_path
         "self.profiler.shutdown()", "self.profiler.shutdown()\n        self.drafter = None")
     (tmp_path / "worker.py").write_text(worker)
     assert _findings(tmp_path, "RL602") == []
+
+
+BUCKET = """
+    import torch
+
+    class Bucket:
+        def __init__(self, n):
+            self.flat = torch.zeros(n)
+            self.halves = torch.zeros(2, n)
+
+        def grow(self):
+            for t in (self.flat, self.halves):
+                t.storage().resize_(t.numel())
+
+        def free(self):
+            self.flat.untyped_storage().resize_({size})
+            for t in [self.halves]:
+                t.storage().resize_({size})
+"""
+
+
+def test_a_storage_shrunk_to_nothing_in_place_is_freed_by_the_release_path(tmp_path):
+    _write(tmp_path, {"bucket.py": BUCKET.replace("{size}", "0")})
+    assert _findings(tmp_path, "RL602") == []
+    # resized to anything else, the memory stays allocated
+    _write(tmp_path, {"bucket.py": BUCKET.replace("{size}", "1")})
+    assert _findings(tmp_path, "RL602") == [("RL602", "bucket.py", 13)]
