@@ -22,15 +22,16 @@ class InstanceContainerGrows(RetentionRule):
     docs = """
 ## What it does
 Reports a container an object makes in `__init__` (`self._jobs = {}`) that a method adds
-to on every call, when the object lives for the process - one is made at module level,
-it keeps a singleton, or it is a server, engine, manager, scheduler, pool or the like -
+to on every call, when the object lives for the process - somewhere in the project one is made at module
+level, in a class body, as a singleton or in an entry point (`main()`, `serve()`) -
 and nothing in the project ever takes an entry out of it (no `pop`, `del`, `remove`,
 `clear`, no rebinding outside `__init__`, no size check, never handed to other code).
 
 Growth per call is judged as for RL306: one more item per call, or a slot per key that
 names something made per request (`request_id`, `id(obj)`, `conn`, a uuid). Not
 reported: setup methods (`setup`, `build`, `configure`, `load`...), memos over plain
-keys, bounded or weak containers, and objects with no sign of living long.
+keys, bounded or weak containers, and objects with no sign of living long (a class
+named like a server is not enough: it may be made per test or per file).
 
 ## Why it leaks
 The object outlives every request it serves, and so does each entry it keeps for one:
@@ -44,6 +45,9 @@ class JobServer:
 
     def submit(self, job_id, job):
         self._jobs[job_id] = job  # RL307: finished jobs are never removed
+
+def main():
+    serve(JobServer())
 ```
 
 ## How to fix
@@ -83,6 +87,8 @@ class JobServer:
     def submit(self, job_id, job):
         self._jobs[job_id] = job
         self._log.append(job)
+
+SERVER = JobServer()
 """,
             lines=[8, 9],
         ),
@@ -94,7 +100,7 @@ class JobServer:
                 continue
             cls = g.holder.partition("()")[0]
             why = grows_per_call(g)
-            if why is None or not lives_for_the_process(cls, facts) \
+            if why is None or not lives_for_the_process(self.ctx.index, cls) \
                     or released_anywhere(self.ctx.index, g.holder):
                 continue
             owner, _, method = g.function.partition(".")

@@ -105,7 +105,7 @@ class Pipeline:
     def __init__(self):
         self.reader = Reader(self)
 
-def serve():
+def handle_request():
     return Pipeline()
 """,
             lines=[8],

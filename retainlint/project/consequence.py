@@ -33,11 +33,6 @@ _PER_REQUEST_CALLS = ("id(", "uuid", "time.", "get_ident", "current_thread", "cu
                       "next(", "count(", "monotonic", "perf_counter")
 _WORD = re.compile(r"[A-Za-z]+|\d+")
 
-# Class names for objects that live as long as the process: one is made at start-up.
-_LONG_LIVED_ROLES = ("Server", "Engine", "Manager", "Scheduler", "Service", "App",
-                     "Application", "Pool", "Registry", "Broker", "Dispatcher", "Router",
-                     "Daemon", "Monitor", "Tracker", "Collector", "Controller", "Bus", "Hub",
-                     "Executor", "Loop", "Worker", "Cluster", "Master", "Coordinator")
 # Class names for objects made per request, connection or job: many are made and dropped.
 _PER_CALL_ROLES = ("Request", "Response", "Connection", "Protocol", "Stream", "Session", "Call",
                    "Job", "Task", "Transaction", "Context", "Batch", "Future", "Query", "Cursor",
@@ -95,9 +90,19 @@ def _role(name: str, roles: tuple[str, ...]) -> bool:
     return any(short.endswith(role) for role in roles)
 
 
-def lives_for_the_process(cls: str, facts: ModuleFacts) -> bool:
-    """Is one instance of `cls` (`module.Class`) made at start-up and kept?"""
-    return cls in facts.long_lived or _role(cls, _LONG_LIVED_ROLES)
+def _made_at_start(index: "ProjectIndex", cls: Hashable) -> Hashable:
+    for summary in dict.values(index.files):
+        if summary.retention and any(made == cls or index.resolve(made) == cls
+                                     for made in summary.retention[4]):
+            return True  # the names as each file imports them: re-exports resolved
+    return False
+
+
+def lives_for_the_process(index: "ProjectIndex", cls: str) -> bool:
+    """Is an instance of `cls` (`module.Class`) made once, at start-up - at module level,
+    in a class body, as a singleton, or in an entry point (`main()`, `serve()`) - in any
+    file of the project?"""
+    return bool(index.ask(_made_at_start, index.resolve(cls) or cls))
 
 
 def made_per_call(cls: str, facts: ModuleFacts) -> bool:

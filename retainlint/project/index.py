@@ -440,7 +440,7 @@ def _summarize(path: str, data: bytes, scanners: Sequence[type[Prefilter]]) -> O
     summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
     summary = summarizer.summary()
     summary.scans = _scans(summarizer.nodes, scanners)
-    facts = module_facts(summarizer.module, tree, data, summarizer.nodes)
+    facts = module_facts(summarizer.module, tree, data, summarizer.nodes, summarizer.imports)
     facts.drops |= dropped_elsewhere(summarizer.imports, summarizer.nodes)
     summary.retention = facts.plain()
     summarizer.nodes.release()

@@ -101,8 +101,8 @@ class ModuleFacts:
     drops: set[str]
     bounded: set[str]  # holders whose size something here checks (`len(h) > n`)
     self_references: list[SelfReference]
-    long_lived: set[str]  # classes instantiated at module level, or keeping a singleton
-    made_per_call: set[str]  # classes instantiated inside a function
+    long_lived: set[str]  # classes (`module.Class`) made at module level or in an entry point
+    made_per_call: set[str]  # the module's classes made in a loop or a per-request function
     collector_off: bool  # the module disables or freezes the cyclic collector
 
     def plain(self) -> tuple[object, ...]:
@@ -499,7 +499,9 @@ def _stored_names(node: ast.AST) -> Iterator[ast.Name]:
 
 
 class _Builder:
-    def __init__(self, module: str, tree: ast.Module, source: bytes, nodes: FileNodes) -> None:
+    def __init__(self, module: str, tree: ast.Module, source: bytes, nodes: FileNodes,
+                 imports: dict[str, str]) -> None:
+        self.imports = imports
         self.lines = _Lines(source)
         self.holders = _Holders(module, tree)
         self.nodes = nodes
@@ -546,12 +548,10 @@ class _Builder:
         else:  # nothing to grow or drop here: only what objects keep of themselves
             self._self_references()
         long_lived, per_call = self._instantiations()
-        module = holders.module
         collector_off = any(dotted(getattr(n, "func")) in ("gc.disable", "gc.freeze")
                             for n in self.nodes.of(ast.Call))
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
-                           {f"{module}.{c}" for c in long_lived}, {f"{module}.{c}" for c in per_call},
-                           collector_off)
+                           long_lived, per_call, collector_off)
 
     def _function(self, node: ast.AST, cls: Optional[str]) -> None:
         if not self._mentions_a_holder(node):
@@ -610,16 +610,31 @@ class _Builder:
             owner = self.nodes.owner_of.get(id(owner))
         return owner if isinstance(owner, _FUNCTIONS) else None
 
+    def _class_called(self, func: ast.AST) -> Optional[str]:
+        """`module.Class` for a call of one of the module's classes, or of a capitalised
+        name it imports (`Engine(...)`, `engines.Engine(...)`); None otherwise."""
+        if isinstance(func, ast.Name) and func.id in self.holders.classes:
+            return f"{self.holders.module}.{func.id}"
+        name = dotted(func)
+        if not name or not name.rpartition(".")[2][:1].isupper():
+            return None
+        head, _, rest = name.partition(".")
+        if head in self.imports:
+            return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
+        return None
+
     def _instantiations(self) -> tuple[set[str], set[str]]:
-        """The module's classes instantiated at module level or in a class body (made
-        once: long-lived), and those made many times: in a loop or comprehension, or in a
-        function whose name says it runs per request (`handle`, `on_data`, `__call__`)."""
-        classes = self.holders.classes
-        long_lived = {c for c in classes if any(a.lstrip("_") in ("instance", "singleton")
-                                                for a in self.holders.class_level.get(c, {}))}
+        """Classes (`module.Class`, the module's own or imported) made once: at module level,
+        in a class body, or in an entry point (`main()`, `serve()`), so they live for the
+        process; and the module's classes made many times: in a loop or comprehension, or
+        in a function whose name says it runs per request (`handle`, `on_data`, `__call__`)."""
+        module = self.holders.module
+        long_lived = {f"{module}.{c}" for c in self.holders.classes
+                      if any(a.lstrip("_") in ("instance", "singleton")
+                             for a in self.holders.class_level.get(c, {}))}
         per_call: set[str] = set()
-        calls = [c for c in self.nodes.of(ast.Call)
-                 if isinstance(c.func, ast.Name) and c.func.id in classes]  # type: ignore[attr-defined]
+        calls = [(c, made) for c in self.nodes.of(ast.Call)
+                 if (made := self._class_called(getattr(c, "func"))) is not None]
         if not calls:
             return long_lived, per_call
         loops: dict[int, list[tuple[int, int]]] = {}
@@ -628,18 +643,18 @@ class _Builder:
             if around is not None:
                 loops.setdefault(id(around), []).append(
                     (loop.lineno, loop.end_lineno or loop.lineno))  # type: ignore[attr-defined]
-        for call in calls:
-            name = call.func.id  # type: ignore[attr-defined]
+        for call, made in calls:
             function = self._function_around(call)
-            if function is None:
-                long_lived.add(name)
+            if function is None or getattr(function, "name") in _ENTRY_POINTS:
+                long_lived.add(made)
                 continue
-            fname = function.name  # type: ignore[attr-defined]
-            if fname == "__init__" or _runs_once(fname):
-                continue  # made once per owner, or at set-up
+            fname = getattr(function, "name")
+            if fname == "__init__" or _runs_once(fname) or not made.startswith(module + "."):
+                continue  # made once per owner, or at set-up; other modules' classes: theirs
+            line = getattr(call, "lineno")
             if any(word in fname.lower() for word in _PER_CALL_FUNCTIONS) or any(
-                    start <= call.lineno <= end for start, end in loops.get(id(function), ())):  # type: ignore[attr-defined]
-                per_call.add(name)
+                    start <= line <= end for start, end in loops.get(id(function), ())):
+                per_call.add(made)
         return long_lived, per_call
 
     def _module_statement(self, stmt: ast.stmt) -> None:
@@ -651,6 +666,9 @@ class _Builder:
                     self.drops.add(named[0])
 
 
+# Functions that run once per process: what they make lives as long.
+_ENTRY_POINTS = frozenset({"main", "cli", "serve", "run_server", "start_server", "entrypoint",
+                           "run_app", "create_app", "app"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -674,10 +692,11 @@ _PER_CALL_FUNCTIONS = ("handle", "process", "serve", "request", "dispatch", "on_
                        "accept", "execute", "run", "query", "fetch", "invoke", "emit")
 
 
-def module_facts(module: str, tree: ast.Module, source: bytes,
-                 nodes: Optional[FileNodes] = None) -> ModuleFacts:
-    """`nodes`: the module's node table as the project index made it (one walk for all)."""
-    return _Builder(module, tree, source, nodes or node_table(tree, source)).build()
+def module_facts(module: str, tree: ast.Module, source: bytes, nodes: Optional[FileNodes] = None,
+                 imports: Optional[dict[str, str]] = None) -> ModuleFacts:
+    """`nodes`: the module's node table as the project index made it (one walk for all);
+    `imports`: local name -> absolute name."""
+    return _Builder(module, tree, source, nodes or node_table(tree, source), imports or {}).build()
 
 
 def node_table(tree: ast.Module, source: bytes) -> FileNodes:

@@ -174,3 +174,25 @@ def test_a_drop_method_handed_on_and_a_rebinding_by_unpacking_release_the_holder
                 timed, self._timed = self._timed, []
                 return timed
         """}) == []
+
+
+def test_an_object_lives_for_the_process_when_any_module_makes_one_at_start_up(tmp_path):
+    server = """\
+        class Queue:
+            def __init__(self):
+                self.events = {}
+
+            def push(self, event_id, event):
+                self.events[event_id] = event
+        """
+    assert _check(tmp_path / "alone", {"app/__init__.py": "", "app/queue.py": server}) == []
+    found = _check(tmp_path / "served", {
+        "app/__init__.py": "from app.queue import Queue\n",
+        "app/queue.py": server,
+        "app/main.py": """\
+            from app import Queue
+
+            def main():
+                run(Queue())
+            """})
+    assert [(p, line, code) for p, line, code, _ in found] == [("app/queue.py", 6, "RL307")]

@@ -25,8 +25,12 @@ class JobServer:
         job.run(job.model)
 
 
+def serve() -> JobServer:
+    return JobServer()  # the entry point makes the one server the process keeps
+
+
 def lifecycle(ctx):
-    server = JobServer()
+    server = serve()
     ctx.keep(server)  # the process keeps its server
     model = ctx.build_model()
     ctx.expect_freed(model, "model")
