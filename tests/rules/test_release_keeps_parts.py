@@ -220,3 +220,38 @@ def test_a_finalizer_freeing_a_handle_the_caller_handed_in_still_marks_it_as_own
     """})
     code, found = _check(tmp_path)
     assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "native_handle.py", 9)]
+
+
+CHANNEL = """
+    class ChannelClosed(RuntimeError):
+        pass
+
+
+    class Channel:
+        def __init__(self, queue):
+            self._open = True
+            self._error = None
+            self._queue = queue
+
+        def fail(self, exc: Exception):
+            self._error = exc
+
+        def put(self, item):
+            if {guard}:
+                raise ChannelClosed("closed") from self._error
+            self._queue.put(item)
+
+        def close(self):
+            self._open = False
+            self._queue.close()
+"""
+
+
+def test_an_exception_the_class_raises_once_released_is_kept_on_purpose(tmp_path):
+    _write(tmp_path, {"channel.py": CHANNEL.replace("{guard}", "not self._open")})
+    assert _check(tmp_path) == (0, [])
+    # raised while still open: after close() nothing needs it, and its frames stay
+    _write(tmp_path, {"channel.py": CHANNEL.replace("{guard}", "self._open and self._error")})
+    code, found = _check(tmp_path)
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "channel.py", 19)]
+    assert "`Channel.close()` never drops `self._error` (an exception `Channel.fail()` stores)" in found[0][3]
