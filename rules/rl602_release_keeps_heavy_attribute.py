@@ -973,6 +973,12 @@ class Worker:
         if path is None or path.objects or not path.flags:
             return  # it lets go of something (judged as the class's own), or does nothing
         stores = {a: kind for a, kind in self._stores(cls, methods).items() if a not in path.all}
+        if stores:
+            # Callbacks the object hands on for itself (`self.add_trigger("shutdown",
+            # self.drop_all)`): an event system may run them on release; a store they
+            # reach is not known to stay.
+            reached = self._reached_by_callbacks(cls)
+            stores = {} if reached is None else {a: k for a, k in stores.items() if a not in reached}
         if not stores or self._is_actor(cls):
             return
         base = inherited[0].name.value if isinstance(inherited[0], cst.ClassDef) \
@@ -986,6 +992,42 @@ class Worker:
             f"and call `super().{release}()`"
         )
         self.report(cls.name, message, statement=cls)
+
+    def _reached_by_callbacks(self, cls: cst.ClassDef) -> Optional[set[str]]:
+        """Attributes that the methods `cls` or a project base hands on as callbacks
+        (`self.m` passed, not called) drop, release or call a method of, following the
+        methods they call on `self` (overrides included); None when one cannot be read
+        or drops what cannot be named."""
+        release = self.ctx.release
+        owners, pending, seen = [], [cls], 0
+        while pending and seen < _MAX_DEPTH:
+            owner = pending.pop()
+            seen += 1
+            owners.append(owner)
+            pending.extend(release.bases(owner))
+        handed: set[str] = set()
+        for owner in owners:
+            if isinstance(owner, cst.ClassDef):
+                handed |= _handed_methods(owner)
+            else:
+                for name in owner.methods:
+                    fn = release.method(owner, name)
+                    if fn is not None:
+                        handed |= _handed_methods(fn)
+        reached: set[str] = set()
+        for name in sorted(handed):
+            found = release.lookup(cls, name)
+            if found is None:
+                continue  # not a method: an attribute handed over
+            if found[1] is None:
+                return None
+            path = release.drops(cls, [found[1]])
+            if path is None:
+                return None
+            reached |= path.all
+            for _, fn in path.methods:
+                reached |= _attributes_called(fn)
+        return reached
 
     def _stores(self, cls: cst.ClassDef, methods) -> dict[str, str]:
         """Attributes `cls` assigns an instance of a project store class, built directly
@@ -1833,7 +1875,22 @@ class _StackClosers(cst.CSTVisitor):
             self.closed.add(node.value.attr.value)
 
 
-def _handed_methods(cls: cst.ClassDef) -> set[str]:
+def _attributes_called(fn: cst.FunctionDef) -> set[str]:
+    """Attributes `fn` calls a method of: `self.x.m(...)`."""
+    found: set[str] = set()
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Attribute):
+                attr = self_attribute(node.func.value)
+                if attr is not None:
+                    found.add(attr)
+
+    visit(fn.body, _Calls())
+    return found
+
+
+def _handed_methods(cls: cst.CSTNode) -> set[str]:
     """Methods of `cls` referenced as `self.m` without being called: handed on as
     callbacks (`self._stack.callback(self._free)`, `atexit.register(self.close)`)."""
     found: set[str] = set()

@@ -22,7 +22,6 @@ PROBES = ROOT.parent / "shared" / "probes" / "false-positives"
 # test until this set says so.
 STILL_REPORTED = {
     "RL203_register_on_own_trigger_list.py",
-    "RL602_stop_releases_via_shutdown_trigger.py",
 }
 
 

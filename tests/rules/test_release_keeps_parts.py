@@ -255,3 +255,71 @@ def test_an_exception_the_class_raises_once_released_is_kept_on_purpose(tmp_path
     code, found = _check(tmp_path)
     assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "channel.py", 19)]
     assert "`Channel.close()` never drops `self._error` (an exception `Channel.fail()` stores)" in found[0][3]
+
+
+EVENT_BASE = """
+    class EventLoop:
+        def __init__(self):
+            self._running = False
+            self._handlers = {}
+            self.on("stopped", self._flush_all)
+
+        def on(self, event, handler):
+            self._handlers.setdefault(event, []).append(handler)
+
+        def stop(self):
+            self._running = False
+
+        def run(self):
+            self._running = True
+            while self._running:
+                self.tick()
+            for handler in self._handlers.get("stopped", []):
+                handler()
+
+        def _flush_all(self):
+            for item in self.pending():
+                item.cancel()
+"""
+
+WATCHER = """
+    from loop import EventLoop
+
+
+    class _Registry:
+        def __init__(self):
+            self._items = set()
+
+        def add(self, item):
+            self._items.add(item)
+
+        def drain(self):
+            items = list(self._items)
+            self._items.clear()
+            return items
+
+
+    class WatchLoop(EventLoop):
+        def __init__(self):
+            self._watched = _Registry()
+            super().__init__()
+
+        def watch(self, item):
+            self._watched.add(item)
+
+        def tick(self):
+            pass
+
+        def pending(self):
+            {pending}
+"""
+
+
+def test_a_store_a_callback_the_base_registers_for_itself_reaches_is_not_known_to_stay(tmp_path):
+    _write(tmp_path, {"loop.py": EVENT_BASE, "watch.py": WATCHER.replace("{pending}", "return self._watched.drain()")})
+    assert _check(tmp_path) == (0, [])
+    # the registered callback never reaches the store: it stays after stop()
+    _write(tmp_path, {"watch.py": WATCHER.replace("{pending}", "return []")})
+    code, found = _check(tmp_path)
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "watch.py", 17)]
+    assert "`WatchLoop` inherits `stop()` from `EventLoop`, which only marks the object closed" in found[0][3]
