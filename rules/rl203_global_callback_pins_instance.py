@@ -71,6 +71,12 @@ class _Registration:
     saved_as: Optional[str] = None  # `self.<attr> = signal.signal(...)`: the old handler
 
 
+def _is_own_receiver(expr: cst.BaseExpression) -> bool:
+    """`self` or `super()`: a method of the object itself."""
+    return is_self(expr) or (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)
+                             and expr.func.value == "super")
+
+
 def _mentions_self(node: cst.CSTNode) -> bool:
     found = False
 
@@ -195,6 +201,18 @@ instance from the list, in the release method - or keep a `weakref.WeakSet`.
 """
 
     valid = [
+        # the loop's own trigger table: the entries live and die with the object
+        """
+from twisted.internet.base import ReactorBase
+
+class GuiReactor(ReactorBase):
+    def _quit_gui(self):
+        self.gui.quit()
+
+    def start(self):
+        self.addSystemEventTrigger("before", "shutdown", self._quit_gui)
+        super().addSystemEventTrigger("after", "shutdown", lambda: self.gui.destroy())
+""",
         # module level: the object is a module global, alive until exit anyway
         """
 import atexit
@@ -628,7 +646,10 @@ def running():
                 if arg.keyword is not None and arg.keyword.value in AT_FORK_KEYWORDS and \
                         self._consider("fork", node, arg.value, cls, fn):
                     break
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in LOOP_TRIGGERS:
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in LOOP_TRIGGERS \
+                and not _is_own_receiver(node.func.value):
+            # (a loop's own method, `self.addSystemEventTrigger(...)`, fills its own table:
+            # the entries live and die with the object, a self-cycle at most)
             position = LOOP_TRIGGERS[node.func.attr.value][0]
             positional, _ = call_args(node)
             if len(positional) > position:
