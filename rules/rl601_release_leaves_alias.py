@@ -124,8 +124,8 @@ class _Escape:
               returns: bool = True) -> bool:
         """With `returns` False: does the call leave a reference behind, on its receiver
         or anything it reaches? What the call returns is the caller's to judge where the
-        result goes (`self.session = self.backend.open(width=w)` holds `w` in the session,
-        not in the backend)."""
+        result goes (`self.lease = self.pool.lease(size=n)` holds `n` in the lease, not
+        in the pool)."""
         key = (summary.qualname, summary.path, position, keyword, returns)
         if key in self.known:
             return self.known[key]

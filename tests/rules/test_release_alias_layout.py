@@ -1,6 +1,6 @@
 """RL601 reads the project function a release method's attribute was handed to, also when
 the project is run with one of its package folders itself on `sys.path` (`app/` holding
-`core/`, its modules importing `core.helpers` rather than `app.core.helpers`). Run as a
+`core/`, its modules importing `core.watching` rather than `app.core.watching`). Run as a
 user runs retainlint, on such a project."""
 
 import json
@@ -32,16 +32,16 @@ _JOB = """
 """
 
 
-def _project(root, helper: str) -> None:
+def _project(root, watching: str) -> None:
     core = root / "app" / "core"
     core.mkdir(parents=True)
     (root / "app" / "__init__.py").write_text("")
     (core / "__init__.py").write_text("")
     (core / "job.py").write_text(textwrap.dedent(_JOB).lstrip())
-    (core / "watching.py").write_text(textwrap.dedent(helper).lstrip())
+    (core / "watching.py").write_text(textwrap.dedent(watching).lstrip())
 
 
-def test_a_helper_imported_from_the_inner_package_root_that_only_reads_its_argument(tmp_path):
+def test_a_function_imported_from_the_inner_package_root_that_only_reads_its_argument(tmp_path):
     _project(tmp_path, """
         class Watch:
             def __init__(self, limit):
@@ -56,7 +56,7 @@ def test_a_helper_imported_from_the_inner_package_root_that_only_reads_its_argum
     assert _findings(tmp_path) == []
 
 
-def test_a_helper_imported_from_the_inner_package_root_that_keeps_its_argument(tmp_path):
+def test_a_function_imported_from_the_inner_package_root_that_keeps_its_argument(tmp_path):
     _project(tmp_path, """
         class Watch:
             def __init__(self, engine, limit):

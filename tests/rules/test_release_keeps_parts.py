@@ -175,8 +175,8 @@ def test_a_store_kept_by_a_release_inherited_from_another_file_is_reported_until
     assert _check(tmp_path) == (0, [])
 
 
-SESSION = """
-    class Session:
+MIGRATOR = """
+    class Migrator:
         def __init__(self, link, log):
             self.link = {link}
             self.log = log
@@ -192,13 +192,13 @@ SESSION = """
 
 
 def test_a_method_closing_a_part_the_caller_handed_in_is_no_sign_the_release_owns_it(tmp_path):
-    _write(tmp_path, {"session.py": SESSION.replace("{link}", "link")})
+    _write(tmp_path, {"migrator.py": MIGRATOR.replace("{link}", "link")})
     assert _check(tmp_path) == (0, [])
     # a part the class builds around it: its own, freed by one method, kept by close()
-    _write(tmp_path, {"session.py": SESSION.replace("{link}", "Link(link)")})
+    _write(tmp_path, {"migrator.py": MIGRATOR.replace("{link}", "Link(link)")})
     code, found = _check(tmp_path)
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "session.py", 11)]
-    assert "`Session.close()` lets go of other parts but never frees `self.link` (which " \
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "migrator.py", 11)]
+    assert "`Migrator.close()` lets go of other parts but never frees `self.link` (which " \
         "`rebuild_schema()` frees)" in found[0][3]
 
 
