@@ -364,6 +364,11 @@ class _Function:
                 named = self.holder(sub.func.value)
                 if named:
                     found.add(named[0])
+            if isinstance(sub, (ast.If, ast.IfExp, ast.While)):  # `if not h: h.append(...)`
+                test = sub.test.operand if isinstance(sub.test, ast.UnaryOp) and isinstance(sub.test.op, ast.Not) else sub.test
+                named = self.holder(test)
+                if named:
+                    found.add(named[0])
         return found
 
     def _statement(self, stmt: ast.stmt, guarded: set[str]) -> None:
@@ -442,12 +447,21 @@ class _Function:
         holder, kind, container = named
         if container in ("bounded", "weak"):
             return
-        pins = bool(self.me) and value is not None and self.me in _names_in(value)
+        pins = bool(self.me) and value is not None and self._pins_self(value)
         self.facts.growth.append(Growth(
             holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
             ast.unparse(value) if value is not None else "",
             self.name, self.once, self.node.name == "__init__", holder in guarded,
             pins, self.registers, self.facts.lines.site(stmt, stmt)))
+
+    def _pins_self(self, value: ast.AST) -> bool:
+        """Does the stored value keep the instance itself: `self`, a tuple holding it, a
+        bound method or a function over it? (`self.name`, a value read off it, does not.)"""
+        if isinstance(value, ast.Name):
+            return value.id == self.me
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return any(self._pins_self(e) for e in value.elts)
+        return self.cls is not None and bool(self._refers_back(value))
 
     def _self_reference(self, target: ast.AST, value: ast.AST, stmt: ast.stmt) -> None:
         base = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None

@@ -196,3 +196,21 @@ def test_an_object_lives_for_the_process_when_any_module_makes_one_at_start_up(t
                 run(Queue())
             """})
     assert [(p, line, code) for p, line, code, _ in found] == [("app/queue.py", 6, "RL307")]
+
+
+def test_a_value_read_off_the_instance_does_not_keep_it_and_an_emptiness_guard_bounds(tmp_path):
+    assert _check(tmp_path, {"metrics.py": """\
+        _count = []
+
+        def sm_count():
+            if not _count:
+                _count.append(read_device())
+            return _count[0]
+
+        class Metrics:
+            names = set()
+
+            def __init__(self, name):
+                self.name = name
+                Metrics.names.add(self.name)
+        """}) == []
