@@ -29,8 +29,9 @@ objects are made per call: the module creates them inside functions, or the clas
 request, response, connection, protocol, stream, session, job, task or the like.
 
 An `info` finding (hidden by default): a cycle of a light object costs little while the
-collector runs. A warning when the project disables or freezes the collector
-(`gc.disable()`, `gc.freeze()`): then such objects are freed late, or never.
+collector runs. A warning when the project disables the collector (`gc.disable()`): then such objects
+are freed late, or never (`gc.freeze()` does not count: it exempts only what exists when
+it runs, not the objects made per call afterwards).
 
 Not reported: weak references (`weakref.ref(self)`, `WeakMethod`, `weakref.proxy`), and
 classes with no sign of being made per call (a cycle in a singleton costs nothing).
@@ -114,7 +115,7 @@ def handle_request():
 
     def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
         # A cycle of a light object costs little while the collector runs: info, unless
-        # the project disables or freezes the collector (then it is freed late, or never).
+        # the project disables the collector (then it is freed late, or never).
         off = collector_off_anywhere(self.ctx.index)
         severity = Severity.WARNING if off else Severity.INFO
         for ref in facts.self_references:
@@ -129,5 +130,5 @@ def handle_request():
                    f"`{ref.attr}` keeps {what}: each `{name}`, made per call, is freed only "
                    f"when the cyclic collector runs, not when its last use ends", severity,
                    Consequence(f"each `{name}` and what it references", "its own reference cycle",
-                               "the next cyclic collection" + (" (the project disables or freezes the collector)" if off else ""),
+                               "the next cyclic collection" + (" (the project disables the collector)" if off else ""),
                                "one per call"))

@@ -66,8 +66,8 @@ def _collector_off(index: "ProjectIndex", _: Hashable) -> Hashable:
 
 
 def collector_off_anywhere(index: "ProjectIndex") -> bool:
-    """Does the project disable or freeze the cyclic collector (`gc.disable()`,
-    `gc.freeze()`)? Then a cycle is freed late, or never."""
+    """Does the project disable the cyclic collector (`gc.disable()`)? Then a cycle made
+    per call is freed late, or never. (`gc.freeze()` exempts only what exists when it runs.)"""
     return bool(index.ask(_collector_off, ""))
 
 

@@ -103,7 +103,7 @@ class ModuleFacts:
     self_references: list[SelfReference]
     long_lived: set[str]  # classes (`module.Class`) made at module level or in an entry point
     made_per_call: set[str]  # the module's classes made in a loop or a per-request function
-    collector_off: bool  # the module disables or freezes the cyclic collector
+    collector_off: bool  # the module disables the cyclic collector
 
     def plain(self) -> tuple[object, ...]:
         return ([astuple(g) for g in self.growth], sorted(self.drops), sorted(self.bounded),
@@ -562,8 +562,9 @@ class _Builder:
         else:  # nothing to grow or drop here: only what objects keep of themselves
             self._self_references()
         long_lived, per_call = self._instantiations()
-        collector_off = any(dotted(getattr(n, "func")) in ("gc.disable", "gc.freeze")
-                            for n in self.nodes.of(ast.Call))
+        # gc.freeze() only exempts what exists when it runs: objects made per call later are
+        # still collected; gc.disable() stops that.
+        collector_off = any(dotted(getattr(n, "func")) == "gc.disable" for n in self.nodes.of(ast.Call))
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
                            long_lived, per_call, collector_off)
 

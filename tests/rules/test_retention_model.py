@@ -214,3 +214,26 @@ def test_a_value_read_off_the_instance_does_not_keep_it_and_an_emptiness_guard_b
                 self.name = name
                 Metrics.names.add(self.name)
         """}) == []
+
+
+def test_a_cycle_is_info_unless_the_project_disables_the_collector(tmp_path):
+    conn = """\
+        class Connection:
+            def __init__(self):
+                self.on_data = self.handle
+
+            def handle(self, data):
+                pass
+        """
+
+    def levels(root: Path, files: dict[str, str]) -> list[str]:
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(textwrap.dedent(text))
+        result = runner.run(sorted(str(p) for p in root.rglob("*.py")), ["RL703"],
+                            Settings(root=root), runner.Mode(), jobs=1)
+        return [f.severity.value for f in result.findings]
+
+    assert levels(tmp_path / "a", {"conn.py": conn}) == ["info"]
+    assert levels(tmp_path / "b", {"conn.py": conn, "main.py": "import gc\n\ngc.freeze()\n"}) == ["info"]
+    assert levels(tmp_path / "c", {"conn.py": conn, "main.py": "import gc\n\ngc.disable()\n"}) == ["warning"]
