@@ -1,7 +1,7 @@
 """Precision on the triaged trees: today's findings joined with the verdicts read in
 docs/triage/<name>-<version>.md, one line per finding:
 
-    - `path/relative/to/tree.py:LINE` RLnnn error|warning bug|negligible|wrong - why
+    - `path/relative/to/tree.py:LINE` RLnnn error|warning|info bug|negligible|wrong - why
 
     python scripts/precision.py                # every tree with a file in docs/triage/
     python scripts/precision.py sglang         # trees whose name contains "sglang"
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402 - the script's own folder
 
 ROOT = Path(__file__).resolve().parent.parent
-VERDICT = re.compile(r"^\s*- `([^`\s]+):(\d+)`\s+(RL\d{3})\s+(?:error|warning)\s+"
+VERDICT = re.compile(r"^\s*- `([^`\s]+):(\d+)`\s+(RL\d{3})\s+(?:error|warning|info)\s+"
                      r"(bug|negligible|wrong)\b", re.M)
 TREE_FILE = re.compile(r"^(?P<name>.+)-(?P<version>\d[^-]*)$")
 SHOWN = ("error", "warning")
@@ -70,8 +70,10 @@ def verdicts(path: Path) -> dict[Key, str]:
 def findings(cli: str, requirement: str) -> list[Finding]:
     top = corpus.fetch(requirement)
     folders = [f or "." for f in corpus.DEVELOPMENT[requirement]]
+    # Every level: the hidden `info` findings are read and counted too.
     done = subprocess.run([cli, "check", *folders, "--no-cache", "--output-format", "json",
-                           "--exit-zero"], cwd=top, capture_output=True, text=True)
+                           "--min-severity", "info", "--exit-zero"], cwd=top, capture_output=True,
+                          text=True)
     if done.returncode != 0:
         sys.exit(f"{top}: retainlint failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
     found: list[Finding] = json.loads(done.stdout or "[]")
