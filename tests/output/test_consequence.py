@@ -139,8 +139,9 @@ def test_github_annotation_says_what_is_kept_and_for_how_long(project):
 
 
 def test_the_cache_brings_it_back(project, tmp_path):
-    """A run answered from the cache (here by the plain CLI, whose rules attach nothing:
-    were the files linted again, the consequences would be gone) reports them still."""
+    """A run answered from the cache (here by the plain CLI, whose RL801 attaches nothing
+    and whose RL306 attaches its own: were the files linted again, the harness's
+    consequences would be gone) reports them still."""
     cache = tmp_path / "cache"
     # Installed packages are not read: the two processes' sys.path differ (the harness's
     # folder), and what was read from them is keyed by it.
@@ -151,7 +152,9 @@ def test_the_cache_brings_it_back(project, tmp_path):
     assert json.loads(again.stdout) == json.loads(first.stdout)
     relinted = run_cli("check", "-j", "1", "--select", "RL306,RL602,RL801", "--no-cache",
                        "--output-format", "json", cwd=project)
-    assert by_code(json.loads(relinted.stdout))["RL306"]["consequence"] is None
+    relinted_codes = by_code(json.loads(relinted.stdout))
+    assert relinted_codes["RL801"]["consequence"] is None
+    assert relinted_codes["RL306"]["consequence"] != expected("grows.py", "RL306")
 
 
 def _finding(consequence: Consequence | None) -> Finding:
