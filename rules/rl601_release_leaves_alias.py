@@ -565,7 +565,10 @@ Not release methods (the shared judgement of `analysis/release.py`): `__del__` (
 still references `self.a` dies with the object), methods that free one item per call
 (`stop(self, action_name)`, `free(self, idx=None)` returning when given nothing),
 abstract ones and stubs that raise. Nor is anything reported when the release path drops
-attributes it cannot name (`vars(self)`, `self.__dict__`) or hands `self` to other code.
+attributes it cannot name (`vars(self)`, `self.__dict__`) or hands `self` to other code,
+for an attribute that only ever holds a number, text, bytes or a path, for an object the
+release path ends first (`ray.kill(self.x)`, `self.x.close()`), or for a sink the caller
+handed in whose method is judged only by its name.
 
 ## Why it leaks
 `del self.model` frees nothing while `self.model_state` still references the model: the

@@ -78,9 +78,13 @@ inherited from project base classes and reached through `super()`): `del self.x`
 release method of the attribute (`self.x.shutdown()`, also through a local such as
 `if r := getattr(self, "x", None): r.shutdown()`), moving it off the accelerator
 (`self.x.to("cpu")`, `self.x.cpu()`), `del self.x[:]`, or handing it to a releasing
-function (`free_cache(self.x)`).
+function (`free_cache(self.x)`), or shrinking its storage to nothing in place
+(`self.x.storage().resize_(0)`).
 
-Not reported, because nothing worth freeing is kept or the class does not own it:
+Not reported, because nothing worth freeing is kept or the class does not own it (nor a
+part the caller handed in that an ordinary method closes, a lock or semaphore never given
+back, an exception the class raises once released - `if self.closed: raise self._failure`
+- or a store reached by a callback the object registers for itself):
 attributes handed in by the caller (`self.model = model`) or fetched from elsewhere
 (`next(...)`, `getattr(...)`, `.get(...)`); aliases of other attributes
 (`self.b = self.a`: RL601's business); tensors of a few literal elements
