@@ -17,8 +17,6 @@ from retainlint.project import index
 
 
 class _NoFacts:
-    drops: set[str] = set()
-
     def plain(self) -> tuple:
         return ()
 
@@ -37,15 +35,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     files = [(str(p), p.read_bytes()) for p in sorted(Path(args.path).rglob("*.py"))]
-    facts, dropped = index.module_facts, index.dropped_elsewhere
+    facts = index.module_facts
     with_facts, without = [], []
     for _ in range(args.rounds):
-        index.module_facts, index.dropped_elsewhere = facts, dropped
+        index.module_facts = facts
         with_facts.append(_summarize_all(files))
         index.module_facts = lambda *a, **k: _NoFacts()  # type: ignore[assignment]
-        index.dropped_elsewhere = lambda *a, **k: set()  # type: ignore[assignment]
         without.append(_summarize_all(files))
-    index.module_facts, index.dropped_elsewhere = facts, dropped
+    index.module_facts = facts
     best_with, best_without = min(with_facts), min(without)
     print(f"{len(files)} files; summaries without the retention facts {best_without:.2f} s, "
           f"with them {best_with:.2f} s ({best_with / best_without:.2f}x; best of {args.rounds})")

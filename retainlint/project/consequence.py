@@ -8,7 +8,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Hashable, Optional
 
-from retainlint.project.retention import Growth, ModuleFacts, SelfReference
+from retainlint.project.retention import (
+    BOUNDED, COLLECTOR_OFF, DROPS, LONG_LIVED, Growth, ModuleFacts, SelfReference)
 
 if TYPE_CHECKING:
     from retainlint.project.index import ProjectIndex
@@ -54,15 +55,13 @@ def _released(index: "ProjectIndex", holder: Hashable) -> Hashable:
     names = {holder}
     if "()" in holder or holder.count(".") > 1:
         names.add("." + holder.rpartition(".")[2])
-    for summary in dict.values(index.files):
-        if summary.retention and not names.isdisjoint(summary.retention[1]) \
-                or summary.retention and holder in summary.retention[2]:
-            return True
-    return False
+    return any(summary.retention and (not names.isdisjoint(summary.retention[DROPS])
+                                      or holder in summary.retention[BOUNDED])
+               for summary in dict.values(index.files))
 
 
 def _collector_off(index: "ProjectIndex", _: Hashable) -> Hashable:
-    return any(summary.retention and summary.retention[6] for summary in dict.values(index.files))
+    return any(summary.retention and summary.retention[COLLECTOR_OFF] for summary in dict.values(index.files))
 
 
 def collector_off_anywhere(index: "ProjectIndex") -> bool:
@@ -93,7 +92,7 @@ def _role(name: str, roles: tuple[str, ...]) -> bool:
 def _made_at_start(index: "ProjectIndex", cls: Hashable) -> Hashable:
     for summary in dict.values(index.files):
         if summary.retention and any(made == cls or index.resolve(made) == cls
-                                     for made in summary.retention[4]):
+                                     for made in summary.retention[LONG_LIVED]):
             return True  # the names as each file imports them: re-exports resolved
     return False
 

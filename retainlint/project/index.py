@@ -30,7 +30,7 @@ from retainlint.project.memoizers import caches_per_instance, memoizes
 from retainlint.project.module_names import module_name as module_name, module_names  # cache.py imports it here
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
-from retainlint.project.retention import dropped_elsewhere, module_facts
+from retainlint.project.retention import module_facts
 
 if TYPE_CHECKING:
     from retainlint.project.prefilter import Prefilter
@@ -440,9 +440,8 @@ def _summarize(path: str, data: bytes, scanners: Sequence[type[Prefilter]]) -> O
     summarizer = _Summarizer(os.path.abspath(path), tree, data.decode("utf-8", "replace"), data)
     summary = summarizer.summary()
     summary.scans = _scans(summarizer.nodes, scanners)
-    facts = module_facts(summarizer.module, tree, data, summarizer.nodes, summarizer.imports)
-    facts.drops |= dropped_elsewhere(summarizer.imports, summarizer.nodes)
-    summary.retention = facts.plain()
+    summary.retention = module_facts(summarizer.module, tree, data, summarizer.nodes,
+                                     summarizer.imports).plain()
     summarizer.nodes.release()
     return summary
 

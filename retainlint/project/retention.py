@@ -93,6 +93,12 @@ class SelfReference:
     site: Site
 
 
+# Positions in `ModuleFacts.plain()`, for questions that read every file's facts without
+# decoding them; a plain growth holds `Growth`'s fields in order.
+GROWTH, DROPS, BOUNDED, SELF_REFERENCES, LONG_LIVED, PER_CALL, COLLECTOR_OFF = range(7)
+GROWTH_KIND = 1
+
+
 @dataclass
 class ModuleFacts:
     growth: list[Growth]
@@ -106,6 +112,7 @@ class ModuleFacts:
     collector_off: bool  # the module disables the cyclic collector
 
     def plain(self) -> tuple[object, ...]:
+        """As stored in the index; `PLAIN` names its positions."""
         return ([astuple(g) for g in self.growth], sorted(self.drops), sorted(self.bounded),
                 [astuple(r) for r in self.self_references], sorted(self.long_lived),
                 sorted(self.made_per_call), self.collector_off)
@@ -384,10 +391,9 @@ class _Function:
                 named = self.holder(target)
                 if named and not (named[1] == "instance" and self.node.name == "__init__"):
                     facts.drops.add(named[0])  # rebound: what it held goes
-            if value is not None and self.holder(value):
-                facts.drops.add(self.holder(value)[0])  # type: ignore[index]  # an alias: may be emptied through it
-            if self.me and isinstance(target, (ast.Attribute, ast.Subscript)) and value is not None:
-                self._self_reference(target, value, stmt)
+            aliased = self.holder(value) if value is not None else None
+            if aliased:
+                facts.drops.add(aliased[0])  # an alias: may be emptied through it
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
             named = self.holder(stmt.target.value)
             if named and named[2] in ("defaultdict", "Counter") and not isinstance(stmt.target.slice, ast.Constant):
@@ -557,10 +563,9 @@ class _Builder:
                     for item in node.body:
                         if isinstance(item, _FUNCTIONS):
                             self._function(item, node.name)
-                else:
-                    self._module_statement(node)
-        else:  # nothing to grow or drop here: only what objects keep of themselves
-            self._self_references()
+            self._module_level_drops()
+        self._self_references()
+        self.drops |= self._dropped_elsewhere()
         long_lived, per_call = self._instantiations()
         # gc.freeze() only exempts what exists when it runs: objects made per call later are
         # still collected; gc.disable() stops that.
@@ -570,7 +575,6 @@ class _Builder:
 
     def _function(self, node: ast.AST, cls: Optional[str]) -> None:
         if not self._mentions_a_holder(node):
-            self._self_references_in(node, cls)
             return
         outer = _Function(self, node, cls)
         outer.scan()
@@ -587,17 +591,6 @@ class _Builder:
                                                         *(a for c in h.instance.values() for a in c)}]
         lines = self.lines.lines[node.lineno - 1:node.end_lineno]  # type: ignore[attr-defined]
         return any(name in line for line in lines for name in self._holder_names)
-
-    def _self_references_in(self, node: ast.AST, cls: Optional[str]) -> None:
-        if cls is None:
-            return
-        function = _Function(self, node, cls)
-        if function.me is None:
-            return
-        for stmt in _statements(node.body):  # type: ignore[attr-defined]
-            for target, value in _bindings(stmt):
-                if isinstance(target, (ast.Attribute, ast.Subscript)) and value is not None:
-                    function._self_reference(target, value, stmt)
 
     def _self_references(self) -> None:
         """`self.x = <value>` in methods, read from the index's table of assignments."""
@@ -672,13 +665,51 @@ class _Builder:
                 per_call.add(made)
         return long_lived, per_call
 
-    def _module_statement(self, stmt: ast.stmt) -> None:
+    def _module_level_drops(self) -> None:
         """Module-level code runs once: what it adds is bounded, but what it drops counts."""
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DROPS:
-                named = self.holders.named(node.func.value, None, None, set())
+        for call in self.nodes.of(ast.Call):
+            func = getattr(call, "func")
+            if isinstance(func, ast.Attribute) and func.attr in _DROPS \
+                    and self.nodes.owner_of.get(id(call)) is None:
+                named = self.holders.named(func.value, None, None, set())
                 if named:
                     self.drops.add(named[0])
+
+    def _dropped_elsewhere(self) -> set[str]:
+        """Holders of other modules this module drops from, rebinds or hands on: `from
+        pkg.state import _pending` then `_pending.pop(k)`, `return _pending` or
+        `f(_pending)`, or `state._pending.clear()`."""
+        imports = self.imports
+        found: set[str] = set()
+        if not imports:
+            return found
+
+        def note(target: Optional[ast.AST]) -> None:
+            name = dotted(target) if target is not None else None
+            if name:
+                head, _, rest = name.partition(".")
+                if head in imports:
+                    found.add(f"{imports[head]}.{rest}" if rest else imports[head])
+
+        nodes = self.nodes
+        for attribute in nodes.of(ast.Attribute):
+            if getattr(attribute, "attr") in _DROPS:
+                note(getattr(attribute, "value"))  # called, or handed on to be called
+        for call in nodes.of(ast.Call):
+            if _last_name(getattr(call, "func")) not in _READERS:
+                for arg in [*getattr(call, "args"), *(k.value for k in getattr(call, "keywords"))]:
+                    note(arg)
+        for delete in nodes.of(ast.Delete):
+            for t in getattr(delete, "targets"):
+                note(t.value if isinstance(t, ast.Subscript) else t)
+        for node in nodes.of(ast.Return, ast.Yield):
+            note(getattr(node, "value"))
+        for assign in nodes.of(ast.Assign):
+            note(getattr(assign, "value"))  # an alias
+            for t in getattr(assign, "targets"):
+                if isinstance(t, ast.Attribute):
+                    note(t)  # `state._pending = {}`: rebinding another module's holder
+        return found
 
 
 # Functions that run once per process: what they make lives as long.
@@ -710,7 +741,7 @@ _PER_CALL_FUNCTIONS = ("handle", "process", "serve", "request", "dispatch", "on_
 def module_facts(module: str, tree: ast.Module, source: bytes, nodes: Optional[FileNodes] = None,
                  imports: Optional[dict[str, str]] = None) -> ModuleFacts:
     """`nodes`: the module's node table as the project index made it (one walk for all);
-    `imports`: local name -> absolute name."""
+    `imports`: local name -> absolute name (other modules' holders this one drops)."""
     return _Builder(module, tree, source, nodes or node_table(tree, source), imports or {}).build()
 
 
@@ -725,38 +756,3 @@ def node_table(tree: ast.Module, source: bytes) -> FileNodes:
         inner = node if isinstance(node, OWNERS) else owner
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
     return nodes
-
-
-def dropped_elsewhere(imports: dict[str, str], nodes: FileNodes) -> set[str]:
-    """Holders of other modules this module drops from, rebinds or hands on: `from
-    pkg.state import _pending` then `_pending.pop(k)`, `return _pending` or `f(_pending)`,
-    or `state._pending.clear()` (`imports`: local name -> absolute name)."""
-    found: set[str] = set()
-    if not imports:
-        return found
-
-    def note(target: Optional[ast.AST]) -> None:
-        name = dotted(target) if target is not None else None
-        if name:
-            head, _, rest = name.partition(".")
-            if head in imports:
-                found.add(f"{imports[head]}.{rest}" if rest else imports[head])
-
-    for attribute in nodes.of(ast.Attribute):
-        if attribute.attr in _DROPS:  # type: ignore[attr-defined]
-            note(attribute.value)  # type: ignore[attr-defined]  # called, or handed on to be called
-    for call in nodes.of(ast.Call):
-        if _last_name(call.func) not in _READERS:  # type: ignore[attr-defined]
-            for arg in [*call.args, *(k.value for k in call.keywords)]:  # type: ignore[attr-defined]
-                note(arg)
-    for delete in nodes.of(ast.Delete):
-        for t in delete.targets:  # type: ignore[attr-defined]
-            note(t.value if isinstance(t, ast.Subscript) else t)
-    for node in nodes.of(ast.Return, ast.Yield):
-        note(node.value)  # type: ignore[attr-defined]
-    for assign in nodes.of(ast.Assign):
-        note(assign.value)  # type: ignore[attr-defined]  # an alias
-        for t in assign.targets:  # type: ignore[attr-defined]
-            if isinstance(t, ast.Attribute):
-                note(t)  # `state._pending = {}`: rebinding another module's holder
-    return found

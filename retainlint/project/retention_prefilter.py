@@ -3,10 +3,9 @@ retention facts (kept by the project index) hold a candidate for it. No libcst h
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from retainlint.project.prefilter import Prefilter, Source
-from retainlint.project.retention import ModuleFacts
 
 if TYPE_CHECKING:
     from retainlint.core.config import Settings
@@ -17,7 +16,9 @@ class RetentionPrefilter(Prefilter):
     """Lets a file through when its retention facts hold something for this check."""
 
     @classmethod
-    def candidates(cls, facts: ModuleFacts) -> bool:
+    def candidates(cls, facts: tuple[Any, ...]) -> bool:
+        """`facts`: as the index stores them (`ModuleFacts.plain`, positions in
+        `retention`): asked of every file, so not decoded."""
         raise NotImplementedError
 
     @classmethod
@@ -25,4 +26,4 @@ class RetentionPrefilter(Prefilter):
         summary = data.summary if isinstance(data, Source) else None
         if summary is None or not summary.retention:
             return False
-        return cls.candidates(ModuleFacts.from_plain(summary.retention))
+        return cls.candidates(summary.retention)

@@ -3,8 +3,10 @@ that something adds to (see `rules/rl306_process_container_grows.py`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from retainlint.project.retention import GROWTH, GROWTH_KIND
 from retainlint.project.retention_prefilter import RetentionPrefilter
-from retainlint.project.retention import ModuleFacts
 
 
 class ProcessContainerGrowsPrefilter(RetentionPrefilter):
@@ -14,5 +16,5 @@ class ProcessContainerGrowsPrefilter(RetentionPrefilter):
     triggers = ("append", "add", "extend", "insert", "setdefault", "]", "update")
 
     @classmethod
-    def candidates(cls, facts: ModuleFacts) -> bool:
-        return any(g.kind in ("module", "class") for g in facts.growth)
+    def candidates(cls, facts: tuple[Any, ...]) -> bool:
+        return any(g[GROWTH_KIND] in ("module", "class") for g in facts[GROWTH])

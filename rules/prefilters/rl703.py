@@ -3,8 +3,10 @@ itself (see `rules/rl703_self_reference_cycle.py`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from retainlint.project.retention import SELF_REFERENCES
 from retainlint.project.retention_prefilter import RetentionPrefilter
-from retainlint.project.retention import ModuleFacts
 
 
 class SelfReferenceCyclePrefilter(RetentionPrefilter):
@@ -13,5 +15,5 @@ class SelfReferenceCyclePrefilter(RetentionPrefilter):
     triggers = ("self",)
 
     @classmethod
-    def candidates(cls, facts: ModuleFacts) -> bool:
-        return bool(facts.self_references)
+    def candidates(cls, facts: tuple[Any, ...]) -> bool:
+        return bool(facts[SELF_REFERENCES])
