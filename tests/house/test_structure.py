@@ -146,3 +146,14 @@ def test_the_layers_that_decide_what_to_parse_never_load_libcst():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
     assert len(names) > 40  # every module of those layers was imported
+
+
+def test_no_rule_imports_another_rule():
+    """A check is one module: what two checks share lives in `analysis` or `project`, so
+    switching one check off or changing it never changes another."""
+    def is_rule(name: str) -> bool:
+        return name.startswith("retainlint.rules.") and not name.startswith(
+            "retainlint.rules.prefilters")
+    crossing = sorted(f"{name} -> {target}" for name, targets in _graph().items() if is_rule(name)
+                      for target in targets if is_rule(target) and target != name)
+    assert crossing == []
