@@ -10,10 +10,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor, body_functions, is_self, self_attribute
+from retainlint.analysis.cstutil import (
+    OwnScopeVisitor, body_functions, body_statements, is_self, self_attribute)
 from retainlint.analysis.fix_preconditions import nulling, still_held
 from retainlint.analysis.holding import caller_supplied, immutable_annotation, immutable_value
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl601 import (
     ReleaseLeavesAliasPrefilter,
@@ -25,6 +26,7 @@ from retainlint.rules.prefilters.rl601 import (
 from retainlint.analysis.release import FINALIZER, is_release_method
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
+from retainlint.analysis.weight import substantial_value
 
 # Attribute names that are methods on any model-like object.
 _METHOD_NAMES = frozenset({"forward", "__call__"})
@@ -593,8 +595,15 @@ class Runner:
             del self.model  # RL601: `self.model_state` still references it
 ```
 
+## Severity
+An error when what stays is heavy - annotated or built as a model or tensor, returned by an
+accessor as one (`def get_model(self) -> nn.Module`), or built from such an attribute
+(`init_model_state(config, self.model)`) - so the release is defeated; a warning otherwise
+(a task group, a poller, a small dict: real, but it costs little).
+
 ## Fix (safe for a private name nothing else reads)
-`self.b = None` is inserted right after the release of `self.a`, inside the same guard
+Offered only for an error: nulling the other holders of something light frees nothing that
+matters. `self.b = None` is inserted right after the release of `self.a`, inside the same guard
 when the release is guarded - for every holder the finding names, or for none. No fix is
 offered when something may read `self.b` after the release: the release method (or a
 method it calls afterwards) past that point, any other method of the class, its bases or
@@ -693,20 +702,26 @@ class Runner:
         # nothing reads the holder after the release: fixed (unsafe: a public name)
         Example(
             """
+import torch.nn as nn
+
+
 class Runner:
     def load_model(self):
-        self.model = load()
+        self.model: nn.Module = load()
         self.model_state = init_model_state(self.config, self.model)
 
     def shutdown(self):
         if hasattr(self, "model"):
             del self.model
 """,
-            lines=[9],
+            lines=[12],
             fixed="""
+import torch.nn as nn
+
+
 class Runner:
     def load_model(self):
-        self.model = load()
+        self.model: nn.Module = load()
         self.model_state = init_model_state(self.config, self.model)
 
     def shutdown(self):
@@ -718,8 +733,11 @@ class Runner:
         # the same local value; a bound method
         Example(
             """
+import torch.nn as nn
+
+
 class Engine:
-    def __init__(self, model):
+    def __init__(self, model: nn.Module):
         self.model = model
         self.wrapper = Wrapper(model)
         self.fn = self.model.forward
@@ -728,10 +746,13 @@ class Engine:
         self.model = None  # release
         self.fn = None
 """,
-            lines=[9],
+            lines=[12],
             fixed="""
+import torch.nn as nn
+
+
 class Engine:
-    def __init__(self, model):
+    def __init__(self, model: nn.Module):
         self.model = model
         self.wrapper = Wrapper(model)
         self.fn = self.model.forward
@@ -1043,17 +1064,57 @@ class Engine:
         if others:
             message += "; " + "; ".join(f"`self.{a}` (built from it in `{m}()`) holds it or its parts too"
                                         for a, m in others[:3])
+        # What stays decides the level: a model, tensors or what was built from them is a
+        # release defeated (error); anything else - a task group, a poller, a few ints -
+        # stays real but bounded (warning), and nulling its other holders frees nothing
+        # that matters, so no fix is offered for it.
+        heavy = self._heavy(cls, release.attr)
+        kept = f"`self.{release.attr}`'s object" + (" (heavy)" if heavy else "")
+        if not heavy:
+            message += "; what stays is not known to be heavy"
+
         fix = None
-        if not others and all(self._fixable(cls, fn, release, s.attr, methods) for s in sources):
+        if heavy and not others and all(self._fixable(cls, fn, release, s.attr, methods) for s in sources):
             changes = [c for s in sources for c in nulling(self.ctx, cls, s.attr, fn).changes]
             fix = self._fix(release, [s.attr for s in sources], changes)
         self.report(
             release.small,
             message,
             fix=fix,
+            severity=Severity.ERROR if heavy else Severity.WARNING,
             related=related,
             statement=release.line,
+            consequence=Consequence(
+                kept=kept,
+                holder=", ".join(f"`self.{s.attr}`" for s in sources),
+                lifetime=f"as long as the `{cls.name.value}` instance, after `{fn.name.value}()`",
+            ),
         )
+
+    def _heavy(self, cls: cst.ClassDef, attr: str, depth: int = 0) -> bool:
+        """Is `self.attr` something heavy that pins real memory: by an assignment's
+        annotation or value anywhere in the class, by an accessor that returns it as a
+        heavy type (`def get_model(self) -> nn.Module: return self.model`), or as a call
+        handed such an attribute (`init_model_state(config, self.model)` keeps the model)?"""
+        oracle = self.ctx.heavy
+        for fn in body_functions(cls):
+            if depth < 2 and fn.returns is not None and oracle.is_heavy_annotation(fn.returns.annotation) \
+                    and any(isinstance(s, cst.Return) and s.value is not None and self_attribute(s.value) == attr
+                            for line in body_statements(fn) if isinstance(line, cst.SimpleStatementLine)
+                            for s in line.body):
+                return True
+            for value, ann in oracle.local_assignments(fn).get(f"self.{attr}", ()):
+                if ann is not None and oracle.is_heavy_annotation(ann.annotation):
+                    return True
+                if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+                    continue
+                if oracle.is_heavy_value(value, fn, cls) and substantial_value(self.ctx, value, fn):
+                    return True
+                if depth < 2 and isinstance(value, cst.Call) and any(
+                        self_attribute(a.value) not in (None, attr)
+                        and self._heavy(cls, self_attribute(a.value) or "", depth + 1) for a in value.args):
+                    return True
+        return False
 
     def _fixable(self, cls, fn, release: _Release, attr: str, methods) -> bool:
         if attr in methods:
