@@ -75,3 +75,113 @@ def test_rl502_fixed_shutdown_removes_the_hooks(tmp_path):
         model(torch.ones(1, 4)).sum().backward()  # the model still runs, unhooked
     """)
     assert done.returncode == 0, done.stderr
+
+
+# A stand-in for what the model runner's module imports from the serving engine: a loader
+# building a real (small) module, a model state built from it. `torch.accelerator` calls
+# are no-ops on a CPU-only run.
+_RUNNER = """\
+    import gc, logging, types, weakref
+    import torch
+    torch.accelerator.synchronize = lambda *a, **k: None
+    torch.accelerator.empty_cache = lambda *a, **k: None
+    import twin
+
+    class State:
+        def __init__(self, model):
+            self.model = model
+
+    class Loader:
+        def load_model(self, vllm_config):
+            model = torch.nn.Linear(64, 64)
+            model.layers = [model]
+            model.make_empty_intermediate_tensors = lambda n: None
+            return model
+
+    twin.get_model_loader = lambda config: Loader()
+    twin.init_model_state = lambda config, model, encoder_cache, device: State(model)
+    twin.supports_multimodal = lambda model: False
+    twin.bind_capturer = lambda model, capturer: None
+    twin.Capturer = object
+    twin.logger = logging.getLogger("twin")
+    config = types.SimpleNamespace(speculative_config=None, load_config=None, max_num_tokens=8)
+    runner = twin.GPUModelRunner(config, "cpu")
+    runner.load_model()
+    runner.initialize_kv_cache()
+    weights = weakref.ref(runner.model.weight)
+    runner.shutdown()
+    gc.collect()
+    assert weights() is None, "shutdown() left the model's weights allocated"
+    assert runner.vllm_config is config  # the rest of the runner is untouched
+"""
+
+
+def test_rl601_fixed_shutdown_frees_the_model_weights(tmp_path):
+    done = run_twin(tmp_path, "RL601/model_runner_v033.fixed.py", _RUNNER)
+    assert done.returncode == 0, done.stderr
+    # the same script on the reported code: the ubatch runner keeps the weights
+    kept = run_twin(tmp_path, "RL601/model_runner_v033.py", _RUNNER)
+    assert "left the model's weights allocated" in kept.stderr, kept.stderr
+
+
+_FINALIZERS = """\
+    import gc, weakref
+    import twin
+
+    class Sock:
+        closed = False
+        def close(self):
+            Sock.closed = True
+
+    class Pool:
+        stopped = False
+        def shutdown(self, wait=True):
+            Pool.stopped = True
+
+    client = twin.Client(Sock(), Pool())
+    alive = weakref.ref(client)
+    del client
+    gc.collect()
+    assert alive() is None, "the client is kept"
+    assert Sock.closed and Pool.stopped, "collecting the client closed nothing"
+
+    class Core:
+        def unload(self):
+            print("unloaded at exit")
+
+    kept = twin.Device(Core())  # lives until exit: its cleanup runs then
+    dropped = twin.Device(Core())
+    gone = weakref.ref(dropped)
+    del dropped
+    gc.collect()
+    assert gone() is None, "atexit keeps the device"
+"""
+
+
+def test_rl603_fixed_callbacks_still_run_and_free(tmp_path):
+    done = run_twin(tmp_path, "RL603/weakmethod_callbacks.fixed.py", _FINALIZERS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("unloaded at exit") == 1, done.stdout  # the live device only
+    # the reported code: the finalizer calls a dead WeakMethod, which closes nothing
+    broken = run_twin(tmp_path, "RL603/weakmethod_callbacks.py", _FINALIZERS)
+    assert "collecting the client closed nothing" in broken.stderr, broken.stderr
+
+
+def test_rl302_fixed_cache_shares_layers_and_lets_them_go(tmp_path):
+    script = """\
+        import gc, weakref
+        import twin
+
+        layer = twin.get_rope(64, 4096, 10000.0)
+        assert twin.get_rope(64, 4096, 10000.0) is layer  # still shared while in use
+        buffer = weakref.ref(layer.cos_sin_cache)
+        del layer
+        gc.collect()
+        assert buffer() is None, "the cache keeps the layer's buffer"
+        assert len(twin._ROPE_DICT) == 0
+        assert twin.get_rope(64, 4096, 10000.0) is not None  # built again on demand
+    """
+    done = run_twin(tmp_path, "RL302/rope_cache.fixed.py", script)
+    assert done.returncode == 0, done.stderr
+    kept = run_twin(tmp_path, "RL302/rope_cache.py", script)
+    assert "the cache keeps the layer's buffer" in kept.stderr, kept.stderr
