@@ -7,6 +7,8 @@ docs/triage/<name>-<version>.md, one line per finding:
     python scripts/precision.py sglang         # trees whose name contains "sglang"
     python scripts/precision.py --cli PATH     # score a given retainlint executable
     python scripts/precision.py --by-rule      # a row per rule as well
+    python scripts/precision.py --keep DIR     # also keep each tree's findings (JSON) in DIR
+    python scripts/precision.py --saved DIR    # re-join the findings kept in DIR, no run
 
 The tree and version come from the file's name (a file without a version, such as README.md,
 is left out); the folders checked from scripts/corpus.py DEVELOPMENT. A finding no line names (lines in the older true/minor/false format included)
@@ -67,7 +69,13 @@ def verdicts(path: Path) -> dict[Key, str]:
     return known
 
 
-def findings(cli: str, requirement: str) -> list[Finding]:
+def findings(cli: str, requirement: str, keep: Path | None = None,
+             saved: Path | None = None) -> list[Finding]:
+    """The tree's findings at every level: from a run of `cli`, or read back from the JSON an
+    earlier run kept in `saved` (re-joining changed verdict lines needs no second run)."""
+    if saved is not None:
+        kept: list[Finding] = json.loads((saved / f"{requirement}.json").read_text())
+        return kept
     top = corpus.fetch(requirement)
     folders = [f or "." for f in corpus.DEVELOPMENT[requirement]]
     # Every level: the hidden `info` findings are read and counted too.
@@ -77,6 +85,9 @@ def findings(cli: str, requirement: str) -> list[Finding]:
     if done.returncode != 0:
         sys.exit(f"{top}: retainlint failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
     found: list[Finding] = json.loads(done.stdout or "[]")
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        (keep / f"{requirement}.json").write_text(done.stdout or "[]")
     return found
 
 
@@ -118,6 +129,9 @@ def main() -> None:
     ap.add_argument("--triage", type=Path, default=ROOT / "docs" / "triage",
                     help="the folder of triage files")
     ap.add_argument("--by-rule", action="store_true", help="a row per rule under each tree")
+    ap.add_argument("--keep", type=Path, help="also write each tree's findings (JSON) here")
+    ap.add_argument("--saved", type=Path,
+                    help="join the findings a --keep run wrote here instead of running again")
     args = ap.parse_args()
     print("| tree | findings | bug | negligible | wrong | unread | errors | errors that are bugs "
           "| shown | bugs of shown | wrong of all |")
@@ -127,7 +141,8 @@ def main() -> None:
         if args.wanted and not any(w in name for w in args.wanted):
             continue
         known = verdicts(path)
-        rows = count(findings(args.cli, f"{name}=={version}"), known, args.by_rule)
+        found = findings(args.cli, f"{name}=={version}", args.keep, args.saved)
+        rows = count(found, known, args.by_rule)
         for code in sorted(c for c in rows if c != "all"):
             print(row(f"{name} {version} {code}", rows[code]))
         print(row(f"{name} {version}", rows["all"]))
