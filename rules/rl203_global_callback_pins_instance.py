@@ -181,7 +181,9 @@ class Connector:
 ```
 
 ## Fix (where the release method does the exit call's work)
-For `atexit.register(self.<method>, ...)`, `atexit.unregister(self.<method>)` is appended
+Offered only when the instance holds something heavy (an error): unregistering a light
+object frees nothing that matters. For `atexit.register(self.<method>, ...)`,
+`atexit.unregister(self.<method>)` is appended
 to the class's release method (the first of `shutdown`, `close`, ... it defines that
 releases the whole object: not `__del__`, not a per-item `release(self, request_id)`, not an
 abstract stub), importing `atexit` when the module does not import it at top level - only
@@ -366,9 +368,12 @@ class Connector:
             """
 import logging
 
+import torch
+
 class Recorder:
     def start(self):
         from atexit import register
+        self.frames: list[torch.Tensor] = []
         register(self.flush)
 
     def flush(self):
@@ -377,14 +382,17 @@ class Recorder:
     def stop(self):
         self.flush()
 """,
-            lines=[7],
+            lines=[10],
             fixed="""
 import logging
+
+import torch
 import atexit
 
 class Recorder:
     def start(self):
         from atexit import register
+        self.frames: list[torch.Tensor] = []
         register(self.flush)
 
     def flush(self):
@@ -1241,7 +1249,8 @@ def running():
             reg.call,
             message,
             severity=Severity.ERROR if heavy else Severity.WARNING,
-            fix=self._fix(reg) if reg.kind == "atexit" else None,
+            # unregistering something light frees nothing that matters: no fix for it
+            fix=self._fix(reg) if reg.kind == "atexit" and heavy else None,
             statement=reg.statement,
         )
 
@@ -1256,7 +1265,10 @@ def running():
                 if not key.startswith("self."):
                     continue
                 for value, ann in assignments:
-                    if oracle.is_heavy_annotation(ann) or (
+                    param = find_param(method, value.value) if isinstance(value, cst.Name) else None
+                    if param is not None and _holds_heavy_items(oracle, param.annotation):
+                        return True
+                    if oracle.is_heavy_annotation(ann) or _holds_heavy_items(oracle, ann) or (
                         value is not None and oracle.is_heavy_value(value, method, cls)
                     ):
                         return True
@@ -1324,6 +1336,16 @@ def running():
                             {release: edited}, imports=imports,
                             applicability=Applicability.UNSAFE)
         return self.fix(message, {release: edited}, imports=imports)
+
+
+def _holds_heavy_items(oracle, ann) -> bool:
+    """A container annotated with heavy items (`dict[str, torch.Tensor]`, `list[nn.Module]`)."""
+    expr = ann.annotation if isinstance(ann, cst.Annotation) else ann
+    if not isinstance(expr, cst.Subscript):
+        return False
+    return any(isinstance(e.slice, cst.Index) and (
+        oracle.is_heavy_annotation(e.slice.value) or _holds_heavy_items(oracle, e.slice.value))
+        for e in expr.slice)
 
 
 def _returns_when_done(fn: cst.FunctionDef) -> bool:
