@@ -12,7 +12,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Callable, Iterator, Optional
+from typing import IO, Any, Callable, Iterator, Optional
 
 import click
 from rich.console import Console
@@ -195,19 +195,59 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("--run-summary", "run_summary_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Also write what ran to FILE, as JSON: the rules, how many files, under which "
                    "configuration (for CI wrappers such as the GitHub Action).")
-def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, diff, exit_non_zero_on_fix,
-          output_format, output_file, show_source, show_fixes, changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
-          force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
-          write_baseline, stdin_filename, no_project, show_settings, verbose, quiet,
-          run_summary_file) -> None:
+@click.option("-w", "--watch", is_flag=True,
+              help="Check, then check again whenever a checked file or a configuration changes "
+                   "(until Ctrl-C).")
+def check(watch: bool, **options: Any) -> None:
     """Check PATHS (default: the current directory)."""
-    fix = fix or fix_only
-    if verbose:
+    if options["verbose"]:
         logging.basicConfig(level=logging.INFO, format="retainlint: %(message)s")
+    if not watch:
+        _check(**options)
+        return
+    for flag in ("stdin_filename", "add_noqa", "write_baseline", "show_settings"):
+        if options[flag]:
+            _fail(f"--watch cannot be combined with --{flag.replace('_', '-')}")
+    if "-" in options["paths"]:
+        _fail("--watch cannot check standard input")
+    from retainlint.engine.watch import watch as watching
+
+    def files() -> Optional[list[str]]:
+        """What a change of re-runs the check: the checked files, their configurations."""
+        try:
+            projects = plan(options["paths"] or (".",), _overrides(options),
+                            options["config_path"], options["force_exclude"],
+                            not options["no_project"])
+        except ConfigError:
+            return None  # the check says why
+        sources = {str(p.settings.source) for p in projects if p.settings.source is not None}
+        return [f for p in projects for f in p.files] + sorted(sources)
+
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
+    sys.exit(watching(lambda: _check(**options), files, say))
+
+
+def _overrides(options: dict[str, Any]) -> Overrides:
+    return Overrides(
+        _split(options["select"]), _split(options["extend_select"]), _split(options["ignore"]),
+        _split(options["exclude"]),
+        (lambda s: s.with_overrides(installed_types=False)) if options["no_installed_types"]
+        else (lambda s: s))
+
+
+def _check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, diff,
+           exit_non_zero_on_fix, output_format, output_file, show_source, show_fixes,
+           changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
+           force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
+           write_baseline, stdin_filename, no_project, show_settings, verbose, quiet,
+           run_summary_file) -> None:
+    """One check; ends with sys.exit and the exit status."""
+    fix = fix or fix_only
     paths = paths or (".",)
-    overrides = Overrides(
-        _split(select), _split(extend_select), _split(ignore), _split(exclude),
-        (lambda s: s.with_overrides(installed_types=False)) if no_installed_types else (lambda s: s))
+    overrides = _overrides(dict(select=select, extend_select=extend_select, ignore=ignore,
+                                exclude=exclude, no_installed_types=no_installed_types))
     if show_settings:
         _show_settings(paths, overrides, config_path)
         return
@@ -236,7 +276,8 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
     if from_stdin:
         project = projects[0]
         stdin_mode = Mode(fix=fix or diff, unsafe_fixes=project.settings.unsafe_fixes
-                          if unsafe_fixes is None else unsafe_fixes, edits=shown.line_edits)
+                          if unsafe_fixes is None else unsafe_fixes, edits=shown.line_edits,
+                          floor=_fix_floor(project, min_severity))
         checked, fixed_source = _run_stdin(project, stdin_mode, force_exclude, diff,
                                            None if no_cache else cache_dir or
                                            default_cache_dir(project.settings.root), jobs)
@@ -255,7 +296,7 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
                 settings = project.settings
                 unsafe = settings.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
                 mode = Mode(fix=fix and not diff, diff=diff, unsafe_fixes=unsafe,
-                            edits=shown.line_edits)
+                            edits=shown.line_edits, floor=_fix_floor(project, min_severity))
                 where = None if no_cache else cache_dir or default_cache_dir(settings.root)
                 results.append(run(project.files, list(project.codes), settings, mode, jobs,
                                    where, bar, project.context))
@@ -327,10 +368,10 @@ def check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, dif
         else:
             shown.show(out, findings, changed.root if changed else repo_root(), unsafe)
         if not machine and not quiet:
-            # What the fixes resolved, counted over every finding: those below the severity
-            # floor, or left out by a baseline or --changed-since, are fixed too. (Counted
-            # at the floor alone, fixing only warnings under --min-severity error read
-            # "0 fixed by 3 fixes".) Standard input keeps no count before: one a fix.
+            # What the fixes resolved, counted over every finding: a fix may also end a
+            # finding below the severity floor (whose own fixes are not applied), or one
+            # left out by a baseline or --changed-since. Standard input keeps no count
+            # before: one a fix.
             resolved = max(len(result.before) - len(result.findings), 0)
             before = len(findings) + resolved if result.fixed and result.before else None
             if show_fixes:
@@ -359,6 +400,11 @@ def _floor(projects: list[Project], flag: Optional[str]) -> Callable[[Finding], 
         ranks = {path: p.settings.min_severity.rank for p in projects for path in p.files}
         default = projects[0].settings.min_severity.rank if projects else Severity.WARNING.rank
     return lambda f: f.code in ALWAYS_SHOWN or f.severity.rank <= ranks.get(f.path, default)
+
+
+def _fix_floor(project: Project, flag: Optional[str]) -> Severity:
+    """The lowest severity whose fixes --fix applies: the lowest shown (see `_floor`)."""
+    return Severity(flag) if flag is not None else project.settings.min_severity
 
 
 def _fixed_only(out: Console, unchecked: list, result: RunResult, shown, root: str, quiet: bool,

@@ -50,7 +50,7 @@ _MAGIC = b"RLCACHE1"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 # Bumped when what is stored changes shape within one version.
-SCHEMA = 6
+SCHEMA = 7
 
 
 def digest(data: bytes) -> str:
@@ -190,66 +190,100 @@ def unpack(data: bytes) -> Any:
 
 # -- one generation --------------------------------------------------------------------
 
+# How many configurations (rule selections, per-file ignores, configuration files...) keep
+# their results side by side, the most recently used first: switching `--select` back and
+# forth stays warm, while the disk a project takes stays bounded (each configuration costs
+# its run file and its per-file findings in the data file, roughly a tenth of what the
+# summaries all configurations share take).
+KEPT_CONFIGS = 4
+
+
 class Store:
     """The cache of one project, one generation at a time:
-    - `run-*.bin`, small and signed: the last cacheable run (see runner.run), and the
-      SHA-256 of the data file written with it;
+    - `head-*.bin`, small and signed: the SHA-256 of the newest data file, and the
+      configurations kept, most recently used first (at most `KEPT_CONFIGS`);
+    - `run-*-<config>.bin`, signed: the last cacheable run under one configuration (see
+      runner.run), and the SHA-256 of the data file written with it;
     - `data-<sha256>.bin`, named by its content and read only when needed: `summaries`
-      (absolute path -> (key, packed summary, or b"" when the file does not parse)) and
-      `findings` (path -> packed `Entry` fields).
-    A data file never changes once written, so the run file names exactly the data of its
-    own generation; a reader never mixes two runs' files."""
+      (absolute path -> (key, packed summary, or b"" when the file does not parse)),
+      shared by every configuration, and `findings` (config -> path -> packed `Entry`
+      fields).
+    A data file never changes once written, so a signed file names exactly the data of one
+    generation; a reader never mixes two runs' files. The data read is the newest (the
+    head's), whichever configuration wrote it: what it holds is checked against the files
+    before use (digests, and every other file a result consulted)."""
 
-    def __init__(self, directory: Path, key: bytes) -> None:
+    def __init__(self, directory: Path, key: bytes, config: str = "") -> None:
         self.directory = directory
         self.key = key
-        self.file = directory / f"run-{__version__}-{SCHEMA}.bin"
+        self.config = config  # "": only the summaries are used (no findings, no run)
+        self.head_file = directory / f"head-{__version__}-{SCHEMA}.bin"
+        self.file = directory / f"run-{__version__}-{SCHEMA}-{config or 'none'}.bin"
         self.run: dict[str, Any] = {}  # see runner.run
         self._data_sha = ""
-        self._data: Optional[tuple[dict[str, tuple[str, bytes]], dict[str, bytes]]] = None
+        self.recent: list[str] = []  # configurations kept, most recently used first
+        self._data: Optional[tuple[dict[str, tuple[str, bytes]],
+                                   dict[str, dict[str, bytes]]]] = None
         self._run_dirty = self._data_dirty = False
-        loaded = self._load()
-        if loaded is not None:
-            self._data_sha, self.run = loaded
+        head = self._load(self.head_file)
+        if head is not None:
+            self._data_sha, recent = head
+            self.recent = [c for c in recent if type(c) is str] if type(recent) is list else []
+        if config:
+            loaded = self._load(self.file)
+            if loaded is not None:
+                self._data_sha = self._data_sha or loaded[0]
+                self.run = loaded[1]
 
     @classmethod
-    def open(cls, directory: Path) -> Optional["Store"]:
-        """None when there can be no cache: no key, or the directory is a symbolic link."""
+    def open(cls, directory: Path, config: str = "") -> Optional["Store"]:
+        """None when there can be no cache: no key, or the directory is a symbolic link.
+        `config`: the configuration whose findings and last run are read and written."""
         key = machine_key()
         if key is None or os.path.islink(directory):
             return None
-        return cls(directory, key)
+        return cls(directory, key, config)
 
     def _sign(self, payload: bytes) -> bytes:
         return hmac.new(self.key, payload, hashlib.sha256).digest()
 
-    def _load(self) -> Optional[tuple[str, dict[str, Any]]]:
+    def _load(self, path: Path) -> Optional[tuple[str, Any]]:
+        """(a data file's SHA-256, a value) from a signed file written by this code."""
         try:
-            data = _read_regular(self.file)
+            data = _read_regular(path)
         except OSError:
             return None
         tag, payload = data[len(_MAGIC):len(_MAGIC) + 32], data[len(_MAGIC) + 32:]
         if not data.startswith(_MAGIC) or not hmac.compare_digest(tag, self._sign(payload)):
             return None  # not written here, or torn: a miss, and nothing of it is decoded
         try:
-            code, data_sha, run = marshal.loads(payload)
+            code, data_sha, value = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return None
-        return (data_sha, run) if code == code_digest() else None
+        if code != code_digest() or type(data_sha) is not str:
+            return None
+        return data_sha, value
+
+    def _write_signed(self, path: Path, value: Any) -> None:
+        payload = marshal.dumps((code_digest(), self._data_sha, value))
+        _write_atomic(path, _MAGIC + self._sign(payload) + payload)
 
     def _data_file(self, sha: str) -> Path:
         return self.directory / f"data-{sha}.bin"
 
     @property
-    def data(self) -> tuple[dict[str, tuple[str, bytes]], dict[str, bytes]]:
-        """(summaries, findings) of this generation; empty when its file is gone."""
+    def data(self) -> tuple[dict[str, tuple[str, bytes]], dict[str, dict[str, bytes]]]:
+        """(summaries, findings per configuration) of this generation; empty when its
+        file is gone."""
         if self._data is None:
             self._data = {}, {}
             if self._data_sha:
                 try:
                     payload = _read_regular(self._data_file(self._data_sha))
                     if hashlib.sha256(payload).hexdigest() == self._data_sha:
-                        self._data = marshal.loads(payload)
+                        summaries, findings = marshal.loads(payload)
+                        if type(summaries) is dict and type(findings) is dict:
+                            self._data = summaries, findings
                 except (OSError, ValueError, EOFError, TypeError):
                     pass
         return self._data
@@ -260,7 +294,8 @@ class Store:
 
     @property
     def findings(self) -> dict[str, bytes]:
-        return self.data[1]
+        """This configuration's per-file findings."""
+        return self.data[1].setdefault(self.config, {})
 
     def changed_data(self) -> None:
         self._data_dirty = True
@@ -271,7 +306,9 @@ class Store:
             self._run_dirty = True
 
     def save(self) -> None:
-        if not (self._run_dirty or self._data_dirty):
+        recent = ([self.config] if self.config else []) + [c for c in self.recent if c != self.config]
+        recent = recent[:KEPT_CONFIGS]
+        if not (self._run_dirty or self._data_dirty or recent != self.recent):
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -281,14 +318,30 @@ class Store:
                 _create_once(self.directory / name, content.encode())
             _remove_stale(self.directory, keep=f"data-{self._data_sha}.bin")
             if self._data_dirty:
-                payload = marshal.dumps(self.data)
+                summaries, findings = self.data
+                kept = {c: findings[c] for c in recent if c in findings}  # the others go
+                payload = marshal.dumps((summaries, kept))
                 self._data_sha = hashlib.sha256(payload).hexdigest()
                 _write_atomic(self._data_file(self._data_sha), payload)
-            payload = marshal.dumps((code_digest(), self._data_sha, self.run))
-            _write_atomic(self.file, _MAGIC + self._sign(payload) + payload)
+            if self._run_dirty and self.config:
+                self._write_signed(self.file, self.run)
+            self._write_signed(self.head_file, recent)
+            self.recent = recent
+            _remove_runs(self.directory, {f"run-{__version__}-{SCHEMA}-{c}.bin" for c in recent})
         except (OSError, ValueError):
             pass  # a cache that cannot be written (or holds something odd) only costs time
         self._run_dirty = self._data_dirty = False
+
+
+def _remove_runs(directory: Path, keep: set[str]) -> None:
+    """The run files of configurations no longer kept."""
+    prefix = f"run-{__version__}-{SCHEMA}-"
+    for entry in os.scandir(directory):
+        if entry.name.startswith(prefix) and entry.name not in keep:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 def _write_atomic(path: Path, content: bytes) -> None:
@@ -404,9 +457,11 @@ class FindingsCache:
         self.store.changed_data()
 
 
-def config_key(settings: Settings, codes: Iterable[str], edits: bool) -> str:
+def config_key(settings: Settings, codes: Iterable[str]) -> str:
+    """What the findings depend on besides the files: not the output format (the fixes'
+    line edits are always kept) nor the severity floor (applied when they are shown)."""
     installed = site_stamp() if settings.installed_types else ()
-    return digest(repr((__version__, SCHEMA, settings, sorted(codes), edits, installed)).encode())
+    return digest(repr((__version__, SCHEMA, settings, sorted(codes), installed)).encode())
 
 
 def site_stamp() -> tuple[tuple[str, int], ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import logging
 import multiprocessing
 import os
 import signal
@@ -36,6 +37,8 @@ from retainlint.core.source import WriteError, confine, read_source, write_atomi
 from retainlint.engine import notebook
 from retainlint.engine.notebook import NotebookError, read_python
 
+log = logging.getLogger("retainlint.runner")
+
 # Below this many files to parse, a pool costs more than it saves.
 POOL_THRESHOLD = 8
 
@@ -46,6 +49,8 @@ class Mode:
     diff: bool = False  # compute fixes, return a diff, write nothing
     unsafe_fixes: bool = False
     edits: bool = False  # attach line edits to each fix (json output)
+    # Fix only findings of this severity or higher, those the output shows (None: all).
+    floor: Optional[Severity] = None
 
 
 # Seconds of CPU one file's analysis may take (`RETAINLINT_FILE_BUDGET`; 0: no limit).
@@ -93,6 +98,8 @@ def _applies(finding: Finding, mode: Mode) -> bool:
     fix = finding.fix
     if fix is None or fix.applicability is Applicability.NONE:
         return False
+    if mode.floor is not None and finding.severity.rank > mode.floor.rank:
+        return False  # a finding the output hides: its fix is not applied either
     return fix.applicability is Applicability.SAFE or mode.unsafe_fixes
 
 
@@ -407,6 +414,7 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
         elif isinstance(hit, FileSummary):
             summaries.append(hit)
     advance = (progress or _no_progress)("Indexing", len(missing))
+    TALLY.summarized += len(missing)
     fresh: list[tuple[str, FileSummary | None]] = []
     if jobs > 1 and len(missing) > POOL_THRESHOLD:
         # The prefilters are imported once, here: forked workers inherit them instead of
@@ -448,6 +456,7 @@ def _check_all(contents: dict[str, bytes], paths: list[str], codes: Sequence[str
     pooled = jobs > 1 and len(paths) > POOL_THRESHOLD
     stop = multiprocessing.Event() if pooled else threading.Event()
     advance = (progress or _no_progress)("Fixing" if mode.fix else "Checking", len(paths))
+    TALLY.linted += len(paths)
     outcomes: list[FileOutcome] = []
     if not pooled:
         with _interrupts_between_files(stop):
@@ -545,13 +554,49 @@ def _check_alone(path: str, data: bytes, codes: Sequence[str], settings: Setting
 def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
         jobs: int | None = None, cache_dir: Path | None = None,
         progress: Progress | None = None, context: Sequence[str] = ()) -> RunResult:
-    """`cache_dir`: where the caches live (None: no cache). Findings are cached only for
-    runs that write nothing (no --fix, no --diff); summaries always. `context`: the other
-    files of the project, in the project index but neither checked nor reported."""
+    """`cache_dir`: where the caches live (None: no cache). `context`: the other files of
+    the project, in the project index but neither checked nor reported. With a cache,
+    --fix and --diff start from the findings a check of the tree would report (cached):
+    only files with a fix to apply are parsed."""
     codes = [code for code, _ in catalog() if code in set(codes)]
+    TALLY.summarized = TALLY.linted = 0
+    confine(settings.root)  # this run reads and fixes only inside the project (symlinks too)
+    readable, project, outcomes = _read(paths, context)
+    jobs = jobs or os.cpu_count() or 1
+    store = None if cache_dir is None or not codes \
+        else Store.open(cache_dir, config_key(settings, codes))
+    if store is None:
+        found = _run_uncached(readable, project, codes, settings, mode, jobs, progress)
+    else:
+        found, digests = _check_cached(store, readable, project, codes, settings, jobs, progress)
+        if mode.fix or mode.diff:
+            found = _fix_cached(store, found, readable, project, digests, codes, settings, mode,
+                                jobs, progress, context)
+        if not mode.edits:  # kept in the cache, but only json and sarif show them
+            for finding in (f for o in found for f in o.findings if f.fix is not None):
+                finding.fix.edits = None  # type: ignore[union-attr]
+    log.info("%d files: %d summarized, %d parsed and linted, the rest answered from %s",
+             len(readable), TALLY.summarized, TALLY.linted,
+             "the cache" if store is not None else "the prefilters")
+    return _result(paths, outcomes + [o for o in found if o.path in readable], readable)
+
+
+@dataclass
+class _Tally:
+    """What the last run did besides answering from the cache (shown with `-v`)."""
+    summarized: int = 0  # files read into the project index afresh
+    linted: int = 0  # files parsed by libcst and linted (or fixed)
+
+
+TALLY = _Tally()
+
+
+def _read(paths: Sequence[str], context: Sequence[str]
+          ) -> tuple[dict[str, bytes], dict[str, bytes], list[FileOutcome]]:
+    """(the files to check that could be read, every file of the project index, the
+    outcomes of those that could not be read)."""
     outcomes: list[FileOutcome] = []
     readable: dict[str, bytes] = {}
-    confine(settings.root)  # this run reads and fixes only inside the project (symlinks too)
     for path in paths:
         try:
             readable[path] = read_python(path)  # a notebook: its code cells as one module
@@ -565,20 +610,25 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
             project.setdefault(path, read_python(path))
         except (OSError, NotebookError):
             continue  # not reported: an unreadable neighbour only leaves the index
-    jobs = jobs or os.cpu_count() or 1
-    store = None if cache_dir is None or not codes else Store.open(cache_dir)
-    if store is None or mode.fix or mode.diff:
-        summaries = SummaryCache(store) if store is not None else None
-        uncached = _run_uncached(readable, project, codes, settings, mode, jobs, progress,
-                                 summaries)
-        if store is not None:
-            store.save()  # the summaries only: fixed files make no findings to keep
-        return _result(paths, outcomes + uncached, readable)
+    return readable, project, outcomes
+
+
+# A check kept in the cache: the fixes' line edits (json, sarif) are always worked out, so
+# that the output format is no part of the cache's key.
+_CACHED_CHECK = Mode(edits=True)
+
+
+def _check_cached(store: Store, readable: dict[str, bytes], project: dict[str, bytes],
+                  codes: Sequence[str], settings: Settings, jobs: int,
+                  progress: Progress | None) -> tuple[list[FileOutcome], dict[str, str]]:
+    """Every file checked (no fixes), from the cache as far as it is valid; saves what
+    this run learnt. Returns the outcomes and each file's digest (absolute path)."""
+    mode = _CACHED_CHECK
     # A file's identity is its content and its module name (an `__init__.py` deleted
     # elsewhere renames it, and every lookup of its names).
     absolute = {p: os.path.abspath(p) for p in project}  # once: each call asks for the cwd
     digests = {a: SummaryCache.key(a, project[p]) for p, a in absolute.items()}
-    config = config_key(settings, codes, mode.edits)
+    config = store.config
     patched = _since_last_run(store, readable, project, absolute, digests, config, codes,
                               settings, mode)
     if patched is not None:
@@ -598,7 +648,51 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         index=index)
     store.set_run(last)
     store.save()
-    return _result(paths, outcomes + [o for o in found if o.path in readable], readable)
+    return found, digests
+
+
+def _fix_cached(store: Store, found: list[FileOutcome], readable: dict[str, bytes],
+                project: dict[str, bytes], digests: dict[str, str], codes: Sequence[str],
+                settings: Settings, mode: Mode, jobs: int, progress: Progress | None,
+                context: Sequence[str]) -> list[FileOutcome]:
+    """--fix or --diff, given what a check of the tree found (`found`): a file none of
+    whose findings has a fix to apply is not parsed again."""
+    for o in found:
+        o.before = [f.severity.rank for f in o.findings]
+    fixable = sorted((o.path for o in found if o.path in readable
+                      and any(_applies(f, mode) for f in o.findings)),
+                     key=lambda p: -len(readable[p]))  # largest first, as in a check
+    if not fixable:
+        return found
+    if len(fixable) > POOL_THRESHOLD and jobs > 1:  # the workers need an index of their own
+        index = build_index(list(project), settings, jobs, project, SummaryCache(store))
+    else:  # the index of the check just made, reading only the summaries it is asked for
+        summaries = SummaryCache(store)
+        index = ProjectIndex.restore(unpack(store.run["index"]),
+                                     lambda path: summaries.stored(
+                                         path, digests.get(os.path.abspath(path), "")) or None)
+    fixing = {o.path: o for o in _check_all(readable, fixable, codes, settings, mode, index,
+                                            jobs, progress)}
+    if not (mode.fix and any(o.fixed for o in fixing.values())):
+        return [fixing.get(o.path, o) for o in found]
+    # Fixes may change what other files see (a cached function made uncached), so what
+    # remains is reported from a fresh check of the tree as it is now (from the cache but
+    # for the files fixed and those that consulted them).
+    now, project_now, _ = _read(list(readable), context)
+    again = {o.path: o for o in _check_cached(store, now, project_now, codes, settings, jobs,
+                                              None)[0]}
+    outcomes = []
+    for o in found:
+        fresh = again[o.path].findings if o.path in again else []  # gone meanwhile
+        if o.path in fixing:
+            done = fixing[o.path]
+            crashed = [f for f in done.findings if f.code == INTERNAL_ERROR[0] and f not in fresh]
+            done.findings = fresh + done.fix_errors + crashed
+            outcomes.append(done)
+        else:
+            o.findings = fresh
+            outcomes.append(o)
+    return outcomes
 
 
 # Past this many files to re-lint, the last run is not worth patching.
@@ -643,6 +737,7 @@ def _since_last_run(store: Store, readable: dict[str, bytes], project: dict[str,
     # the content that run saw: the restored index reads them on demand.
     if not all(summaries.entries.get(a, ("",))[0] == before.get(a) for a in absolute.values()):
         return None
+    TALLY.summarized += len(changed)
     for p in changed:
         now = summarize(p, project[p], all_prefilters())
         if summaries.stored(p, before[absolute[p]]) != (now or False):
