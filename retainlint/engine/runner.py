@@ -740,9 +740,10 @@ def _since_last_run(store: Store, readable: dict[str, bytes], project: dict[str,
     TALLY.summarized += len(changed)
     for p in changed:
         now = summarize(p, project[p], all_prefilters())
-        if summaries.stored(p, before[absolute[p]]) != (now or False):
+        same = summaries.stored(p, before[absolute[p]]) == (now or False)
+        summaries.put(p, project[p], now or False)  # made once: the full run reuses it
+        if not same:
             return None
-        summaries.put(p, project[p], now or False)
     # The same index as the last run's: restored, reading only the summaries it is asked for.
     index = ProjectIndex.restore(unpack(last["index"]),
                                  lambda path: summaries.stored(
