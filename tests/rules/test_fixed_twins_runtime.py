@@ -185,3 +185,51 @@ def test_rl302_fixed_cache_shares_layers_and_lets_them_go(tmp_path):
     assert done.returncode == 0, done.stderr
     kept = run_twin(tmp_path, "RL302/rope_cache.py", script)
     assert "the cache keeps the layer's buffer" in kept.stderr, kept.stderr
+
+
+def test_rl201_fixed_finalizer_no_longer_keeps_the_cache(tmp_path):
+    script = """\
+        import gc, weakref
+        import torch
+        import twin
+
+        model, cache = torch.nn.Linear(4, 4), torch.zeros(1 << 16)
+        holder = twin.Holder(model, cache)
+        weights = weakref.ref(cache)
+        del cache
+        gc.collect()
+        assert weights() is None, "the finalizer keeps the cache while its owner lives"
+        assert holder.model is model  # the owner is untouched
+        alive = weakref.ref(holder)
+        del holder
+        gc.collect()
+        assert alive() is None  # its finalizers ran, on a cache already gone
+    """
+    done = run_twin(tmp_path, "RL201/aliased_import.fixed.py", script)
+    assert done.returncode == 0, done.stderr
+    kept = run_twin(tmp_path, "RL201/aliased_import.py", script)
+    assert "the finalizer keeps the cache while its owner lives" in kept.stderr, kept.stderr
+
+
+def test_rl501_fixed_close_removes_the_hook(tmp_path):
+    script = """\
+        import gc, weakref
+        import torch
+        import twin
+
+        model = torch.nn.Linear(4, 4)
+        probe = twin.ActivationProbe(model)
+        model(torch.ones(1, 4))
+        assert len(probe.outputs) == 1  # the hook records while the probe is open
+        probe.close()
+        alive = weakref.ref(probe)
+        del probe
+        gc.collect()
+        assert alive() is None, "the model's hook keeps the closed probe"
+        model(torch.ones(1, 4))  # the model still runs, unhooked
+        assert not model._forward_hooks
+    """
+    done = run_twin(tmp_path, "RL501/hook_on_passed_in_model.fixed.py", script)
+    assert done.returncode == 0, done.stderr
+    kept = run_twin(tmp_path, "RL501/hook_on_passed_in_model.py", script)
+    assert "the model's hook keeps the closed probe" in kept.stderr, kept.stderr
