@@ -84,7 +84,7 @@ def main() -> int:
     ap.add_argument("--verbose", action="store_true", help="one line per fixture")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args()
-    cases = sorted(p for p in Path(args.root).glob("*.py") if not p.name.endswith(".fixed.py"))
+    cases = sorted(p for p in Path(args.root).resolve().glob("*.py") if not p.name.endswith(".fixed.py"))
     results = [score(args.cli, case) for case in cases]
     version = subprocess.run([args.cli, "--version"], capture_output=True, text=True).stdout.strip()
     by_family: dict[str, list[int]] = defaultdict(lambda: [0, 0])
