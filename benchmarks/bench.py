@@ -48,6 +48,9 @@ class Tool:
     package: Optional[str]  # installed into its own venv; None: retainlint from this checkout
     command: Callable[[Path, Path], list[str]]  # (venv bin dir, corpus dir) -> argv
     note: str = ""
+    # Run, not timed, before each timed run (the cache filled under other settings).
+    before: Optional[Callable[[Path, Path], list[str]]] = None
+    key: str = ""  # what --tools names it by (default: the first word of its name)
 
 
 def _retainlint(*extra: str) -> Callable[[Path, Path], list[str]]:
@@ -61,6 +64,16 @@ def tools(cache_dir: Path) -> list[Tool]:
         Tool("retainlint cold", None, _retainlint("--no-cache"), note="all rules, no cache"),
         Tool("retainlint warm", None, _retainlint(*cached), note="cache populated"),
         Tool("retainlint 1 changed", None, _retainlint(*cached), note="one file edited, warm cache"),
+        # The cache keeps results per settings side by side, whatever the output format:
+        # a run under other settings, or in another format, leaves the next one warm.
+        Tool("retainlint warm after --select", None, _retainlint(*cached), key="cache",
+             before=_retainlint(*cached, "--select", "RL301"),
+             note="a run with --select RL301 just before"),
+        Tool("retainlint warm after json", None, _retainlint(*cached), key="cache",
+             before=_retainlint(*cached, "--output-format", "json"),
+             note="a run with --output-format json just before"),
+        Tool("retainlint --diff warm", None, _retainlint(*cached, "--diff"), key="cache",
+             note="only files with a fix to apply are parsed"),
         Tool("ruff B019", "ruff", lambda b, t: [str(b / "ruff"), "check", "--no-cache",
                                                  "--select", "B019", "--exit-zero", str(t)]),
         Tool("semgrep", "semgrep", lambda b, t: [str(b / "semgrep"), "scan", "--config",
@@ -127,12 +140,13 @@ def bench_tree(tree: Path, chosen: set[str], runs: int, work: Path) -> list[list
     files = sum(1 for _ in tree.rglob("*.py"))
     cache_dir = work / "retainlint-cache"
     shutil.rmtree(cache_dir, ignore_errors=True)
+    cached = ("--cache-dir", str(cache_dir))
     edited = sorted(tree.rglob("*.py"))[files // 2] if files else None
     original = edited.read_bytes() if edited else b""
     rows, cold = [], None
     try:
         for tool in tools(cache_dir):
-            key = tool.name.split()[0].lower()
+            key = tool.key or tool.name.split()[0].lower()
             if key not in chosen and tool.name.lower() not in chosen:
                 continue
             bin_dir = Path(sys.executable).parent
@@ -142,10 +156,12 @@ def bench_tree(tree: Path, chosen: set[str], runs: int, work: Path) -> list[list
                     rows.append([tool.name, str(files), "-", "-", "-", "-", "skipped: did not install"])
                     continue
                 bin_dir = found
-            if tool.name == "retainlint warm":
-                measure(tool.command(bin_dir, tree))  # populate the cache
+            if tool.name == "retainlint warm" or tool.key == "cache":
+                measure(_retainlint(*cached)(bin_dir, tree))  # populate the cache
             times, peak, code = [], 0, 0
             for i in range(runs):
+                if tool.before is not None:
+                    measure(tool.before(bin_dir, tree))
                 if tool.name == "retainlint 1 changed" and edited is not None:
                     edited.write_bytes(original + f"\n# edited {time.time()} {i}\n".encode())
                 wall, rss, code = measure(tool.command(bin_dir, tree))
@@ -178,18 +194,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--path", action="append", type=Path, help="a local tree instead")
     parser.add_argument("--sample", type=int, help="only N files of each corpus")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per tool (median)")
-    parser.add_argument("--tools", default="retainlint,ruff,semgrep,pylint",
-                        help="comma-separated: retainlint, ruff, semgrep, pylint, fixit, "
-                             "torchfix, or all")
+    parser.add_argument("--tools", default="retainlint,cache,ruff,semgrep,pylint",
+                        help="comma-separated: retainlint (cold, warm, one file changed), "
+                             "cache (warm after other settings or format, --diff warm), "
+                             "ruff, semgrep, pylint, fixit, torchfix, or all")
     args = parser.parse_args(argv)
     chosen = {t.strip().lower() for t in args.tools.split(",")}
     if "all" in chosen:
-        chosen = {"retainlint", "ruff", "semgrep", "pylint", "fixit", "torchfix"}
+        chosen = {"retainlint", "cache", "ruff", "semgrep", "pylint", "fixit", "torchfix"}
     trees = [(str(p), p.resolve()) for p in args.path or []]
     if not trees:
         trees = [(req, corpus.fetch(req)) for req in args.corpus or DEFAULT_CORPORA]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs\n")
-    if "retainlint" in chosen:
+    if chosen & {"retainlint", "cache"}:
         byte_compile_retainlint()
     with tempfile.TemporaryDirectory() as tmp:
         for title, tree in trees:
