@@ -3,6 +3,7 @@
 exercised the way callers use it - the release frees what the finding was about, and the
 object still behaves."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -233,3 +234,75 @@ def test_rl501_fixed_close_removes_the_hook(tmp_path):
     assert done.returncode == 0, done.stderr
     kept = run_twin(tmp_path, "RL501/hook_on_passed_in_model.py", script)
     assert "the model's hook keeps the closed probe" in kept.stderr, kept.stderr
+
+
+def test_rl101_fixed_cache_lets_the_model_go(tmp_path):
+    # the fixed twin holds the files the fix changed, laid over the project it fixes
+    shutil.copytree(FIXTURES / "RL101" / "cross_file", tmp_path / "project")
+    shutil.copytree(FIXTURES / "RL101" / "cross_file.fixed", tmp_path / "project", dirs_exist_ok=True)
+    script = """\
+        import gc, weakref
+        import torch
+        from app.runner import ModelRunner
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.zeros(1 << 16))
+
+            def forward(self, x, positions=None):
+                return x
+
+        model = Model()
+        runner = ModelRunner(model)
+        assert runner.uses_positions and not runner.uses_cache  # same answers as before
+        weights = weakref.ref(model.weight)
+        del model, runner
+        gc.collect()
+        assert weights() is None, "the cache keeps the model through its bound method"
+    """
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=tmp_path / "project",
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_rl301_fixed_memo_still_counts_and_lets_models_go(tmp_path):
+    done = run_twin(tmp_path, "RL301/instance_memo_fixable.fixed.py", """\
+        import gc, weakref
+        import torch
+        import twin
+
+        profiler = twin.Profiler()
+        model = torch.nn.Linear(256, 256)
+        assert profiler.count(model) == 256 * 256 + 256
+        assert profiler.count(model) == 256 * 256 + 256  # answered from the memo
+        weights = weakref.ref(model.weight)
+        del model
+        gc.collect()
+        assert weights() is None, "the profiler's memo keeps every model it counted"
+    """)
+    assert done.returncode == 0, done.stderr
+
+
+def test_rl401_fixed_close_unfreezes(tmp_path):
+    done = run_twin(tmp_path, "RL401/entry_points.fixed.py", """\
+        import gc, sys, types
+        sys.modules["ray"] = types.SimpleNamespace(remote=lambda cls: cls)  # only its decorator is used
+        import twin
+
+        gc.unfreeze()
+        engine = twin.AliasedEngine()
+        assert gc.get_freeze_count() > 0  # frozen while the engine runs
+        engine.close()
+        assert gc.get_freeze_count() == 0, "close() leaves the heap frozen"
+    """)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_fixable_rule_has_a_twin_that_is_run():
+    from retainlint.core.finding import Applicability
+    from retainlint.engine.registry import all_rules
+
+    fixable = {r.code for r in all_rules() if r.fix_applicability is not Applicability.NONE}
+    run = {name.split("_")[1].upper() for name in globals() if re.match(r"test_rl\d{3}_fixed_", name)}
+    assert fixable - run == set(), "fixable rules whose fixed twin is never run"
