@@ -7,7 +7,7 @@ from typing import Iterator
 from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
-from retainlint.project.consequence import grows_per_call, released_anywhere, short
+from retainlint.project.consequence import grows_per_call, how_dropped, released_anywhere, short
 from retainlint.project.retention import ModuleFacts, Site
 from retainlint.rules.prefilters.rl306 import ProcessContainerGrowsPrefilter
 
@@ -115,8 +115,12 @@ class Session:
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
                     else f"`{g.value}` of every `{function}()` call" if g.value
                     else f"what every `{function}()` call adds")
+            removal = {"success": "it is removed from only once an `await` has returned, outside "
+                                  "`finally`, so a call that fails or is cancelled there leaves its entry",
+                       "teardown": "it is emptied only at shutdown",
+                       None: "nothing in the project removes one"}[how_dropped(self.ctx.index, g.holder)]
             yield (g.site,
                    f"`{g.shown}` ({where}: lives for the process) gains {why} in `{function}()`; "
-                   f"nothing in the project removes one, so every entry stays alive "
+                   f"{removal}, so every entry stays alive "
                    f"(`{short(g.holder)}`)", severity,
                    Consequence(kept, f"`{short(g.holder)}` ({where})", "the process", why))

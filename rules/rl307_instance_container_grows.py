@@ -7,7 +7,8 @@ from typing import Iterator
 from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
-from retainlint.project.consequence import grows_per_call, lives_for_the_process, released_anywhere
+from retainlint.project.consequence import (
+    grows_per_call, how_dropped, lives_for_the_process, made_per_call, released_anywhere, serves_requests)
 from retainlint.project.retention import ModuleFacts, Site
 from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter
 
@@ -95,19 +96,31 @@ SERVER = JobServer()
     ]
 
     def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
+        index = self.ctx.index
         for g in facts.growth:
             if g.kind != "instance" or g.in_init:
                 continue
             cls = g.holder.partition("()")[0]
             why = grows_per_call(g)
-            if why is None or not lives_for_the_process(self.ctx.index, cls) \
-                    or released_anywhere(self.ctx.index, g.holder):
+            if why is None or released_anywhere(index, g.holder):
                 continue
             owner, _, method = g.function.partition(".")
+            if lives_for_the_process(index, cls):
+                lifetime = f"a `{owner}` lives for the process"
+            elif serves_requests(index, cls):
+                lifetime = f"a `{owner}` serves many requests (its methods are handlers, a serve loop, or start and stop)"
+            elif g.undone_on_success and not made_per_call(cls, facts):
+                lifetime = f"a `{owner}` outlives the calls that add to it"
+            else:
+                continue
+            how = how_dropped(index, g.holder)
+            removal = {"success": "its entries are removed only once an `await` has returned, outside "
+                                  "`finally`, so a call that fails or is cancelled there leaves its entry",
+                       "teardown": f"it is emptied only when the `{owner}` is closed or stopped",
+                       None: "nothing in the project removes an entry"}[how]
             kept = f"`{g.value}` of every `{method}()` call" if g.value else f"what every `{method}()` call adds"
             yield (g.site,
-                   f"`{g.shown}` gains {why} in `{method}()`, and a `{owner}` lives for the "
-                   f"process; nothing in the project removes an entry, so every one stays "
-                   f"alive", Severity.WARNING,
+                   f"`{g.shown}` gains {why} in `{method}()`, and {lifetime}; {removal}, so "
+                   f"every one stays alive", Severity.WARNING,
                    Consequence(kept, f"`{g.shown}` of a `{owner}`",
-                               f"the process (a `{owner}` lives as long)", why))
+                               f"as long as the `{owner}` ({lifetime})", why))

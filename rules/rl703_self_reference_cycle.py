@@ -8,6 +8,7 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import collector_off_anywhere, cycle_matters
+from retainlint.project.frames import FrameCycle
 from retainlint.project.retention import ModuleFacts, Site
 from retainlint.rules.prefilters.rl703 import SelfReferenceCyclePrefilter
 
@@ -118,6 +119,7 @@ def handle_request():
         # the project disables the collector (then it is freed late, or never).
         off = collector_off_anywhere(self.ctx.index)
         severity = Severity.WARNING if off else Severity.INFO
+        later = "the next cyclic collection" + (" (the project disables the collector)" if off else "")
         for ref in facts.self_references:
             if not cycle_matters(ref, facts) or self.ctx.index.is_heavy_class(ref.cls):
                 continue  # a heavy class's cycle is RL701's
@@ -130,5 +132,41 @@ def handle_request():
                    f"`{ref.attr}` keeps {what}: each `{name}`, made per call, is freed only "
                    f"when the cyclic collector runs, not when its last use ends", severity,
                    Consequence(f"each `{name}` and what it references", "its own reference cycle",
-                               "the next cyclic collection" + (" (the project disables the collector)" if off else ""),
-                               "one per call"))
+                               later, "one per call"))
+        for frame in facts.frames:
+            yield self._frame(frame, off, later)
+
+    @staticmethod
+    def _frame(frame: FrameCycle, off: bool, later: str) -> tuple[Site, str, Severity, Consequence]:
+        """A frame that keeps its own traceback: a warning when what it keeps carries a
+        caught exception's traceback (every frame below, with their locals, kept until the
+        collector runs), info for a plain exception raised from a local."""
+        function = frame.function.rpartition(".")[2]
+        what = {"exc_info": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback",
+                "traceback": f"`{frame.name}` keeps a traceback",
+                "caught": f"`{frame.name}` keeps the caught exception past its handler",
+                "collected": f"`{frame.name}` collects caught exceptions",
+                "raised": f"`{frame.name}` is raised from a local",
+                "stored": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback"}[frame.how]
+        if frame.how == "stored":
+            message = (f"{what}: each traceback keeps every frame it passed through, with all their "
+                       f"locals, for as long as the object keeps it; store the exception's text or "
+                       f"a copy without `__traceback__`")
+            holder, lifetime = f"`{frame.name}`", "as long as its object"
+        else:
+            message = (f"{what} in `{function}()`: the traceback leads back to this frame, so the "
+                       f"frame{' and every frame below it' if frame.carries else ''}, with all their "
+                       f"locals, is freed only when the cyclic collector runs; `del {frame.name}` "
+                       f"in a `finally` breaks the cycle")
+            holder, lifetime = f"`{function}()`'s frame, through its own traceback", later
+        # A copy of the caught exception (`last = e`) or a plain exception raised from a
+        # local costs one collectable cycle per call: info. Tracebacks kept whole
+        # (`sys.exc_info()`, `e.__traceback__`), exceptions collected by the handful, and
+        # an exception raised while another is handled or re-raised from where it was kept
+        # keep every frame they passed through: a warning.
+        weighs = frame.how in ("exc_info", "traceback", "collected", "stored") or (
+            frame.how == "raised" and frame.carries)
+        severity = Severity.WARNING if weighs or off else Severity.INFO
+        return (frame.site, message, severity,  # type: ignore[return-value]
+                Consequence(f"the locals of `{function}()`" + (" and of the frames below it" if frame.carries else ""),
+                            holder, lifetime, "one per call that raises or catches"))

@@ -9,7 +9,8 @@ import re
 from typing import TYPE_CHECKING, Hashable, Optional
 
 from retainlint.project.retention import (
-    BOUNDED, COLLECTOR_OFF, DROPS, LONG_LIVED, Growth, ModuleFacts, SelfReference)
+    BOUNDED, COLLECTOR_OFF, DROPS, LONG_LIVED, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
+    SelfReference)
 
 if TYPE_CHECKING:
     from retainlint.project.index import ProjectIndex
@@ -58,6 +59,52 @@ def _released(index: "ProjectIndex", holder: Hashable) -> Hashable:
     return any(summary.retention and (not names.isdisjoint(summary.retention[DROPS])
                                       or holder in summary.retention[BOUNDED])
                for summary in dict.values(index.files))
+
+
+def _names(holder: str) -> set[str]:
+    names = {holder}
+    if "()" in holder or holder.count(".") > 1:
+        names.add("." + holder.rpartition(".")[2])
+    return names
+
+
+def _dropped_at(index: "ProjectIndex", holder: str, position: int) -> bool:
+    names = _names(holder)
+    return any(summary.retention and not names.isdisjoint(summary.retention[position])
+               for summary in dict.values(index.files))
+
+
+def _dropped_on_success(index: "ProjectIndex", holder: Hashable) -> Hashable:
+    assert isinstance(holder, str)
+    return _dropped_at(index, holder, SUCCESS_DROPS)
+
+
+def _dropped_at_teardown(index: "ProjectIndex", holder: Hashable) -> Hashable:
+    assert isinstance(holder, str)
+    return _dropped_at(index, holder, TEARDOWN_DROPS)
+
+
+def how_dropped(index: "ProjectIndex", holder: str) -> Optional[str]:
+    """How the project takes entries out of `holder`, when it does so on some paths only:
+    "success" (only after an `await` returns, outside `finally`: a call failing or cancelled
+    there skips it), "teardown" (only when its owner is closed or stopped), or None when
+    nothing removes one at all."""
+    if index.ask(_dropped_on_success, holder):
+        return "success"
+    if index.ask(_dropped_at_teardown, holder):
+        return "teardown"
+    return None
+
+
+def _serving(index: "ProjectIndex", cls: Hashable) -> Hashable:
+    return any(summary.retention and any(c == cls or index.resolve(c) == cls for c in summary.retention[SERVING])
+               for summary in dict.values(index.files))
+
+
+def serves_requests(index: "ProjectIndex", cls: str) -> bool:
+    """Do `cls`'s methods serve requests (handlers, a serve loop, start and stop), so that
+    one instance outlives many requests?"""
+    return bool(index.ask(_serving, index.resolve(cls) or cls))
 
 
 def _collector_off(index: "ProjectIndex", _: Hashable) -> Hashable:
@@ -112,8 +159,10 @@ def made_per_call(cls: str, facts: ModuleFacts) -> bool:
 def grows_per_call(g: Growth) -> Optional[str]:
     """Why each call of `g.function` adds an entry nothing reuses, or None when the
     growth is bounded in practice (a memo over a small domain, registration)."""
-    if g.once:
-        return None
+    if g.once and not (g.keyed and not g.in_init and key_per_request(g.key)):
+        return None  # set-up, unless each call is handed a request's key: then it runs per request
+    if g.undone_on_success:
+        return "one entry per call that fails or is cancelled before it removes its own"
     if g.in_init:
         if g.pins_self and not (g.keyed and not key_per_request(g.key)):
             return "one per instance made, each entry keeping that instance"

@@ -21,10 +21,12 @@ Everything is plain data (tuples of strings and numbers): the project index cach
 from __future__ import annotations
 
 import ast
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from functools import cached_property
 from typing import Any, Iterator, Optional
 
+from retainlint.project.frames import FrameCycle, frame_cycles
+from retainlint.project.frames import own_nodes as _own
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -46,6 +48,9 @@ _ONCE = ("__init_subclass__", "__set_name__", "__class_getitem__", "__post_init_
          "__enter__", "__aenter__")
 _ONCE_PREFIXES = ("setup", "build", "configure", "init", "load", "create", "prepare", "launch",
                   "start", "spawn", "warmup")
+# Methods that tear their object down: what they empty is emptied once, at the end.
+_TEARDOWN = ("close", "aclose", "stop", "shutdown", "teardown", "tear_down", "dispose", "terminate",
+             "destroy", "cancel")
 # Functions named as an API for registering things: how often they run is their callers'.
 _REGISTERS = ("register", "add_", "subscribe", "attach", "install", "declare")
 
@@ -78,6 +83,9 @@ class Growth:
     guarded: bool  # inside `if key not in holder` (a memo: one entry per distinct key)
     pins_self: bool  # the entry references the instance adding it (`self`, `self.m`)
     registers: bool  # the function exists to store what it is handed (see `_Function`)
+    # the function itself removes the entry, but only once an `await` has returned, outside
+    # `finally`: a call that fails or is cancelled there leaves its entry behind
+    undone_on_success: bool
     site: Site
 
 
@@ -95,7 +103,8 @@ class SelfReference:
 
 # Positions in `ModuleFacts.plain()`, for questions that read every file's facts without
 # decoding them; a plain growth holds `Growth`'s fields in order.
-GROWTH, DROPS, BOUNDED, SELF_REFERENCES, LONG_LIVED, PER_CALL, COLLECTOR_OFF = range(7)
+GROWTH, DROPS, BOUNDED, SELF_REFERENCES, LONG_LIVED, PER_CALL, COLLECTOR_OFF, FRAMES, \
+    SUCCESS_DROPS, TEARDOWN_DROPS, SERVING = range(11)
 GROWTH_KIND = 1
 
 
@@ -110,20 +119,31 @@ class ModuleFacts:
     long_lived: set[str]  # classes (`module.Class`) made at module level or in an entry point
     made_per_call: set[str]  # the module's classes made in a loop or a per-request function
     collector_off: bool  # the module disables the cyclic collector
+    frames: list[FrameCycle]  # functions whose frame keeps its own traceback (`frames.py`)
+    # holders whose only drops here follow an `await` outside `finally` (a call cancelled or
+    # failing there skips them), and those dropped only when the owner is torn down (`close()`)
+    success_drops: set[str]
+    teardown_drops: set[str]
+    serving: set[str]  # classes (`module.Class`) whose methods serve requests (see `_serving`)
 
     def plain(self) -> tuple[object, ...]:
-        """As stored in the index; `PLAIN` names its positions."""
+        """As stored in the index; the `GROWTH`... constants name its positions."""
         return ([astuple(g) for g in self.growth], sorted(self.drops), sorted(self.bounded),
                 [astuple(r) for r in self.self_references], sorted(self.long_lived),
-                sorted(self.made_per_call), self.collector_off)
+                sorted(self.made_per_call), self.collector_off,
+                [astuple(f) for f in self.frames],
+                sorted(self.success_drops), sorted(self.teardown_drops), sorted(self.serving))
 
     @classmethod
     def from_plain(cls, plain: tuple[Any, ...]) -> "ModuleFacts":
-        growth, drops, bounded, refs, long_lived, per_call, collector_off = plain
+        (growth, drops, bounded, refs, long_lived, per_call, collector_off, frames,
+         success, teardown, serving) = plain
         return cls([Growth(*g[:-1], Site(*g[-1])) for g in growth],  # type: ignore[call-arg]
                    set(drops), set(bounded),
                    [SelfReference(*r[:-1], Site(*r[-1])) for r in refs],  # type: ignore[call-arg]
-                   set(long_lived), set(per_call), collector_off)
+                   set(long_lived), set(per_call), collector_off,
+                   [FrameCycle(*f[:-1], Site(*f[-1])) for f in frames],  # type: ignore[call-arg]
+                   set(success), set(teardown), set(serving))
 
 
 def _last_name(func: ast.AST) -> str:
@@ -313,7 +333,21 @@ class _Function:
             self.me = None
         self.outer_me = outer_me
         self.name = f"{cls}.{node.name}" if cls else node.name
-        self.once = _runs_once(node.name)
+        # Named for set-up, but run per request when a handler calls it (`self._create_span()`
+        # from `on_chain_start()`).
+        self.once = _runs_once(node.name) and not (cls is not None and node.name in facts.called_by_handlers(cls))
+        # A serve loop (`while True:`, `while not self.stopped:`) runs its body per request,
+        # whatever the function around it is named.
+        self.loops = [(w.lineno, w.end_lineno or w.lineno) for w in _own(node)
+                      if isinstance(w, ast.While) and _serves_until_stopped(w)] if self.once else []
+        self.teardown = node.name.lstrip("_").startswith(_TEARDOWN) or node.name in ("__exit__", "__aexit__", "__del__")
+        # Path-sensitive drops (async functions only: cancellation reaches every `await`):
+        # the lines of the awaits, and the statements under `finally` or an `except`.
+        self.awaits: list[int] = []
+        self.covered: set[int] = set()
+        self.fragile = False  # the statement being read runs only if the awaits before it return
+        self.success_drops: dict[str, int] = {}  # holder -> line of its first such drop here
+        self.firm_drops: set[str] = set()
 
     @cached_property
     def local(self) -> set[str]:
@@ -354,8 +388,43 @@ class _Function:
 
     def scan(self) -> None:
         guarded = self._looked_up()
+        if isinstance(self.node, ast.AsyncFunctionDef):
+            self._paths()
+        first = len(self.facts.growth)
         for stmt in _statements(self.node.body):
+            self.fragile = bool(self.awaits) and id(stmt) not in self.covered and self.awaits[0] < stmt.lineno
             self._statement(stmt, guarded)
+        self.fragile = False
+        for i in range(first, len(self.facts.growth)):
+            g = self.facts.growth[i]
+            line = self.success_drops.get(g.holder)
+            if line is not None and g.holder not in self.firm_drops \
+                    and any(g.site.line < a < line for a in self.awaits):
+                self.facts.growth[i] = replace(g, undone_on_success=True)
+
+    def _paths(self) -> None:
+        for sub in _own(self.node):
+            if isinstance(sub, (ast.Await, ast.AsyncWith, ast.AsyncFor)):
+                self.awaits.append(sub.lineno)
+            elif isinstance(sub, ast.Try) or type(sub).__name__ == "TryStar":
+                for block in [getattr(sub, "finalbody"), *(h.body for h in getattr(sub, "handlers"))]:
+                    self.covered.update(id(s) for s in _statements(block))
+        self.awaits.sort()
+
+    def _drop(self, holder: str) -> None:
+        """Something here removes from, rebinds or hands on `holder`: a release wherever
+        the call ends, only when it gets that far, or only when the owner is torn down."""
+        if self.fragile:
+            self.success_drops.setdefault(holder, 10 ** 9)
+            line = self._line
+            if line < self.success_drops[holder]:
+                self.success_drops[holder] = line
+            self.facts.success_drops.add(holder)
+        elif self.teardown:
+            self.facts.teardown_drops.add(holder)
+        else:
+            self.firm_drops.add(holder)
+            self.facts.drops.add(holder)
 
     def _looked_up(self) -> set[str]:
         """Holders the function looks a key up in (`k in h`, `h.get(k)`): what it adds is a
@@ -380,17 +449,18 @@ class _Function:
 
     def _statement(self, stmt: ast.stmt, guarded: set[str]) -> None:
         facts = self.facts
+        self._line = stmt.lineno
         for target, value in _bindings(stmt):
             if isinstance(target, ast.Subscript):
                 named = self.holder(target.value)
                 if named and isinstance(target.slice, ast.Slice):
-                    facts.drops.add(named[0])
+                    self._drop(named[0])
                 elif named and not isinstance(target.slice, ast.Constant):
                     self._grow(named, target.value, True, target.slice, value, stmt, guarded)
             else:
                 named = self.holder(target)
                 if named and not (named[1] == "instance" and self.node.name == "__init__"):
-                    facts.drops.add(named[0])  # rebound: what it held goes
+                    self._drop(named[0])  # rebound: what it held goes
             aliased = self.holder(value) if value is not None else None
             if aliased:
                 facts.drops.add(aliased[0])  # an alias: may be emptied through it
@@ -402,20 +472,22 @@ class _Function:
             for target in stmt.targets:
                 inner = target.value if isinstance(target, ast.Subscript) else target
                 if isinstance(inner, ast.Attribute):
-                    facts.drops.add("." + inner.attr)
+                    self._drop("." + inner.attr)
                 named = self.holder(target.value if isinstance(target, ast.Subscript) else target)
                 if named:
-                    facts.drops.add(named[0])
-        for node in _expressions(stmt):
+                    self._drop(named[0])
+        found = list(_expressions(stmt))
+        called = {id(n.func) for n in found if isinstance(n, ast.Call)}
+        for node in found:
             if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
                 named = self.holder(node.value)
                 if named:
                     facts.drops.add(named[0])  # handed to the caller, who may empty it
             if isinstance(node, ast.Call):
                 self._call(node, stmt, guarded)
-            elif isinstance(node, ast.Attribute) and node.attr in _DROPS:
-                named = self.holder(node.value)  # `task.add_done_callback(tasks.discard)`
-                if named:
+            elif isinstance(node, ast.Attribute) and node.attr in _DROPS and id(node) not in called:
+                named = self.holder(node.value)  # `task.add_done_callback(tasks.discard)`: runs
+                if named:  # whenever the task ends, however this function goes on
                     facts.drops.add(named[0])
             if isinstance(node, ast.Compare):
                 for sub in [node.left, *node.comparators]:
@@ -428,13 +500,13 @@ class _Function:
         facts = self.facts
         if isinstance(call.func, ast.Attribute) and call.func.attr in _DROPS \
                 and isinstance(call.func.value, ast.Attribute):
-            facts.drops.add("." + call.func.value.attr)  # any class's `x.attr.pop(...)`
+            self._drop("." + call.func.value.attr)  # any class's `x.attr.pop(...)`
         if isinstance(call.func, ast.Attribute):
             named = self.holder(call.func.value)
             if named:
                 method = call.func.attr
                 if method in _DROPS:
-                    facts.drops.add(named[0])
+                    self._drop(named[0])
                 elif method in _ADDS or (method == "update" and named[2] != "set"):
                     keyed = method in ("setdefault", "__setitem__", "update")
                     key = call.args[0] if keyed and call.args and method != "update" else None
@@ -457,8 +529,9 @@ class _Function:
         self.facts.growth.append(Growth(
             holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
             ast.unparse(value) if value is not None else "",
-            self.name, self.once, self.node.name == "__init__", holder in guarded,
-            pins, self.registers, self.facts.lines.site(stmt, stmt)))
+            self.name, self.once and not any(a <= stmt.lineno <= b for a, b in self.loops),
+            self.node.name == "__init__", holder in guarded,
+            pins, self.registers, False, self.facts.lines.site(stmt, stmt)))
 
     def _pins_self(self, value: ast.AST) -> bool:
         """Does the stored value keep the instance itself: `self`, a tuple holding it, a
@@ -528,10 +601,26 @@ class _Builder:
         self.growth: list[Growth] = []
         self.drops: set[str] = set()
         self.bounded: set[str] = set()
+        self.success_drops: set[str] = set()
+        self.teardown_drops: set[str] = set()
         self.self_references: list[SelfReference] = []
         self._kept: dict[str, list[tuple[Optional[int], str]]] = {}
+        self._called: dict[str, set[str]] = {}
         self._holder_names: Optional[list[bytes]] = None
         self.tree = tree
+
+    def called_by_handlers(self, cls: str) -> set[str]:
+        """The methods of `cls` its handlers call on `self` (see `_serves`)."""
+        if cls not in self._called:
+            found: set[str] = set()
+            node = self.holders.classes.get(cls)
+            for method in (node.body if node is not None else ()):
+                if isinstance(method, _FUNCTIONS) and _serves(method):
+                    found.update(c.func.attr for c in _own(method) if isinstance(c, ast.Call)
+                                 and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+                                 and c.func.value.id == "self")
+            self._called[cls] = found
+        return self._called[cls]
 
     def kept_params(self, cls: ast.ClassDef) -> list[tuple[Optional[int], str]]:
         """(position after `self`, name) of the `__init__` parameters the class stores
@@ -570,8 +659,11 @@ class _Builder:
         # gc.freeze() only exempts what exists when it runs: objects made per call later are
         # still collected; gc.disable() stops that.
         collector_off = any(dotted(getattr(n, "func")) == "gc.disable" for n in self.nodes.of(ast.Call))
+        frames = frame_cycles(self.nodes, lambda node: self.lines.site(node, node))
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
-                           long_lived, per_call, collector_off)
+                           long_lived, per_call, collector_off, frames,
+                           self.success_drops - self.drops, self.teardown_drops - self.drops,
+                           self._serving(per_call))
 
     def _function(self, node: ast.AST, cls: Optional[str]) -> None:
         if not self._mentions_a_holder(node):
@@ -665,6 +757,25 @@ class _Builder:
                 per_call.add(made)
         return long_lived, per_call
 
+    def _serving(self, per_call: set[str]) -> set[str]:
+        """The module's classes whose methods serve requests, so that one instance outlives
+        many of them: a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also nested in
+        a method, or a method decorated as a route), a serve loop (`while True:`, `while not
+        self.stopped:`), or both `start()` and `stop()`/`shutdown()`. A class made per call
+        here is no such server."""
+        found: set[str] = set()
+        for name, cls in self.holders.classes.items():
+            qualified = f"{self.holders.module}.{name}"
+            if qualified in per_call:
+                continue
+            methods = [f for f in cls.body if isinstance(f, _FUNCTIONS)]
+            names = {f.name for f in methods}
+            if "start" in names and names & {"stop", "shutdown"} or any(
+                    _serves(f) or any(_serves(inner) for inner in _own(f) if isinstance(inner, _FUNCTIONS))
+                    or _serve_loop(f) for f in methods):
+                found.add(qualified)
+        return found
+
     def _module_level_drops(self) -> None:
         """Module-level code runs once: what it adds is bounded, but what it drops counts."""
         for call in self.nodes.of(ast.Call):
@@ -724,6 +835,31 @@ def _adds_a_parameter(stmt: ast.stmt, params: set[str]) -> bool:
     return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
             and call.func.attr in ("append", "add", "appendleft", "insert")
             and bool(call.args) and isinstance(call.args[-1], ast.Name) and call.args[-1].id in params)
+
+
+_ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "websocket", "listener",
+                     "middleware", "on_event", "exception_handler", "api_route", "handler"})
+
+
+def _serves(function: ast.AST) -> bool:
+    """Is this function a handler, run once per request, message or event?"""
+    name = getattr(function, "name").lstrip("_")
+    return (name.startswith(("handle_", "on_")) or name == "handle"
+            or name.endswith(("_request", "_handler"))
+            or any(isinstance(d, ast.Call) and _last_name(d.func) in _ROUTES
+                   and isinstance(d.func, ast.Attribute) for d in getattr(function, "decorator_list")))
+
+
+def _serves_until_stopped(loop: ast.While) -> bool:
+    """`while True:`, `while self.running:`, `while not self.stopped:`."""
+    test = loop.test.operand if isinstance(loop.test, ast.UnaryOp) else loop.test
+    return (isinstance(test, ast.Constant) and test.value is True) or (
+        isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self")
+
+
+def _serve_loop(function: ast.AST) -> bool:
+    """A serve loop in the method: it serves until stopped."""
+    return any(isinstance(sub, ast.While) and _serves_until_stopped(sub) for sub in _own(function))
 
 
 def _runs_once(name: str) -> bool:

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from retainlint.project.retention import SELF_REFERENCES
+from retainlint.project.retention import FRAMES, SELF_REFERENCES
 from retainlint.project.retention_prefilter import RetentionPrefilter
 
 
 class SelfReferenceCyclePrefilter(RetentionPrefilter):
     code = "RL703"
 
-    triggers = ("self",)
+    # A self-reference names `self`; a frame keeping its traceback, `except` or `exc_info`.
+    triggers = ("self", "except", "exc_info")
 
     @classmethod
     def candidates(cls, facts: tuple[Any, ...]) -> bool:
-        return bool(facts[SELF_REFERENCES])
+        return bool(facts[SELF_REFERENCES]) or bool(facts[FRAMES])

@@ -1,0 +1,179 @@
+"""The retention model's paths and lifetimes: a removal that only the successful path of an
+`async` call reaches, a container emptied only when its owner is closed, an object whose
+methods serve requests, and frames that keep their own traceback."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "retainlint"]
+
+
+def _check(root: Path, files: dict[str, str], codes: str = "RL306,RL307,RL703") -> list[tuple[int, str, str, str]]:
+    """(line, code, severity, message) of what `retainlint check` reports, info included."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    done = subprocess.run([*CLI, "check", "--no-cache", "--select", codes, "--min-severity", "info",
+                           "--output-format", "json", "--exit-zero", str(root)],
+                          capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr
+    return sorted((f["location"]["row"], f["code"], f["severity"], f["message"]) for f in json.loads(done.stdout))
+
+
+HANDLER = """\
+    import asyncio
+
+    class Gateway:
+        def __init__(self):
+            self.running = set()
+
+        async def handle_socket(self, request):
+            task = asyncio.ensure_future(serve(request))
+            self.running.add(task)
+            try:
+                await task
+            except ConnectionError:
+                pass
+            {drop}
+    """
+
+
+def test_a_removal_only_the_successful_path_reaches_leaves_each_failed_call_entry(tmp_path):
+    found = _check(tmp_path / "bug", {"gateway.py": HANDLER.format(drop="self.running.discard(task)")})
+    assert [(line, code, severity) for line, code, severity, _ in found] == [(9, "RL307", "warning")]
+    assert "one entry per call that fails or is cancelled before it removes its own" in found[0][3]
+
+    fixed = HANDLER.replace("""\
+            try:
+                await task
+            except ConnectionError:
+                pass
+    """, """\
+            try:
+                await task
+            finally:
+                self.running.discard(task)
+    """)
+    assert "finally" in fixed
+    assert _check(tmp_path / "fixed", {"gateway.py": fixed.format(drop="")}) == []
+
+
+def test_an_object_whose_methods_are_handlers_outlives_the_requests_it_keeps(tmp_path):
+    worker = """\
+        class Worker:
+            def __init__(self):
+                self.contexts = {{}}
+
+            async def handle_start(self, action):
+                self.contexts[action.run_id] = make_context(action)
+
+            async def handle_cancel(self, run_id):
+                {cancel}
+        """
+    found = _check(tmp_path / "bug", {"worker.py": worker.format(cancel="self.contexts.get(run_id)")})
+    assert [(line, code) for line, code, _, _ in found] == [(6, "RL307")]
+    assert "a `Worker` serves many requests" in found[0][3]
+    assert _check(tmp_path / "fixed", {"worker.py": worker.format(cancel="self.contexts.pop(run_id, None)")}) == []
+    # No handler, no serve loop, made nowhere: nothing says one object sees many calls.
+    plain = worker.replace("handle_start", "remember").replace("handle_cancel", "look")
+    assert _check(tmp_path / "plain", {"worker.py": plain.format(cancel="self.contexts.get(run_id)")}) == []
+
+
+def test_a_container_emptied_only_when_its_owner_stops_still_grows_while_it_serves(tmp_path):
+    found = _check(tmp_path, {"queue.py": """\
+        class Queue:
+            def __init__(self):
+                self.tasks = []
+                self.stopped = False
+
+            async def start_processing(self):
+                while not self.stopped:
+                    self.tasks.append(spawn(self.next_event()))
+
+            def stop(self):
+                self.tasks = []
+        """})
+    assert [(line, code) for line, code, _, _ in found] == [(8, "RL307")]
+    assert "it is emptied only when the `Queue` is closed or stopped" in found[0][3]
+
+
+def test_frames_that_keep_their_own_traceback(tmp_path):
+    found = _check(tmp_path / "bug", {"jobs.py": """\
+        import sys
+
+        def run_job(job, events):
+            try:
+                job.func()
+            except BaseException:
+                exc, tb = sys.exc_info()[1:]
+                events.append((exc, tb))
+
+        def check_union(value, types):
+            errors = {}
+            for t in types:
+                try:
+                    return check(value, t)
+                except TypeError as exc:
+                    errors[t.__name__] = exc
+            raise TypeError(", ".join(errors))
+
+        def fetch(response):
+            try:
+                response.raise_for_status()
+            except OSError as e:
+                err = NotFound(response)
+                raise err from e
+
+        def retry(call):
+            for _ in range(3):
+                try:
+                    return call()
+                except OSError as e:
+                    last = e
+            return None
+        """})
+    assert [(line, code, severity) for line, code, severity, _ in found] == [
+        (7, "RL703", "warning"), (16, "RL703", "warning"), (24, "RL703", "warning"), (31, "RL703", "info")]
+    assert "`exc` keeps `sys.exc_info()`'s exception or traceback in `run_job()`" in found[0][3]
+    assert "`del exc` in a `finally` breaks the cycle" in found[0][3]
+    assert "`errors` collects caught exceptions in `check_union()`" in found[1][3]
+
+    assert _check(tmp_path / "fixed", {"jobs.py": """\
+        import sys
+        import traceback
+
+        def run_job(job, events):
+            try:
+                job.func()
+            except BaseException:
+                exc, tb = sys.exc_info()[1:]
+                traceback.clear_frames(tb)
+                del tb
+                events.append(exc)
+
+        def check_union(value, types):
+            errors = {}
+            try:
+                for t in types:
+                    try:
+                        return check(value, t)
+                    except TypeError as exc:
+                        errors[t.__name__] = exc
+                raise TypeError(", ".join(errors))
+            finally:
+                del errors
+
+        def fetch(response):
+            try:
+                response.raise_for_status()
+            except OSError as e:
+                raise NotFound(response) from e
+
+        def walk(tb):
+            while tb is not None:
+                tb = tb.tb_next
+        """}) == []
