@@ -37,6 +37,11 @@ dtypes: a small domain), registration at import (a decorator returning what it
 registers), `__init_subclass__` and other once-per-class hooks, `deque(maxlen=n)`,
 weak containers.
 
+A removal that only the successful path of an `async` function reaches (after an
+`await`, outside `finally` and `except`), or only a shutdown function (`close()`,
+`stop()`, `shutdown()`), does not count: entries of calls that fail or are cancelled stay,
+and the container grows until the end.
+
 ## Why it leaks
 The container lives as long as the process, so everything it holds does too: one
 request's job, one connection, one instance and all it references, per call, forever.

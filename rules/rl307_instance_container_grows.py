@@ -28,11 +28,24 @@ level, in a class body, as a singleton or in an entry point (`main()`, `serve()`
 and nothing in the project ever takes an entry out of it (no `pop`, `del`, `remove`,
 `clear`, no rebinding outside `__init__`, no size check, never handed to other code).
 
+The object also outlives the requests it keeps when its class serves them: a method is
+a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also a function nested in a
+method, or a method decorated as a route), a method runs a serve loop (`while True:`,
+`while not self.stopped:`), or the class has both `start()` and `stop()`/`shutdown()`.
+
+Removals count by path. A removal in an `async` method after an `await`, outside
+`finally` and `except`, runs only when the call gets that far: a call that fails or is
+cancelled there (a client gone, the server stopping) leaves its entry - reported, as is
+an entry a method adds and itself removes that way. A removal only in `close()`,
+`stop()`, `shutdown()`, `__exit__` or the like empties the container once, at the end:
+while the object serves, it grows.
+
 Growth per call is judged as for RL306: one more item per call, or a slot per key that
-names something made per request (`request_id`, `id(obj)`, `conn`, a uuid). Not
-reported: setup methods (`setup`, `build`, `configure`, `load`...), memos over plain
-keys, bounded or weak containers, and objects with no sign of living long (a class
-named like a server is not enough: it may be made per test or per file).
+names something made per request (`request_id`, `id(obj)`, `conn`, a uuid), also in a
+method named for set-up (`_create_span(run_id)`) when a handler calls it or it is handed
+such a key. Not reported: setup methods (`setup`, `build`, `configure`, `load`...), memos
+over plain keys, bounded or weak containers, and objects with no sign of living long (a
+class named like a server is not enough: it may be made per test or per file).
 
 ## Why it leaks
 The object outlives every request it serves, and so does each entry it keeps for one:
@@ -52,7 +65,8 @@ def main():
 ```
 
 ## How to fix
-Remove the entry when its work is done (`self._jobs.pop(job_id, None)`), or bound the
+Remove the entry when its work is done, in a `finally` (`self._jobs.pop(job_id, None)`),
+or from a done-callback (`task.add_done_callback(self._tasks.discard)`), or bound the
 container.
 """
 

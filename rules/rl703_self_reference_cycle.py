@@ -38,6 +38,24 @@ Not reported: weak references (`weakref.ref(self)`, `WeakMethod`, `weakref.proxy
 classes with no sign of being made per call (a cycle in a singleton costs nothing).
 RL701 covers heavy classes (models, tensors) whatever their lifetime.
 
+It also reports a function's frame that keeps its own traceback, the cycle the interpreter
+avoids by deleting `except ... as e` at the end of the handler:
+- `exc, tb = sys.exc_info()[1:]` (or any part but the type) in a local;
+- `tb = e.__traceback__` (or `.tb_next`) for an `e` the function catches;
+- caught exceptions collected in a local (`errors[name] = exc`, `oserrors.append(exc)`),
+  also a local of an enclosing function;
+- an exception raised from a local (`err = NotFound(...); raise err from e`): a warning
+  when it is raised while another is handled, chained with `from`, or read back from
+  where it was kept (`error = self.error; raise error`), info otherwise;
+- a copy of the caught exception in a local (`last = e`): info;
+- `sys.exc_info()` put on the object (`self.history.append(sys.exc_info())`).
+
+These are warnings: the traceback keeps every frame it passed through, with their locals
+(requests, buffers, tensors), until the collector runs. Not reported when the function lets
+go first: `del tb`, `tb = None`, `traceback.clear_frames(tb)`, `errors.clear()`, or `raise`
+of the new exception directly (`raise NotFound(...) from e`). A traceback handed in as an
+argument (`tb = tb.tb_next` while walking it) does not lead back to the frame.
+
 ## Why it leaks
 Reference counting frees an object the moment its last reference goes - unless it
 references itself. Then it waits for the cyclic collector, which runs only after enough
@@ -59,6 +77,9 @@ class Connection:
 Look the method up when it is needed instead of storing it, store a
 `weakref.WeakMethod(self.handle)`, or break the cycle when the object is closed
 (`self._on_data = None`).
+For a frame: raise the new exception directly, or `del` the local in a `finally`
+(`try: raise err finally: del err`); keep `sys.exc_info()[0]` or the exception's text
+rather than the exception and its traceback.
 """
 
     valid = [
