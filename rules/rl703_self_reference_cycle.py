@@ -44,14 +44,15 @@ avoids by deleting `except ... as e` at the end of the handler:
 - `tb = e.__traceback__` (or `.tb_next`) for an `e` the function catches;
 - caught exceptions collected in a local (`errors[name] = exc`, `oserrors.append(exc)`),
   also a local of an enclosing function;
-- an exception raised from a local (`err = NotFound(...); raise err from e`): a warning
-  when it is raised while another is handled, chained with `from`, or read back from
-  where it was kept (`error = self.error; raise error`), info otherwise;
-- a copy of the caught exception in a local (`last = e`): info;
+- an exception raised from a local while another is handled or chained to it
+  (`err = NotFound(...); raise err from e`), or read back from where it was kept
+  (`error = self.error; raise error`: its traceback grows by this frame each time);
 - `sys.exc_info()` put on the object (`self.history.append(sys.exc_info())`).
 
 These are warnings: the traceback keeps every frame it passed through, with their locals
-(requests, buffers, tensors), until the collector runs. Not reported when the function lets
+(requests, buffers, tensors), until the collector runs. A fresh exception raised from a
+local (`err = ValueError(...); raise err`) or a single copy of the caught one (`last = e`)
+cycles through this frame alone: the collector's ordinary work, not reported. Not reported when the function lets
 go first: `del tb`, `tb = None`, `traceback.clear_frames(tb)`, `errors.clear()`, or `raise`
 of the new exception directly (`raise NotFound(...) from e`). A traceback handed in as an
 argument (`tb = tb.tb_next` while walking it) does not lead back to the frame.
@@ -155,17 +156,15 @@ def handle_request():
                    Consequence(f"each `{name}` and what it references", "its own reference cycle",
                                later, "one per call"))
         for frame in facts.frames:
-            yield self._frame(frame, off, later)
+            yield self._frame(frame, later)
 
     @staticmethod
-    def _frame(frame: FrameCycle, off: bool, later: str) -> tuple[Site, str, Severity, Consequence]:
-        """A frame that keeps its own traceback: a warning when what it keeps carries a
-        caught exception's traceback (every frame below, with their locals, kept until the
-        collector runs), info for a plain exception raised from a local."""
+    def _frame(frame: FrameCycle, later: str) -> tuple[Site, str, Severity, Consequence]:
+        """A frame that keeps its own traceback, and with it every frame below (see
+        `project/frames.py`): a warning whatever the collector does."""
         function = frame.function.rpartition(".")[2]
         what = {"exc_info": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback",
                 "traceback": f"`{frame.name}` keeps a traceback",
-                "caught": f"`{frame.name}` keeps the caught exception past its handler",
                 "collected": f"`{frame.name}` collects caught exceptions",
                 "raised": f"`{frame.name}` is raised from a local",
                 "stored": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback"}[frame.how]
@@ -180,14 +179,9 @@ def handle_request():
                        f"locals, is freed only when the cyclic collector runs; `del {frame.name}` "
                        f"in a `finally` breaks the cycle")
             holder, lifetime = f"`{function}()`'s frame, through its own traceback", later
-        # A copy of the caught exception (`last = e`) or a plain exception raised from a
-        # local costs one collectable cycle per call: info. Tracebacks kept whole
-        # (`sys.exc_info()`, `e.__traceback__`), exceptions collected by the handful, and
-        # an exception raised while another is handled or re-raised from where it was kept
-        # keep every frame they passed through: a warning.
-        weighs = frame.how in ("exc_info", "traceback", "collected", "stored") or (
-            frame.how == "raised" and frame.carries)
-        severity = Severity.WARNING if weighs or off else Severity.INFO
+        # Each keeps a traceback from below this frame (every frame it passed through,
+        # with their locals) until the collector runs.
+        severity = Severity.WARNING
         return (frame.site, message, severity,  # type: ignore[return-value]
                 Consequence(f"the locals of `{function}()`" + (" and of the frames below it" if frame.carries else ""),
                             holder, lifetime, "one per call that raises or catches"))

@@ -29,7 +29,7 @@ class FrameCycle:
 
     function: str  # `Class.method` or `function`
     name: str  # the local (or the object's attribute) that keeps it
-    how: str  # "exc_info", "traceback", "caught", "collected", "raised", "stored"
+    how: str  # "exc_info", "traceback", "collected", "raised", "stored"
     shown: str  # the statement's code, one line
     carries: bool  # it keeps a caught exception's traceback: the frames below, with their locals
     site: object  # `retention.Site`
@@ -184,9 +184,13 @@ def frame_cycles(nodes: FileNodes, site: Callable[[ast.AST], object]) -> list[Fr
         bound = _binding(scope, exc.id)
         chained = getattr(raise_, "cause") is not None and not (
             isinstance(getattr(raise_, "cause"), ast.Constant))
-        carries = chained or _in_handler(nodes, raise_, scope) or (
-            bound is not None and isinstance(bound, ast.Attribute))
-        note(scope, raise_, exc.id, "raised", carries)
+        # Only when the raised exception drags another traceback along: one raised while
+        # another is handled or chained to it, or one kept elsewhere and raised again (its
+        # traceback grows by this frame each time). A fresh exception raised from a local
+        # cycles through this frame alone, whose locals are the caller's arguments: the
+        # collector's ordinary work, not reported.
+        if chained or _in_handler(nodes, raise_, scope) or isinstance(bound, ast.Attribute):
+            note(scope, raise_, exc.id, "raised", True)
     return found
 
 
@@ -205,8 +209,9 @@ def _handler_statements(handler: ast.AST) -> Iterator[ast.AST]:
 
 def _caught_kept(scope: _Scope, stmt: ast.AST, caught: str, nodes: FileNodes,
                  note: Callable[..., None]) -> None:
-    """`errors.append(e)`, `errors[k] = e`, `last = e`: the caught exception kept past its
-    handler in a local of this function or of one around it (a closure's cell)."""
+    """`errors.append(e)`, `errors[k] = e`: caught exceptions collected past their handler
+    in a local of this function or of one around it (a closure's cell). (A single copy,
+    `last = e`, is one collectable cycle of this frame: not reported.)"""
     def holds(value: Optional[ast.AST]) -> bool:
         if isinstance(value, ast.Name):
             return value.id == caught
@@ -236,8 +241,6 @@ def _caught_kept(scope: _Scope, stmt: ast.AST, caught: str, nodes: FileNodes,
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
                     and enclosing_local(target.value.id):
                 note(scope, stmt, target.value.id, "collected", True)
-            elif isinstance(target, ast.Name) and scope.local(target.id) and target.id != caught:
-                note(scope, stmt, target.id, "caught", True)
 
 
 def _caught_here(scope: _Scope, value: ast.AST) -> bool:
