@@ -14,6 +14,8 @@ from retainlint.project.ast_facts import LOGGERS, PROPERTIES
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.rules.prefilters.rl101 import CacheKeyBoundMethodPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.severity import Facts, level
 
 
 class CacheKeyBoundMethod(Rule):
@@ -448,7 +450,28 @@ class Model:
             # itself are passed as such (the cache would still hold them, unreported).
             fix=None if heavy_params or self.ctx.index.instance_callers.get(qualified)
             else self._facade(node),
+            severity=level(Facts(heavy=True, meant_to_go=None if self._only_module_level(
+                node.name.value, heavy_params) else True)) if heavy_params else None,
         )
+
+    def _only_module_level(self, name: str, params: list[str]) -> bool:
+        """Is every call of `name` in this file handed, for its heavy `params`, an object bound
+        at module level (`MODEL = build()`): one the process keeps anyway, which the cache
+        adds no lifetime to? No call here at all: unknown (False)."""
+        fn = self.ctx.functions[name]
+        positions = [p.name.value for p in _params(fn)]
+        module_level = {t.target.value for stmt in self.ctx.module.body
+                        if isinstance(stmt, cst.SimpleStatementLine) for small in stmt.body
+                        if isinstance(small, cst.Assign) for t in small.targets
+                        if isinstance(t.target, cst.Name)}
+        calls = [n for n in iter_nodes(self.ctx.module)
+                 if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == name]
+        for call in calls:
+            for i, arg in enumerate(call.args):
+                param = arg.keyword.value if arg.keyword else positions[i] if i < len(positions) else None
+                if param in params and not (isinstance(arg.value, cst.Name) and arg.value.value in module_level):
+                    return False
+        return bool(calls)
 
     def _facade(self, node: cst.FunctionDef):
         name = node.name.value

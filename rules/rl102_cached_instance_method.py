@@ -19,6 +19,8 @@ from retainlint.rules.prefilters.rl102 import (
     CachedInstanceMethodPrefilter,
     ENUM_BASES,
 )
+from retainlint.analysis.severity import Facts, is_model, level
+from retainlint.project.consequence import lives_for_the_process
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
 
@@ -72,11 +74,14 @@ decorator that builds an `lru_cache` per instance on first call and stores it on
 instance (`setattr(self, func.__name__, cached)`, over `weakref.ref(self)`): one cache per
 instance, dying with it.
 
-Bounded caches are reported too. The finding is an error when the class is heavy (a
-`torch.nn.Module` subclass, or a configured heavy type) and either holds weights or the
-cache can grow without bound (no `maxsize`, and keyed by more than a device or dtype); a
-warning otherwise - a weightless module such as a rotary embedding behind a bounded (or
-per-device) cache pins only the few small tables it returned. Weights of a project
+Bounded caches are reported too. The finding is an error when the class is a
+`torch.nn.Module` with weights (parameters or buffers) and the cache keeps more than one instance (no `maxsize`, or one above 1): a model loaded,
+dropped and loaded again stays with its weights. It is a warning when one entry keeps at
+most the last instance (`maxsize=1`), or when a light class's cache has no bound; info
+(shown with `--min-severity info`) when the class holds no weights and the cache is
+bounded - it pins only the few small values it returned - or when the instances are made
+once for the whole process (at module level, as a singleton, in an entry point), so the
+cache keeps them no longer than they live anyway. Weights of a project
 subclass count (an abstract base's cached method runs on its subclasses' instances), and
 so do children built from a class chosen at run time (`self.lm = lm_cls(config)`). The message
 says what stays alive: the instances and the values the method returned for them, and
@@ -102,7 +107,7 @@ class Head(torch.nn.Module):
         super().__init__()
         self.proj = torch.nn.Linear(dim, dim)
 
-    @functools.lru_cache(maxsize=1)  # RL102 (an error: `Head` holds weights)
+    @functools.lru_cache(maxsize=8)  # RL102 (an error: `Head` holds weights)
     def mask(self, n):
         return torch.ones(n, n).tril()
 ```
@@ -349,10 +354,28 @@ class Engine:
             f"cache key, so the class-level cache keeps every `{cls.name.value}` instance it saw "
             f"alive, with the values it returned, for as long as the process runs{held}. "
             f"{self._suggestion(node, heavy)}",
-            severity=Severity.ERROR if heavy and (weights or self._grows(node, decorator.decorator, qualified))
-            else Severity.WARNING,
+            severity=level(self._facts(cls, decorator.decorator, qualified, node, heavy, weights)),
             related=[RelatedNode(f"class `{cls.name.value}`", cls.name)],
         )
+
+    def _facts(self, cls: cst.ClassDef, expr: cst.BaseExpression, qualified: str,
+               fn: cst.FunctionDef, heavy: bool, weights: bool) -> Facts:
+        """What the cache costs. Heavy: the class holds weights. Meant to go: a module with
+        weights is what a process loads, drops and loads again (a model), and a cache
+        of more than one entry keeps the dropped ones; one entry (`maxsize=1`) keeps at most
+        the last, replaced by the next call. An instance made once for the process (a
+        platform, an environment) is kept no longer than it lives anyway. Light and bounded:
+        a few small values."""
+        grows = heavy and self._grows(fn, expr, qualified)
+        maxsize = self._maxsize(expr, qualified)
+        if self.ctx.classes.get(cls.name.value) is cls and lives_for_the_process(
+                self.ctx.index, f"{self.ctx.module_name}.{cls.name.value}"):
+            return Facts(heavy=weights, grows=grows, meant_to_go=False)
+        if not weights and maxsize not in (None, "None"):
+            return Facts(heavy=False, grows=False)
+        several = maxsize in (None, "None") or maxsize.strip() not in ("0", "1")
+        model = weights and several and is_model(self.ctx, cls)
+        return Facts(heavy=weights or None, grows=grows, meant_to_go=True if model else None)
 
     def _holds_weights(self, cls: cst.ClassDef) -> bool:
         """Does a heavy class - or one of the project's subclasses, whose instances the

@@ -42,6 +42,8 @@ from retainlint.rules.prefilters.rl701 import (
     inherited_bound_method,
 )
 from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.severity import Facts, collector_frees, level
+from retainlint.project.consequence import collector_off_anywhere
 from retainlint.analysis.walk import visit
 
 _WEAK = frozenset({"weakref.WeakMethod", "weakref.ref", "weakref.proxy"})
@@ -536,10 +538,14 @@ somewhere in the class; hooks on per-step tensors.
 
 Severity: an error when the cycle passes where the collector cannot see it - a
 `register_post_accumulate_grad_hook` on a tensor or parameter the instance owns, a hook on
-an autograd graph node (a `grad_fn`, a gradient accumulator), or a `load_state_dict` /
-`state_dict` hook holding the module (the pattern behind PyTorch issue 76434 and
-gpytorch's CUDA leak) - a warning for a plain Python cycle, `register_hook` on a
-parameter included (the tensor's hook dict is traversed by the collector).
+an autograd graph node (a `grad_fn`, a gradient accumulator), a Qt connection (the pattern
+behind gpytorch's CUDA leak). A plain Python cycle - a `load_state_dict` / `state_dict` hook
+holding the module, `register_hook` on a parameter (the tensor's hook dict is traversed by
+the collector), a bound method stored on the instance - is freed by the cyclic collector: a
+warning when that comes too late (the project disables the collector with `gc.disable()`,
+a finalizer or `weakref.finalize(self, ...)` waits on the instance's death, or instances are
+values made per call, such as torch distributions), otherwise info (real but negligible,
+shown with `--min-severity info`).
 
 ## Why it leaks
 The object becomes part of a reference cycle, so reference counting can never free it:
@@ -1018,7 +1024,7 @@ class Settings(QDialog):
                             "itself: a reference cycle, so the model (and its tensors) is freed only when the "
                             f"cyclic collector runs; bind it weakly (`type({owner}).forward` with "
                             f"`weakref.ref({owner})`) or wrap the model instead of patching it",
-                            severity=Severity.WARNING)
+                            severity=level(Facts(heavy=True, collected=not collector_off_anywhere(self.ctx.index))))
 
     def _patched_back(self, fn: cst.FunctionDef, assigns, site, where: str, owner: str, methods: set[str]) -> bool:
         """Is `where` set back to a saved original (a name or attribute that does not
@@ -1286,7 +1292,11 @@ class Settings(QDialog):
                     any(n is site for n in iter_nodes(s)) for s in node.body):
                 statement = node
                 break
+        if through_cpp and where not in STATE_DICT_HOOKS:
+            facts = Facts(heavy=True, meant_to_go=True)  # never freed: every release defeated
+        else:  # a module's state-dict hook dict is a Python dict: a plain cycle
+            facts = Facts(heavy=True, collected=collector_frees(self.ctx, cls))
         self.report(site, message,
-                    severity=Severity.ERROR if through_cpp else Severity.WARNING,
+                    severity=level(facts),
                     related=[RelatedNode(f"`{name}` is heavy", cls.name)],
                     statement=statement)

@@ -20,9 +20,18 @@ shows the opposite), None (unknown). Unknown never makes an error, and never hid
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
+import libcst as cst
+
+from retainlint.analysis.cstutil import is_self
+from retainlint.analysis.hooks import iter_nodes
 from retainlint.core.finding import Severity
+from retainlint.project.consequence import collector_off_anywhere, facts_of
+from retainlint.project.consequence import made_per_call as consequence_made_per_call
+
+if TYPE_CHECKING:
+    from retainlint.analysis.context import FileContext
 
 
 @dataclass(frozen=True)
@@ -60,3 +69,69 @@ def level(facts: Facts) -> Severity:
         return Severity.ERROR
     return Severity.WARNING
 
+
+
+# -- project-wide facts the levels need -----------------------------------------------------
+
+# Library bases whose instances are values made per call (a distribution per sample, per
+# forward): many are made and dropped, so a cycle through each keeps its tensors until
+# the collector runs, again and again.
+_PER_CALL_BASES = ("torch.distributions.",)
+
+
+def _bases(ctx: "FileContext", cls: cst.ClassDef) -> list[str]:
+    """`cls`'s bases, qualified, with the project's own classes' bases followed."""
+    found: list[str] = []
+    todo = [q for q in (ctx.absolute(ctx.qualname(b.value)) for b in cls.bases) if q]
+    while todo and len(found) < 32:
+        base = todo.pop()
+        resolved = ctx.index.resolve(base) or base
+        if resolved in found:
+            continue
+        found.append(resolved)
+        summary = ctx.index.classes.get(resolved)
+        if summary is not None:
+            todo.extend(summary.bases)
+    return found
+
+
+def made_per_call(ctx: "FileContext", cls: cst.ClassDef) -> bool:
+    """Are instances of `cls` values made per call: by the retention model (made in a loop
+    or a per-request function), or derived from a library type made per call (a torch
+    distribution)?"""
+    qualified = f"{ctx.module_name}.{cls.name.value}"
+    facts = facts_of(ctx.index, ctx.path)
+    if facts is not None and consequence_made_per_call(qualified, facts):
+        return True
+    return any(base.startswith(_PER_CALL_BASES) for base in _bases(ctx, cls))
+
+
+def _finalized(ctx: "FileContext", cls: cst.ClassDef) -> bool:
+    """Does a release wait on the instance's death: a `__del__`, or `weakref.finalize(self,
+    ...)` (ending a subprocess, closing a file)? A cycle defers it to a full collection."""
+    for node in iter_nodes(cls.body):
+        if isinstance(node, cst.FunctionDef) and node.name.value == "__del__":
+            return True
+        if isinstance(node, cst.Call) and ctx.qualname(node.func) == "weakref.finalize" \
+                and node.args and is_self(node.args[0].value):
+            return True
+    return False
+
+
+def collector_frees(ctx: "FileContext", cls: cst.ClassDef) -> bool:
+    """Is a plain Python reference cycle through an instance of `cls` freed in time by the
+    cyclic collector? Not when the project disables the collector (`gc.disable()`), when a
+    release waits on the instance's death (its finalizer), or when instances are values made
+    per call (each cycle leaves one more for the collector)."""
+    return not (collector_off_anywhere(ctx.index) or _finalized(ctx, cls) or made_per_call(ctx, cls))
+
+
+_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+
+
+def is_model(ctx: "FileContext", cls: cst.ClassDef) -> bool:
+    """Is `cls` a `torch.nn.Module` (directly or through the project's classes)? A model is
+    what a process loads, drops and loads again; a plain class holding tensors (a reducer, a
+    pool) is made once per run more often than not."""
+    return any(base in _MODULE_BASES or base.startswith("torch.nn.") and base[9:10].isupper()
+               for base in _bases(ctx, cls))

@@ -49,3 +49,23 @@ def test_without_the_probes_beside_the_checkout_the_skip_says_why(tmp_path):
     assert "1 skipped" in done.stdout, done.stdout
     assert re.search(r"^SKIPPED \[1\] .*test_false_positive_shapes\.py:\d+: needs the false-positive "
                      r"probes of \.\./shared/probes/false-positives beside this checkout", done.stdout, re.M), done.stdout
+
+
+NOT_ERRORS = ROOT.parent / "shared" / "probes" / "not-errors"
+
+
+def test_minor_retention_probes_are_never_errors():
+    """Each not-errors probe is a real retention that costs nothing that matters (a few
+    ints, a bounded cache on an object kept for the run, a model the process keeps anyway):
+    it may be reported, but never as an error - the exit code of a default run says so."""
+    if not NOT_ERRORS.is_dir():
+        pytest.skip(f"needs the severity probes of ../shared/probes/not-errors beside this checkout ({NOT_ERRORS})")
+    assert len(list(NOT_ERRORS.glob("*.py"))) >= 5
+    done = run_cli("check", ".", "--no-cache", "--output-format", "json", "--exit-zero",
+                   "--min-severity", "info", cwd=NOT_ERRORS)
+    assert done.returncode == 0, done.stderr
+    errors = [(f["filename"], f["location"]["row"], f["code"]) for f in json.loads(done.stdout)
+              if f["severity"] == "error"]
+    assert errors == []
+    assert run_cli("check", ".", "--no-cache", "--select", "RL1,RL6", "--min-severity", "error",
+                   cwd=NOT_ERRORS).returncode == 0

@@ -16,7 +16,7 @@ EXPECT = re.compile(r"#.*\bexpect: (RL\d{3})\b")
 
 # (fixture, severity of its findings): heavy, unbounded or C++-held retention is an error
 # (a device handle's finalizer, every parsed document, a Qt connection); bounded,
-# error-path-only or plain-cycle retention a warning
+# error-path-only retention, or a cycle through values made per call, a warning
 CASES = [
     ("RL202/hidapi_device_finalizer", "error"),
     ("RL203/easyprocess_proc_start_atexit", "warning"),
@@ -28,7 +28,9 @@ CASES = [
     ("RL304/django_components_context_processors", "warning"),
     ("RL501/gradcam_activations_and_gradients", "warning"),
     ("RL502/captum_layer_eval_hook_not_removed_on_error", "warning"),
-    ("RL701/fairscale_checkpoint_wrapper_partial", "warning"),
+    # a collectable cycle through a model handed in, with nothing in the project disabling the
+    # collector: negligible by the shared definitions (shown with --min-severity info)
+    ("RL701/fairscale_checkpoint_wrapper_partial", "info"),
     ("RL701/pyro_rejector_bound_methods", "warning"),
     ("RL701/mne_qt_browser_signal_partials", "error"),
     ("RL702/pymongo_server_description_error", "warning"),
@@ -38,7 +40,7 @@ CASES = [
 
 def _findings(path: Path, code: str) -> list[tuple[int, str, str]]:
     done = run_cli("check", str(path), "--no-cache", "--no-project", "--select", code,
-                   "--output-format", "json", "--exit-zero")
+                   "--output-format", "json", "--exit-zero", "--min-severity", "info")
     assert done.returncode == 0, done.stderr
     return sorted((f["location"]["row"], f["severity"], f["message"]) for f in json.loads(done.stdout))
 

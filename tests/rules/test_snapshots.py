@@ -1,6 +1,7 @@
 """Snapshot tests of the rule fixtures, as ruff's snapshots and pylint's functional `.txt`
 files: what `retainlint check` reports for each fixture case, message, columns, related
-locations and fix included, with only that case's rule selected.
+locations and fix included, with only that case's rule selected, at every level (`info`
+findings, hidden by default, included: the severity is part of each line).
 
 Every case has its snapshot beside it:
 
@@ -137,7 +138,7 @@ def run_case(case: Case) -> str:
             paths = [case.path.name]
         result = run_cli(
             "check", *paths, "--select", case.code, "--no-cache", "--output-format", "json",
-            "--exit-zero", "--config", str(config), "--jobs", "1", cwd=cwd,
+            "--exit-zero", "--min-severity", "info", "--config", str(config), "--jobs", "1", cwd=cwd,
         )
         where = f"retainlint check --select {case.code} {' '.join(paths)} (in {cwd})"
         if result.returncode != 0 or result.stderr:
