@@ -72,6 +72,8 @@ def to_json(findings: Sequence[Finding]) -> list[dict]:
                 "url": _rule_url(f.code),
             }
         )
+        if f.confirmed is not None:  # only when asked (--confirmed-by): the format is unchanged otherwise
+            out[-1]["confirmed"] = f.confirmed
         cell = locate(f.path, f.start.line)
         if cell is not None:  # a notebook: `location.row` is the line of its virtual module
             out[-1]["cell"] = {"number": cell[0], "row": cell[1]}
@@ -115,5 +117,6 @@ def from_json(items: Iterable[dict]) -> list[Finding]:
             related=[_related(r) for r in d.get("related") or []],
             noqa_line=int(d.get("noqa_row") or 0),
             consequence=_consequence_from(d.get("consequence")),
+            confirmed=d.get("confirmed"),
         ))
     return out

@@ -206,6 +206,8 @@ def sarif(findings: Sequence[Finding], root: str) -> dict:
             ]
         if f.consequence is not None:
             result["properties"] = {"consequence": _consequence(f.consequence, root)}
+        if f.confirmed is not None:  # the test of a leak-mode run that saw it happen
+            result.setdefault("properties", {})["confirmed"] = f.confirmed
         fix = _fix(f.fix, f.path, root) if f.fix is not None else None
         if fix is not None:
             result["fixes"] = [fix]

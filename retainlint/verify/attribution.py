@@ -24,6 +24,11 @@ def _inside(path: str, folders: Iterable[Path]) -> bool:
     return any(real == str(f) or real.startswith(str(f) + os.sep) for f in folders)
 
 
+# path -> (the file's bytes, its findings): a leak-mode run explains many chains through the
+# same few files; the bytes are compared, so an edited file is linted again.
+_LINTED: dict[str, tuple[bytes, list[Finding]]] = {}
+
+
 def _findings(files: list[str]) -> list[Finding]:
     from retainlint.engine.lint import lint_bytes  # loads libcst: only when there is a chain
 
@@ -35,14 +40,22 @@ def _findings(files: list[str]) -> list[Finding]:
             data = Path(path).read_bytes()
         except OSError:
             continue
-        out += [f for f in lint_bytes(path, data, rules, Settings()).findings if f.code.startswith("RL")
-                and f.code not in ("RL000", "RL999")]
+        cached = _LINTED.get(path)
+        if cached is None or cached[0] != data:
+            found = [f for f in lint_bytes(path, data, rules, Settings()).findings if f.code.startswith("RL")
+                     and f.code not in ("RL000", "RL999")]
+            cached = _LINTED[path] = (data, found)
+        out += cached[1]
     return out
 
 
 # Rules whose mechanism leaves a chain of its own shape (a finalize registry, a cache, a hook
 # dict, a frozen or plain cycle, a traceback, the logging manager): `holders.covering_rule`
 # recognises them, so their findings cover a chain only when its shape says so.
+# A hook left on a module that outlives its owner shows the same chain whether the handle
+# was thrown away (RL501) or kept and never used (RL502): either finding covers it.
+FAMILIES = ({"RL501", "RL502"},)
+
 SHAPED = {"RL101", "RL102", "RL201", "RL202", "RL203", "RL401", "RL501", "RL502", "RL701", "RL702", "RL801"}
 
 
@@ -69,13 +82,16 @@ def cover(holder: Optional[dict], inside: Iterable[Path]) -> None:
     if not files:
         return
     shape = holder.get("rule")
-    findings = sorted((f for f in _findings(files) if f.code not in SHAPED or f.code == shape),
+    family = next((fam for fam in FAMILIES if shape in fam), {shape})
+    findings = sorted((f for f in _findings(files) if f.code not in SHAPED or f.code in family),
                       key=Finding.sort_key)
     names = list(holder.get("names") or ())
-    shaped = [f for f in findings if f.code == shape]
+    shaped = [f for f in findings if f.code in family]
     pick = _first_naming(shaped, names) or (shaped[0] if shaped else None) or _first_naming(findings, names)
     if pick is None and len({f.code for f in findings}) == 1:
         pick = findings[0]  # the one rule this code breaks
     if pick is not None:
         holder["rule"] = pick.code
         holder["finding"] = f"{os.path.basename(pick.path)}:{pick.start.line}"
+        holder["finding_path"] = os.path.realpath(pick.path)
+        holder["finding_line"] = pick.start.line

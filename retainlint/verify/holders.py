@@ -19,13 +19,16 @@ from __future__ import annotations
 import collections
 import functools
 import gc
+import os
 import sys
+import sysconfig
 import threading
+import tracemalloc
 import types
 import warnings
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 MAX_VISIT = 5_000_000
 
@@ -39,10 +42,14 @@ class Holder:
     # and the source files of the code its objects come from.
     names: tuple = ()
     files: tuple = ()
+    # `file:line` where the first object of the chain made under tracemalloc was allocated:
+    # the object that ties the new objects to the old root (a bound method handed to a
+    # registry, a cache key, a finalizer). None when tracemalloc was off or saw none.
+    created: Optional[str] = None
 
     def as_dict(self) -> dict:
         return {"chain": self.chain, "rule": self.rule, "how": self.how, "names": list(self.names),
-                "files": list(self.files)}
+                "files": list(self.files), "created": self.created}
 
     def __str__(self) -> str:
         return self.chain + (f"  [{self.rule}]" if self.rule else "")
@@ -318,6 +325,12 @@ def covering_rule(root_kind: str, root_label: str, text: str, kinds: list) -> Op
 
 # -- the search --------------------------------------------------------------------------------
 def _bfs(target_id: int, root_list: list, skip: set) -> Optional[tuple]:
+    return _bfs_many({target_id}, root_list, skip).get(target_id)
+
+
+def _bfs_many(target_ids: set, root_list: list, skip: set) -> dict:
+    """One walk from the roots for several targets: {target id: (path, root entry)} for
+    each target reached."""
     parent: dict[int, Optional[int]] = {}
     objs: dict[int, Any] = {}
     root_of: dict[int, int] = {}
@@ -330,8 +343,8 @@ def _bfs(target_id: int, root_list: list, skip: set) -> Optional[tuple]:
         objs[id(r)] = r
         root_of[id(r)] = idx
         q.append(r)
-    found = target_id in parent
-    while q and not found and len(parent) < MAX_VISIT:
+    left = {t for t in target_ids if t not in parent}
+    while q and left and len(parent) < MAX_VISIT:
         o = q.popleft()
         try:
             children = gc.get_referents(o) + _extra_referents(o)
@@ -346,19 +359,23 @@ def _bfs(target_id: int, root_list: list, skip: set) -> Optional[tuple]:
             parent[cid] = id(o)
             objs[cid] = c
             root_of[cid] = root_of[id(o)]
-            if cid == target_id:
-                found = True
-                break
+            if cid in left:
+                left.discard(cid)
+                if not left:
+                    break
             q.append(c)
-    if not found:
-        return None
-    path = []
-    cur: Optional[int] = target_id
-    while cur is not None:
-        path.append(objs[cur])
-        cur = parent[cur]
-    path.reverse()
-    return path, root_list[root_of[target_id]]
+    out = {}
+    for target_id in target_ids:
+        if target_id not in parent:
+            continue
+        path = []
+        cur: Optional[int] = target_id
+        while cur is not None:
+            path.append(objs[cur])
+            cur = parent[cur]
+        path.reverse()
+        out[target_id] = (path, root_list[root_of[target_id]])
+    return out
 
 
 def find_path(box: list, *, extra_frames: Iterable[types.FrameType] = (),
@@ -371,11 +388,42 @@ def find_path(box: list, *, extra_frames: Iterable[types.FrameType] = (),
         hit = _bfs(id(box[0]), root_list, skip_ids)
     if hit is None:
         return None
+    return _holder(hit, None)
+
+
+def _holder(hit: tuple, traceback_of: Optional[Callable[[Any], Any]]) -> Holder:
     path, (_, label, kind) = hit
     text, kinds = render(label, path, kind)
     files = source_files(path)
+    created = created_at(path, traceback_of)
     del path
-    return Holder(text, covering_rule(kind, label, text, kinds), "root path", names_on(kinds), files)
+    return Holder(text, covering_rule(kind, label, text, kinds), "root path", names_on(kinds), files, created)
+
+
+def explain_many(box: list, *, skip: Iterable[Any] = (),
+                 traceback_of: Optional[Callable[[Any], Any]] = None) -> list[Holder]:
+    """`explain` for several objects (`box`, emptied by the caller) with one walk of the
+    heap; `traceback_of(obj)` stands in for `tracemalloc.get_object_traceback` (the traces
+    can be read before the walk, and tracing stopped: it slows the walk tenfold)."""
+    root_list = roots()
+    skip_ids = {id(box), id(sys.modules)} | {id(s) for s in skip}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hits = _bfs_many({id(o) for o in box}, root_list, skip_ids)
+    out = []
+    for i in range(len(box)):  # by index: a loop variable would be one more reference to it
+        hit = hits.pop(id(box[i]), None)
+        if hit is not None:
+            out.append(_holder(hit, traceback_of))
+            continue
+        one = [box[i]]
+        box[i] = None  # one list holds it while its referrers are counted
+        held = explain_c_held(one, traceback_of=traceback_of, skip=skip_ids) if not gc.get_freeze_count() \
+            else None
+        box[i] = one.pop()
+        out.append(held or Holder(f"no root path found to {node_text(box[i])}", None, "not found"))
+    hits.clear()
+    return out
 
 
 def names_on(kinds: list) -> tuple:
@@ -404,6 +452,55 @@ def source_files(path: list) -> tuple:
         if isinstance(f, str):
             out.append(f)
     return tuple(dict.fromkeys(out))
+
+
+# -- where the chain was made ------------------------------------------------------------------
+def _library_dirs() -> tuple:
+    """Code whose frames never name the line a user should read: the standard library, the
+    test runner, torch and retainlint itself (their frames only carry out the user's call)."""
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")}
+    for name in ("torch", "_pytest", "pluggy", "retainlint"):
+        module = sys.modules.get(name)
+        f = getattr(module, "__file__", None)
+        if isinstance(f, str):
+            dirs.add(os.path.dirname(f))  # the package's folder
+    return tuple(d.rstrip("/") + "/" for d in dirs if d)
+
+
+def _user_frame(tb: tracemalloc.Traceback, skip: tuple) -> Optional[str]:
+    for frame in reversed(tb):  # oldest first: the innermost frame is the last one
+        name = frame.filename
+        if name.startswith("<") or name.startswith(skip):
+            continue
+        return f"{name}:{frame.lineno}"
+    return None
+
+
+def created_at(path: list, traceback_of: Optional[Callable[[Any], Any]] = None) -> Optional[str]:
+    """Where the first object of `path` (root first) that tracemalloc traced was allocated,
+    in the innermost frame of user code. A key added to an old dict is often made long
+    before (the model): the value stored with it was made by the registering line."""
+    if traceback_of is None:
+        if not tracemalloc.is_tracing():
+            return None
+        traceback_of = tracemalloc.get_object_traceback
+    skip = _library_dirs()
+    for i, node in enumerate(path):
+        tb = None
+        parent = path[i - 1] if i else None
+        if isinstance(parent, dict) and traceback_of(parent) is None:
+            for k, v in list(parent.items()):
+                if k is node:
+                    tb = traceback_of(v)
+                    break
+        if tb is None:
+            tb = traceback_of(node)
+        if tb is None:
+            continue
+        where = _user_frame(tb, skip)
+        if where is not None:
+            return where
+    return None
 
 
 def explain_cycle(target_id: int, target_kind: str) -> Optional[Holder]:
@@ -501,12 +598,15 @@ def _excess(nodes: list, i: int) -> int:
     return total - seen
 
 
-def explain_c_held(box: list, depth: int = 6) -> Optional[Holder]:
+def explain_c_held(box: list, depth: int = 6, traceback_of: Optional[Callable[[Any], Any]] = None,
+                   skip: Iterable[int] = ()) -> Optional[Holder]:
     """Walk gc referrers up from box[0]; the first object with more references than gc can
-    see is held from C (atexit callbacks live in interpreter state)."""
+    see is held from C (atexit callbacks live in interpreter state). `skip`: ids of the
+    caller's own containers (a running frame's locals are invisible to gc: a list in one
+    would look held from C)."""
     nodes = [box[0]]
     child: list[Optional[int]] = [None]  # child[i]: index of the node nodes[i] refers to
-    own = {id(f) for f in _own_frames()} | {id(box), id(nodes), id(child)}
+    own = {id(f) for f in _own_frames()} | {id(box), id(nodes), id(child)} | set(skip)
     start, end = 0, 1
     for _ in range(depth):
         for i in range(start, end):
@@ -516,10 +616,11 @@ def explain_c_held(box: list, depth: int = 6) -> Optional[Holder]:
                 while j is not None:
                     chain.append(nodes[j])
                     j = child[j]
-                text, _ = render(node_text(chain[0]), chain)
+                text, kinds = render(node_text(chain[0]), chain)
+                files, created = source_files(chain), created_at(chain, traceback_of)
                 del chain
                 return Holder(f"held from C ({extra} reference(s) invisible to gc, e.g. atexit): {text}",
-                              "RL203", "held from C")
+                              "RL203", "held from C", names_on(kinds), files, created)
         for i in range(start, end):
             for r in gc.get_referrers(nodes[i]):
                 if id(r) in own or isinstance(r, types.FrameType) or any(r is n for n in nodes):
