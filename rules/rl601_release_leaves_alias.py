@@ -1072,10 +1072,9 @@ class Engine:
         kept = f"`self.{release.attr}`'s object" + (" (heavy)" if heavy else "")
         if not heavy:
             message += "; what stays is not known to be heavy"
-
         fix = None
         if heavy and not others and all(self._fixable(cls, fn, release, s.attr, methods) for s in sources):
-            changes = [c for s in sources for c in nulling(self.ctx, cls, s.attr, fn).changes]
+            changes = [c for s in sources for c in self._nulling(cls, fn, release, s.attr).changes]
             fix = self._fix(release, [s.attr for s in sources], changes)
         self.report(
             release.small,
@@ -1124,7 +1123,7 @@ class Engine:
                 for small in stmt.body:
                     if isinstance(small, (cst.Assign, cst.AnnAssign)) and "__slots__" in self.ctx.code(small):
                         return False
-        if nulling(self.ctx, cls, attr, fn).blockers:
+        if self._nulling(cls, fn, release, attr).blockers:
             return False  # read after the release by another method, a guard, a class attribute
         facts = self._method_facts(fn)
         uses = self._users(cls, attr)
@@ -1139,6 +1138,11 @@ class Engine:
             if kind == "call" and name in uses:
                 return False
         return True
+
+    def _nulling(self, cls, fn, release: _Release, attr: str):
+        # after `del self.a`, a method reading `self.a` unguarded fails already: its
+        # reading `self.b` too is named in the help line rather than blocking the fix
+        return nulling(self.ctx, cls, attr, fn, deleted=release.attr if release.kind == "del" else None)
 
     def _users(self, cls, attr: str) -> set[str]:
         """Methods of the class that reference `self.attr`, directly or via calls."""

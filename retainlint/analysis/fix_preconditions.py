@@ -252,9 +252,10 @@ def _subclasses(index, qualified: str) -> tuple[str, ...]:
 
 
 def _readers(ctx: FileContext, methods: list[tuple[str, cst.FunctionDef]], attr: str,
-             skip: set[int]) -> tuple[list[str], list[str]]:
+             skip: set[int], moot: Optional[set[int]] = None) -> tuple[list[str], list[str]]:
     """(methods that read `self.attr` before assigning it on every path - directly or
-    through a method they call first -, `hasattr`-style guards), as `Class.m()`."""
+    through a method they call first -, `hasattr`-style guards), as `Class.m()`. `moot`:
+    methods left out of the readers, and collected into it when given (see `nulling`)."""
     events = {id(fn): _events(fn, attr) for _, fn in methods}
     by_name: dict[str, list[int]] = {}
     for _, fn in methods:
@@ -274,7 +275,8 @@ def _readers(ctx: FileContext, methods: list[tuple[str, cst.FunctionDef]], attr:
                     changed = True
                     break
     readers = [f"`{owner}.{fn.name.value}()`" for owner, fn in methods
-               if id(fn) in reading and fn.name.value not in _CONSTRUCTION]
+               if id(fn) in reading and fn.name.value not in _CONSTRUCTION
+               and (moot is None or id(fn) not in moot)]
     guards = sorted({f"`{kind_name}` in `{owner}.{fn.name.value}()`" for owner, fn in methods
                      for kind, kind_name in events[id(fn)] if kind == "guard"})
     return readers, guards
@@ -357,11 +359,25 @@ def _outside_reads(index, attr: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _fails_once_deleted(fn: cst.FunctionDef, deleted: str) -> bool:
+    """Does `fn` read `self.<deleted>` with no `hasattr`/`getattr` guard and never
+    assign it? Once a release has run `del self.<deleted>`, such a method fails with
+    AttributeError where it reads it: called after the release, it is already broken."""
+    read = False
+    for kind, name in _events(fn, deleted):
+        if kind in ("guard", "set", "maybe"):
+            return False
+        read = read or kind == "read"
+    return read
+
+
 def nulling(ctx: FileContext, cls: cst.ClassDef, attr: str, release: cst.FunctionDef,
-            state: str = "`None`") -> Nulling:
+            state: str = "`None`", deleted: Optional[str] = None) -> Nulling:
     """Does `self.<attr> = None` at the end of `release` keep behaviour? `state`: what
     the attribute is after the edit, for the words of `changes` (`closed` when the edit
-    calls the part's own release instead)."""
+    calls the part's own release instead). `deleted`: an attribute `release` deletes
+    (`del self.model`): a method that reads it unguarded already fails after the release,
+    so its reading `self.<attr>` too is a change the help line names, not a blocker."""
     verdict = Nulling()
     cls_name, where = cls.name.value, f"`{release.name.value}()`"
     methods = _methods_of(ctx, cls)
@@ -371,7 +387,30 @@ def nulling(ctx: FileContext, cls: cst.ClassDef, attr: str, release: cst.Functio
     owner = _class_attribute(ctx, cls, attr)
     if owner is not None:
         verdict.blockers.append(f"`{owner}.{attr}` is also a class attribute, which `self.{attr} = None` would hide")
-    readers, guards = _readers(ctx, methods, attr, skip={id(release)})
+    moot: Optional[set[int]] = None
+    if deleted is not None:
+        moot = {id(fn) for _, fn in methods if fn is not release and _fails_once_deleted(fn, deleted)}
+        # and the methods that call one of those on `self` (`_dummy_run()` -> `execute_model()`)
+        names = {fn.name.value for _, fn in methods if id(fn) in moot}
+        grown = True
+        while grown:
+            grown = False
+            for _, fn in methods:
+                if fn is release or id(fn) in moot or any(k == "guard" for k, _ in _events(fn, deleted)):
+                    continue
+                if any(k == "call" and n in names for k, n in _events(fn, deleted)):
+                    moot.add(id(fn))
+                    names.add(fn.name.value)
+                    grown = True
+    readers, guards = _readers(ctx, methods, attr, skip={id(release)}, moot=moot)
+    if moot:
+        failing, _ = _readers(ctx, [(o, fn) for o, fn in methods if id(fn) in moot], attr, skip={id(release)})
+        if failing:
+            verdict.changes.append(
+                f"{', '.join(failing[:3])} read{'s' if len(failing) == 1 else ''} `self.{attr}` "
+                f"(now {state}) if called after {where}; "
+                f"{'it reads' if len(failing) == 1 else 'they read'} the deleted `self.{deleted}` too, "
+                f"unguarded, or call{'s' if len(failing) == 1 else ''} a method that does")
     if readers:
         verdict.blockers.append(f"{', '.join(readers[:3])} still read{'s' if len(readers) == 1 else ''} "
                                 f"`self.{attr}` after {where}")

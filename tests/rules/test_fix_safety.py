@@ -290,11 +290,12 @@ def test_rl502_removal_goes_into_the_whole_object_release_method(tree):
 
 RL203_SOURCE = """\
     import atexit
+    import torch
 
 
     class Scheduler:
         def __init__(self):
-            self.requests = {}
+            self.requests: dict[str, torch.Tensor] = {}  # heavy: the fix is worth offering
             atexit.register(self.dump)
 
         def dump(self):
@@ -307,7 +308,7 @@ RL203_SOURCE = """\
 
 def test_rl203_no_fix_into_a_per_item_method(tree):
     r, text, _ = fix(tree, {"mod.py": RL203_SOURCE}, "RL203", "--unsafe-fixes")
-    assert_reported_not_fixed(r, text, RL203_SOURCE, "RL203", 7)
+    assert_reported_not_fixed(r, text, RL203_SOURCE, "RL203", 8)
 
 
 def test_rl203_unregister_goes_into_the_whole_object_release_method(tree):
@@ -339,7 +340,7 @@ def test_rl203_no_unregister_of_work_the_release_does_not_do(tree):
     """`stop()` never calls `dump()`: unregistering it there would lose the exit-time dump."""
     source = textwrap.dedent(RL203_SOURCE) + "\n    def stop(self):\n        pass\n"
     r, text, _ = fix(tree, {"mod.py": source}, "RL203", "--unsafe-fixes")
-    assert_reported_not_fixed(r, text, source, "RL203", 7)
+    assert_reported_not_fixed(r, text, source, "RL203", 8)
 
 
 def test_rl203_no_unregister_while_a_signal_handler_keeps_the_instance(tree):
@@ -347,9 +348,12 @@ def test_rl203_no_unregister_while_a_signal_handler_keeps_the_instance(tree):
         import atexit
         import signal
 
+        import torch
+
 
         class Server:
             def __init__(self):
+                self.model = torch.nn.Linear(4, 4)
                 atexit.register(self.stop)
                 signal.signal(signal.SIGTERM, lambda *_: self.stop())
 
@@ -358,16 +362,19 @@ def test_rl203_no_unregister_while_a_signal_handler_keeps_the_instance(tree):
         """)
     r, text, _ = fix(tree, {"mod.py": source}, "RL203", "--unsafe-fixes", "--output-format", "full")
     assert text == source and "[*]" not in r.stdout, r.stdout
-    assert "mod.py:7:" in r.stdout and "also keeps the instance" in r.stdout, r.stdout
+    assert "mod.py:10:" in r.stdout and "also keeps the instance" in r.stdout, r.stdout
 
 
 def test_rl203_no_unregister_after_a_try_that_returns(tree):
     source = textwrap.dedent("""\
         import atexit
 
+        import torch
+
 
         class Server:
             def __init__(self):
+                self.model = torch.nn.Linear(4, 4)
                 atexit.register(self.stop)
 
             def stop(self):
@@ -381,14 +388,17 @@ def test_rl203_no_unregister_after_a_try_that_returns(tree):
                 pass
         """)
     r, text, _ = fix(tree, {"mod.py": source}, "RL203", "--unsafe-fixes")
-    assert_reported_not_fixed(r, text, source, "RL203", 6)
+    assert_reported_not_fixed(r, text, source, "RL203", 9)
 
 
 # -- RL601: `self.alias = None` after the release ----------------------------------------
 
 RL601_LOOP = """\
+    import torch.nn as nn
+
+
     class Engine:
-        def __init__(self, model):
+        def __init__(self, model: nn.Module):
             self.model = model
             self._runner = Runner(self.model)
 
@@ -410,8 +420,8 @@ RL601_LOOP = """\
 
 
 @pytest.mark.parametrize("loop,line", [
-    ("for attempt in range(3):\n            self._runner.flush(attempt)", 10),
-    ("attempt = 0\n        while self._runner.flush(attempt):", 10),
+    ("for attempt in range(3):\n            self._runner.flush(attempt)", 13),
+    ("attempt = 0\n        while self._runner.flush(attempt):", 13),
 ], ids=["for-body", "while-condition"])
 def test_rl601_no_fix_inside_a_loop_that_uses_the_alias_again(tree, loop, line):
     source = textwrap.dedent(RL601_LOOP).replace("{loop}", loop)
@@ -549,3 +559,56 @@ def test_rl501_fix_with_a_release_method_leaves_nothing_to_report(tree):
     after = run_cli("check", "mod.py", "--no-cache", "--select", "RL501,RL502",
                     "--output-format", "concise", cwd=root)
     assert after.returncode == 0 and "mod.py:6" not in after.stdout, after.stdout
+
+
+# -- RL601: a reader that already fails once the release deleted the object -------------
+
+RL601_DELETED = """\
+    import torch.nn as nn
+
+
+    class Engine:
+        def load(self, model: nn.Module):
+            self.model = model
+            self._state = State(self.model)
+
+        def run(self, x):
+            return self._state.step(self.model, x)
+
+        def shutdown(self):
+            del self.model
+
+
+    class State:
+        def __init__(self, model):
+            self.model = model
+
+        def step(self, model, x):
+            return x
+"""
+
+
+def test_rl601_unsafe_fix_when_every_reader_also_reads_the_deleted_attribute(tree):
+    source = textwrap.dedent(RL601_DELETED)
+    r, text, root = fix(tree, {"mod.py": source}, "RL601", "--output-format", "full")
+    assert r.returncode == 1 and text == source, r.stdout  # unsafe: not applied by --fix
+    assert ("`Engine.run()` reads `self._state` (now `None`) if called after `shutdown()`; "
+            "it reads the deleted `self.model` too") in r.stdout, r.stdout
+    r, text, root = fix(tree, {"mod.py": source}, "RL601", "--unsafe-fixes")
+    assert text == source.replace("    del self.model\n",
+                                  "    del self.model\n        self._state = None\n"), text
+    done = run_python(root, "import gc, weakref, torch, mod\n"
+                            "e = mod.Engine()\ne.load(torch.nn.Linear(4, 4))\n"
+                            "w = weakref.ref(e._state.model.weight)\ne.shutdown()\ngc.collect()\n"
+                            "assert w() is None, 'still held'\n")
+    assert done.returncode == 0, done.stderr
+
+
+def test_rl601_no_fix_when_a_reader_works_without_the_deleted_attribute(tree):
+    source = textwrap.dedent(RL601_DELETED).replace(
+        "    def shutdown(self):",
+        "    def steps(self):\n        return self._state.step(None, 0)\n\n"
+        "    def shutdown(self):")
+    assert "def steps" in source
+    r, text, _ = fix(tree, {"mod.py": source}, "RL601", "--unsafe-fixes")
+    assert_reported_not_fixed(r, text, source, "RL601", 16)
