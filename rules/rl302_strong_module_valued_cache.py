@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import proven_module_ref
+from retainlint.analysis.cstutil import is_self, proven_module_ref
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.module_caches import (
@@ -19,6 +19,7 @@ from retainlint.analysis.module_caches import (
     reads_container,
 )
 from retainlint.analysis.weight import substantial_value
+from retainlint.project.consequence import key_per_request
 from retainlint.project.names import TENSOR_FACTORIES
 from retainlint.rules.prefilters.rl302 import StrongModuleValuedCachePrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
@@ -144,7 +145,10 @@ a value is stored as it is created (`d[k] = Layer()`: nothing but the dict would
 reference it, so it would vanish at once and `return d[k]` would fail), or the values
 are not known to be models or layers: tensors (a cached tensor is usually referenced by
 the cache alone, so a weak dict would only defeat the cache), configured heavy types,
-values whose kind is unknown.
+values whose kind is unknown. Nor when each instance stores itself under its name
+(`_layers[prefix] = self` in a method): one slot per name, which the next instance of that
+name takes over, each value also held by the model that built it - bounded, so a warning,
+and a weak dict would free a layer only between its model's release and the next build.
 """
 
     valid = [
@@ -355,15 +359,32 @@ def load(name: str, model: nn.Module):
         else:
             described = f"`{described}`"
         message = f"`{c.name}` (module global) keeps {described} values alive: entries are never removed"
-        fix, why_not = self._fix(c, kinds, events)
+        named_slots = self._self_registered(runtime)
+        if named_slots:
+            # each instance stores itself under its name (`_layers[prefix] = self`): one slot
+            # per name, taken over by the next instance of that name, and the model that built
+            # the instance holds it too - bounded, and a weak dict frees it only between a
+            # model's release and the next build
+            fix, why_not = None, ("each instance stores itself under its name, a slot the next "
+                                  "instance of that name takes over; clear the dict where the "
+                                  "model is released")
+        else:
+            fix, why_not = self._fix(c, kinds, events)
         if fix is None and why_not:
             message += f" (no automatic fix: {why_not})"
         related = [RelatedNode("heavy value stored here", e.node) for e in heavy_writes[:1] if e.node]
         # Models and objects holding them first; a tensor cache is most often a bounded
         # set of workspaces or constants per device.
-        severity = Severity.WARNING if kinds == {"tensor"} else Severity.ERROR
+        severity = Severity.WARNING if kinds == {"tensor"} or named_slots else Severity.ERROR
         self.report(c.target, message, fix=fix, related=related, statement=c.statement,
                     severity=severity)
+
+    def _self_registered(self, runtime: list[Event]) -> bool:
+        """Does every write store the instance itself (`self`, in a method) under a key
+        that names it (a layer name, a prefix) rather than one per request?"""
+        return bool(runtime) and all(
+            e.value is not None and is_self(e.value) and e.cls is not None and e.key is not None
+            and not key_per_request(self.ctx.code(e.key)) for e in runtime)
 
     def _process_memo(self, c: Candidate, runtime: list[Event]) -> bool:
         """Does every value functions store come from the cache itself - a tensor or a
