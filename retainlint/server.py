@@ -1,6 +1,7 @@
 """`retainlint server`: a language server over stdio (pygls). On open and save a document
 is checked as `check --stdin-filename` checks a buffer - within its project, the rest of
-the project read from the summary cache - and its findings published as diagnostics; a
+the project read from the summary cache - and its findings at the config's `min-severity`
+or above (info findings only when it asks for them) published as diagnostics; a
 safe fix is offered as a quick fix (code action); hovering a finding shows its rule's
 documentation."""
 
@@ -80,6 +81,10 @@ class RetainlintServer(LanguageServer):
             project.files[0], document.source.encode("utf-8", "surrogateescape"), project.codes,
             project.settings, Mode(edits=True), project.context,
             default_cache_dir(project.settings.root))
+        # As `check` shows them: the levels below the config's `min-severity` (info, by
+        # default) are left out, quick fixes and hovers included.
+        floor = project.settings.min_severity.rank
+        findings = [f for f in findings if f.severity.rank <= floor]
         self.findings[uri] = findings
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=document.version, diagnostics=[

@@ -1,4 +1,6 @@
-"""Findings for people: `full` (code frames, fixes, related locations), `concise` (a line each), statistics and the summary line."""
+"""Findings for people: `full` (code frames, fixes, related locations), `concise` (a line each),
+statistics and the summary line. Both show a finding's consequence (what it keeps, held by
+what, for how long, how it grows) on a line of its own, where the finding has one."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Iterator, Sequence
 from rich.console import Console
 from rich.text import Text
 
-from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Finding
+from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Applicability, Consequence, Finding
 from retainlint.engine.notebook import cell_span, place, shown_source
 from retainlint.output.escape import printable
 
@@ -127,6 +129,35 @@ def _about(code: str) -> str | None:
     return f"{rule.summary} (`retainlint rule {rule.name}` explains it)" if rule is not None else None
 
 
+CONSEQUENCE_MAX = 144  # characters of the consequence line: with its label, as concise's 160
+
+
+def consequence_line(c: Consequence) -> str:
+    """What the finding costs, in one short line: what stays, who holds it, for how long,
+    how it grows (`keeps `request` of every `handle()` call, held by `_seen` (module-level),
+    for the process; one more item per call`). Each part is cut short to fit."""
+    parts = [f"keeps {c.kept}", f"held by {c.holder}", f"for {c.lifetime}"]
+    room = CONSEQUENCE_MAX - (len(c.growth) + 2 if c.growth else 0)
+    line = ", ".join(_shortened(part, max(room // 3, 24)) if len(", ".join(parts)) > room else part
+                     for part in parts)
+    if c.growth:
+        line = f"{line}; {_shortened(c.growth, CONSEQUENCE_MAX // 3)}"
+    return _shortened(line, CONSEQUENCE_MAX)
+
+
+def _shortened(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    space = text.rfind(" ", 0, limit)
+    return text[:space if space > 0 else limit - 1] + "…"
+
+
+def _print_consequence(console: Console, f: Finding) -> None:
+    if f.consequence is not None:
+        console.print(Text("  consequence: ", style="bold") + Text(printable(consequence_line(f.consequence))),
+                      highlight=False, soft_wrap=True)
+
+
 def concise(console: Console, findings: Sequence[Finding], unsafe_fixes: bool) -> None:
     """A short line each, as ruff's: where, the code, the message's headline (what `full`
     puts on its first line; the why and the advice are `full`'s), the rule's name. A file
@@ -147,6 +178,7 @@ def concise(console: Console, findings: Sequence[Finding], unsafe_fixes: bool) -
         text.append(headline(printable(f.message), room))
         text.append(name, style="dim")
         console.print(text, highlight=False, soft_wrap=True)
+        _print_consequence(console, f)
 
 
 _BUFFERS: dict[str, bytes] = {}
@@ -183,6 +215,7 @@ def full(console: Console, findings: Sequence[Finding], unsafe_fixes: bool) -> N
         why = _split_message(f.message)[1] if f.code not in (SOURCE_ERROR[0], INTERNAL_ERROR[0]) else ""
         if why:
             console.print(Text("  " + printable(why)), highlight=False, soft_wrap=True)
+        _print_consequence(console, f)
         lines = sources.lines(f.path)
         if lines and f.start.line <= len(lines):
             _frame(console, lines, f)
