@@ -29,6 +29,7 @@ from retainlint.analysis.hooks import (
 )
 from retainlint.rules.prefilters.rl501 import DiscardedHookHandlePrefilter
 from retainlint.analysis.release import fix_release_method
+from retainlint.analysis.severity import Facts, level
 from retainlint.analysis.rule import Example, Rule
 
 
@@ -47,7 +48,10 @@ Reports a call that registers a hook and throws away the handle it returns
 - **global registries** (always): `torch._dynamo.convert_frame.register_bytecode_hook` and
   `torch.nn.modules.module.register_module_forward_hook` / `_forward_pre_hook` /
   `_full_backward_hook` / `_full_backward_pre_hook` / `_buffer_registration_hook` /
-  `_module_registration_hook` / `_parameter_registration_hook`, however they are imported;
+  `_module_registration_hook` / `_parameter_registration_hook`, however they are imported:
+  an error when registered in a loop or in `__init__` (the registry grows with every pass
+  or instance), a warning
+  otherwise (once per model, say: what it keeps is as long-lived as the process may keep it);
 - **hooks on an object the instance was handed** (always, as warnings): a per-object hook
   (the list below) registered by a method on an argument, on an attribute `__init__` set
   from one (`self._encoder = encoder`), or on a submodule or parameter of those
@@ -252,7 +256,13 @@ class Probe:
         if hook is not None:
             message = (f"handle returned by `{hook}` is discarded: the global hook registry keeps the "
                        f"hook `{installed}` (and all it references) alive, and nothing can remove it")
-            self.report(call, message, fix=self._fix(node, hook))
+            # what the registry keeps grows only if this runs again and again (in a loop, or
+            # once per instance made): a hook installed once per model costs nothing more
+            fn = self.ctx.scope.function
+            per_call = self._registered_in_loop(call) or (
+                fn is not None and fn.name.value == "__init__" and self.ctx.scope.method_class is not None)
+            self.report(call, message, fix=self._fix(node, hook),
+                        severity=level(Facts(grows=True, meant_to_go=True) if per_call else Facts()))
             return
         hook = self._hook_on_passed_in(call)
         if hook is not None:
@@ -278,6 +288,14 @@ class Probe:
                 severity=Severity.WARNING,
                 fix=self._fix(node, hook),
             )
+
+    def _registered_in_loop(self, call: cst.Call) -> bool:
+        """Is `call` inside a `for`/`while` loop of its function (one hook per iteration)?"""
+        fn = self.ctx.scope.function
+        if fn is None:
+            return False
+        return any(isinstance(n, (cst.For, cst.While)) and any(m is call for m in iter_nodes(n))
+                   for n in iter_nodes(fn.body))
 
     def _global_hook(self, call: cst.Call):
         qualified = self.ctx.qualname(call.func)

@@ -12,6 +12,8 @@ from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter, ADDERS
 from retainlint.analysis.release import named_release
+from retainlint.analysis.severity import Facts, level
+from retainlint.project.consequence import collector_off_anywhere
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.holding import (
     Scopes,
@@ -121,14 +123,20 @@ exc`, `for item in self.thread.results(): raise item`) - or returned by a getter
 error(self): return self.error_`, as `Future.exception()` does). Nor what the `run()` of a
 `threading.Thread` subclass records on `self`: a thread runs once, and its failure is its
 outcome, read by whoever joined it. Such a store is still reported,
-as an error, when the handler's function has a heavy parameter or local: the reader
+as info, when the handler's function has a heavy parameter or local: the reader
 needs the exception, not the frames that pin them. Nor a value stored only where an
 `isinstance` test has ruled the exception out (`if isinstance(v, Exception): raise v`
 before the store, its `else:` branch, `if not isinstance(v, BaseException):`), when the
 test covers every type the handler catches.
 
-Reported as an error when the frames hold heavy objects (a method of a class holding a
-model, a function with a model or tensor parameter or local), as a warning otherwise.
+Severity: one exception is kept per holder, replaced by the next failure, so the finding
+is a warning when the frames hold heavy objects (a method of a class holding a model, a
+function with a model or tensor parameter or local) and info (shown with `--min-severity
+info`) when they do not - unless a caller keeps the result that holds it, whose next call's
+frames may hold it again (a chain: a warning) - or when the exception is kept for a reader
+that re-raises it. A
+local that keeps `sys.exc_info()` makes a cycle the collector frees: info, unless the
+project disables the collector (`gc.disable()`), then a warning, or an error for heavy frames.
 
 ## Why it leaks
 An exception's `__traceback__` references every frame from the handler's function down
@@ -491,7 +499,9 @@ class Pool:
                 f"cycle that keeps every frame of the traceback and their locals alive until "
                 f"the cycle collector runs (unlike `except ... as e`, nothing unbinds it at "
                 f"the end of the handler); `del` it in a `finally`, or keep only the text",
-                severity=Severity.ERROR if self._heavy_frames(h) else Severity.WARNING,
+                # the frame and its traceback form a cycle the collector frees, unless it is off
+                severity=level(Facts(heavy=self._heavy_frames(h), meant_to_go=True,
+                                     collected=not collector_off_anywhere(self.ctx.index))),
                 statement=statement,
             )
 
@@ -514,7 +524,8 @@ class Pool:
                 f"every frame of its traceback and their locals stay alive (Python unbinds "
                 f"`{h.name}` at the end of the handler, not `{name}`); `del {name}` once it "
                 f"is handed on, or clear `{h.name}.__traceback__` first",
-                severity=Severity.ERROR if self._heavy_frames(h) else Severity.WARNING,
+                # one failure at a time, replaced by the next: bounded
+                severity=level(Facts(heavy=self._heavy_frames(h), grows=False)),
                 related=[RelatedNode(f"`{h.name}` bound here", h.node.name)],
                 statement=line,
             )
@@ -718,7 +729,11 @@ class Pool:
             f"{s.holder} keeps exception `{h.name}`{via} alive beyond its handler, and with it "
             f"every frame of its traceback (from `{h.function.name.value}()` down) and their "
             f"locals{fix}",
-            severity=Severity.ERROR if heavy else Severity.WARNING,
+            # kept for a reader that re-raises it, the exception is meant to stay until then;
+            # otherwise one exception per holder, light unless its frames hold tensors - but a
+            # result a caller keeps may be in the next call's frames: a chain, unbounded
+            severity=level(Facts(heavy=heavy, grows=None if caller is not None else False,
+                                 meant_to_go=False if consumed else None)),
             related=related,
             statement=s.statement,
         )
