@@ -8,6 +8,7 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import collector_off_anywhere, cycle_matters
+from retainlint.analysis.severity import Facts, level
 from retainlint.project.frames import FrameCycle
 from retainlint.project.retention import ModuleFacts, Site
 from retainlint.rules.prefilters.rl703 import SelfReferenceCyclePrefilter
@@ -179,9 +180,11 @@ def handle_request():
                        f"locals, is freed only when the cyclic collector runs; `del {frame.name}` "
                        f"in a `finally` breaks the cycle")
             holder, lifetime = f"`{function}()`'s frame, through its own traceback", later
-        # Each keeps a traceback from below this frame (every frame it passed through,
-        # with their locals) until the collector runs.
-        severity = Severity.WARNING
+        # Each call that raises or catches leaves one more such cycle, with every frame the
+        # traceback passed through and their locals: values made per call, which the
+        # collector does not free in time (`analysis/severity.py`); the frame was meant to go
+        # on return. Its weight is not known here: a warning.
+        severity = level(Facts(meant_to_go=True, collected=False))
         return (frame.site, message, severity,  # type: ignore[return-value]
                 Consequence(f"the locals of `{function}()`" + (" and of the frames below it" if frame.carries else ""),
                             holder, lifetime, "one per call that raises or catches"))
