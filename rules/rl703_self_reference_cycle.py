@@ -50,8 +50,11 @@ avoids by deleting `except ... as e` at the end of the handler:
   (`error = self.error; raise error`: its traceback grows by this frame each time);
 - `sys.exc_info()` put on the object (`self.history.append(sys.exc_info())`).
 
-These are warnings: the traceback keeps every frame it passed through, with their locals
-(requests, buffers, tensors), until the collector runs. A fresh exception raised from a
+The traceback keeps every frame it passed through, with their locals (requests, buffers,
+tensors), until the collector runs: a warning when the function runs per request, message
+or job (named so - `handle_*`, `process_*`, `run_*`, `__call__`... - or a method of a
+class that serves requests), when the project disables the collector, or when the
+traceback is kept on an object; info otherwise. A fresh exception raised from a
 local (`err = ValueError(...); raise err`) or a single copy of the caught one (`last = e`)
 cycles through this frame alone: the collector's ordinary work, not reported. Not reported when the function lets
 go first: `del tb`, `tb = None`, `traceback.clear_frames(tb)`, `errors.clear()`, or `raise`
@@ -157,12 +160,12 @@ def handle_request():
                    Consequence(f"each `{name}` and what it references", "its own reference cycle",
                                later, "one per call"))
         for frame in facts.frames:
-            yield self._frame(frame, later)
+            yield self._frame(frame, off, later)
 
     @staticmethod
-    def _frame(frame: FrameCycle, later: str) -> tuple[Site, str, Severity, Consequence]:
+    def _frame(frame: FrameCycle, off: bool, later: str) -> tuple[Site, str, Severity, Consequence]:
         """A frame that keeps its own traceback, and with it every frame below (see
-        `project/frames.py`): a warning whatever the collector does."""
+        `project/frames.py`)."""
         function = frame.function.rpartition(".")[2]
         what = {"exc_info": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback",
                 "traceback": f"`{frame.name}` keeps a traceback",
@@ -180,11 +183,12 @@ def handle_request():
                        f"locals, is freed only when the cyclic collector runs; `del {frame.name}` "
                        f"in a `finally` breaks the cycle")
             holder, lifetime = f"`{function}()`'s frame, through its own traceback", later
-        # Each call that raises or catches leaves one more such cycle, with every frame the
-        # traceback passed through and their locals: values made per call, which the
-        # collector does not free in time (`analysis/severity.py`); the frame was meant to go
-        # on return. Its weight is not known here: a warning.
-        severity = level(Facts(meant_to_go=True, collected=False))
+        # The frame was meant to go on return; its weight is not known here. The collector
+        # frees the cycle in time (`analysis/severity.py`: info) unless it is made again and
+        # again - the function runs per request, message or job - or the collector is off,
+        # or the traceback is kept on an object: a warning then.
+        collected = not (frame.per_call or off or frame.how == "stored")
+        severity = level(Facts(meant_to_go=True, collected=collected))
         return (frame.site, message, severity,  # type: ignore[return-value]
                 Consequence(f"the locals of `{function}()`" + (" and of the frames below it" if frame.carries else ""),
                             holder, lifetime, "one per call that raises or catches"))

@@ -32,6 +32,9 @@ class FrameCycle:
     how: str  # "exc_info", "traceback", "collected", "raised", "stored"
     shown: str  # the statement's code, one line
     carries: bool  # it keeps a caught exception's traceback: the frames below, with their locals
+    # the function runs per request or message (its name, its class serving requests): each
+    # such cycle is made again and again (filled in by the retention model)
+    per_call: bool
     site: object  # `retention.Site`
 
 
@@ -134,7 +137,7 @@ def frame_cycles(nodes: FileNodes, site: Callable[[ast.AST], object]) -> list[Fr
         if name in scope.released:
             return  # let go of before the frame ends (`del tb`, `tb = None`, `finally: del e`)
         shown = ast.unparse(stmt).splitlines()[0]
-        found.append(FrameCycle(name_of(scope), name, how, shown, carries, site(stmt)))
+        found.append(FrameCycle(name_of(scope), name, how, shown, carries, False, site(stmt)))
 
     for assign in nodes.of(ast.Assign, ast.AnnAssign):
         value = getattr(assign, "value")

@@ -659,11 +659,20 @@ class _Builder:
         # gc.freeze() only exempts what exists when it runs: objects made per call later are
         # still collected; gc.disable() stops that.
         collector_off = any(dotted(getattr(n, "func")) == "gc.disable" for n in self.nodes.of(ast.Call))
-        frames = frame_cycles(self.nodes, lambda node: self.lines.site(node, node))
+        serving = self._serving(per_call)
+        frames = [replace(f, per_call=self._runs_per_call(f.function, serving))
+                  for f in frame_cycles(self.nodes, lambda node: self.lines.site(node, node))]
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
                            long_lived, per_call, collector_off, frames,
                            self.success_drops - self.drops, self.teardown_drops - self.drops,
-                           self._serving(per_call))
+                           serving)
+
+    def _runs_per_call(self, function: str, serving: set[str]) -> bool:
+        """Does `function` (`Class.method` or `function`) run per request, message or job:
+        named so (`handle_error`, `run_job`, `__call__`), or a method of a class that serves?"""
+        cls, _, name = function.rpartition(".")
+        return any(word in name.lower() for word in _PER_CALL_FUNCTIONS) or (
+            bool(cls) and f"{self.holders.module}.{cls}" in serving)
 
     def _function(self, node: ast.AST, cls: Optional[str]) -> None:
         if not self._mentions_a_holder(node):
@@ -842,19 +851,39 @@ _ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "websocke
 
 
 def _serves(function: ast.AST) -> bool:
-    """Is this function a handler, run once per request, message or event?"""
+    """Is this function a handler, run once per request, message or connection: `handle`,
+    `handle_*`, `*_handler`, `on_*` for a request, message or connection, or a method
+    decorated as a route? (`on_train_begin()`, `from_request()`: not named for serving.)"""
     name = getattr(function, "name").lstrip("_")
-    return (name.startswith(("handle_", "on_")) or name == "handle"
-            or name.endswith(("_request", "_handler"))
+    return (name.startswith("handle") or name.endswith("_handler")
+            or (name.startswith("on_") and any(w in name for w in _SERVED))
             or any(isinstance(d, ast.Call) and _last_name(d.func) in _ROUTES
                    and isinstance(d.func, ast.Attribute) for d in getattr(function, "decorator_list")))
 
 
+# What an `on_*` handler is named after when it runs per request.
+_SERVED = ("request", "message", "msg", "connect", "packet", "chunk", "recv", "receive")
+# Calls a serve loop waits in for the next piece of work.
+_WAITS = frozenset({"recv", "recv_multipart", "recv_pyobj", "recvfrom", "accept", "wait", "poll",
+                    "select", "receive", "read_message", "get_nowait"})
+
+
 def _serves_until_stopped(loop: ast.While) -> bool:
-    """`while True:`, `while self.running:`, `while not self.stopped:`."""
+    """`while True:`, `while self.running:`, `while not self.stopped:` around a wait for the
+    next request (an `await`, `sock.recv()`, `queue.get()`...): a loop that parses, retries
+    or walks does not serve."""
     test = loop.test.operand if isinstance(loop.test, ast.UnaryOp) else loop.test
-    return (isinstance(test, ast.Constant) and test.value is True) or (
-        isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self")
+    if not ((isinstance(test, ast.Constant) and test.value is True) or (
+            isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self")):
+        return False
+    for sub in _own(loop):
+        if isinstance(sub, (ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and (
+                sub.func.attr in _WAITS or (sub.func.attr == "get" and not sub.args
+                                            and all(k.arg in ("timeout", "block") for k in sub.keywords))):
+            return True
+    return False
 
 
 def _serve_loop(function: ast.AST) -> bool:
