@@ -407,7 +407,8 @@ def nulling(ctx: FileContext, cls: cst.ClassDef, attr: str, release: cst.Functio
         failing, _ = _readers(ctx, [(o, fn) for o, fn in methods if id(fn) in moot], attr, skip={id(release)})
         if failing:
             verdict.changes.append(
-                f"{', '.join(failing[:3])} read{'s' if len(failing) == 1 else ''} `self.{attr}` "
+                f"{', '.join(failing[:3])}{f' and {len(failing) - 3} more' if len(failing) > 3 else ''} "
+                f"read{'s' if len(failing) == 1 else ''} `self.{attr}` "
                 f"(now {state}) if called after {where}; "
                 f"{'it reads' if len(failing) == 1 else 'they read'} the deleted `self.{deleted}` too, "
                 f"unguarded, or call{'s' if len(failing) == 1 else ''} a method that does")
