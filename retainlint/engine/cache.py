@@ -7,6 +7,8 @@ It holds:
   settings, selected rules), the project-wide facts (`ProjectIndex.fingerprint`) and
   every other file whose facts its lint consulted are unchanged;
 - the last run as a whole, so an unchanged tree is answered without validating each file.
+Findings and last runs are kept per configuration, side by side, for the few most
+recently used (`KEPT_CONFIGS`); summaries are shared by all.
 
 The checked tree is untrusted (the GitHub Action and pre-commit run on other people's
 pull requests), so the cache is:

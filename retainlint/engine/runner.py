@@ -573,8 +573,9 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
             found = _fix_cached(store, found, readable, project, digests, codes, settings, mode,
                                 jobs, progress, context)
         if not mode.edits:  # kept in the cache, but only json and sarif show them
-            for finding in (f for o in found for f in o.findings if f.fix is not None):
-                finding.fix.edits = None  # type: ignore[union-attr]
+            for fix in (f.fix for o in found for f in o.findings):
+                if fix is not None:
+                    fix.edits = None
     log.info("%d files: %d summarized, %d parsed and linted, the rest answered from %s",
              len(readable), TALLY.summarized, TALLY.linted,
              "the cache" if store is not None else "the prefilters")
