@@ -476,10 +476,17 @@ def _user_frame(tb: tracemalloc.Traceback, skip: tuple) -> Optional[str]:
     return None
 
 
+# Types CPython recycles through free lists: a reused object keeps the traceback of the block's
+# first allocation, often another line.
+_RECYCLED = (tuple, list, dict, float)
+
+
 def created_at(path: list, traceback_of: Optional[Callable[[Any], Any]] = None) -> Optional[str]:
     """Where the first object of `path` (root first) that tracemalloc traced was allocated,
     in the innermost frame of user code. A key added to an old dict is often made long
-    before (the model): the value stored with it was made by the registering line."""
+    before (the model): the value stored with it was made by the registering line. On
+    Python 3.11, instances of plain classes carry no traceback (`get_object_traceback`
+    misses their managed-dict header; fixed in 3.12): the chain's other objects tell."""
     if traceback_of is None:
         if not tracemalloc.is_tracing():
             return None
@@ -491,9 +498,9 @@ def created_at(path: list, traceback_of: Optional[Callable[[Any], Any]] = None) 
         if isinstance(parent, dict) and traceback_of(parent) is None:
             for k, v in list(parent.items()):
                 if k is node:
-                    tb = traceback_of(v)
+                    tb = None if isinstance(v, _RECYCLED) else traceback_of(v)
                     break
-        if tb is None:
+        if tb is None and not isinstance(node, _RECYCLED):
             tb = traceback_of(node)
         if tb is None:
             continue
