@@ -8,7 +8,8 @@ wider scope holds: theirs until their own teardown).
 
 tracemalloc is restarted before each test (unless something else started it), so the first
 object of a holder chain that has an allocation traceback is one the test made: its line is
-where the chain was tied to its root.
+where the chain was tied to its root. One heap scan per test: the scan that ends a test's
+check is the next test's "before".
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class LeakPlugin:
         self.reported = leaks.Seen()  # survivors reported already (and what they own)
         self.growth: dict[str, list] = {}  # project type -> tests it survived
         self.grown: set = set()  # project types reported as growing
-        self.before = leaks.Seen()
+        self.before: Optional[leaks.Seen] = None
         self.cuda_before: Optional[int] = None
         self.own_trace = False
         self.seconds = 0.0  # time spent checking (reported in the summary)
@@ -85,8 +86,9 @@ class LeakPlugin:
     def pytest_runtest_protocol(self, item: Any, nextitem: Any):
         start = time.perf_counter()
         self._restart_trace()
-        gc.collect()  # after the restart: empties the free lists, so new objects get tracebacks
-        self.before = self.watch.snapshot()
+        if self.before is None:  # the first test; later ones start from the last check's scan
+            gc.collect()
+            self.before = self.watch.snapshot()
         self.cuda_before = leaks.cuda_bytes_now()
         self.seconds += time.perf_counter() - start
         yield
@@ -97,21 +99,24 @@ class LeakPlugin:
             self.seconds += time.perf_counter() - start
 
     def _check(self, nodeid: str) -> None:
-        skip: list = [self.wide, self.ended, self.records, self.growth]
+        gc.collect()
+        now = self.watch.watched()
+        skip: list = [self.wide, self.ended, self.records, self.growth, now]
         inside = [self.root]
         traces = leaks.Traces(self.own_trace)
         held = leaks.held_by_fixtures(entry[2] for entry in self.wide.values())
         for name, scope, _value, snap in self.ended:
-            found, _ = leaks.survivors(self.watch, snap, held, skip, inside, self.reported,
-                                       traces)
+            found, _ = leaks.survivors(self.watch, now, snap, held, skip, inside, self.reported, traces)
             self._add(nodeid, f"fixture {name} ({scope}) teardown", found)
         self.ended.clear()
-        found, project = leaks.survivors(self.watch, self.before, held, skip, inside,
-                                         self.reported, traces)
+        found, project = leaks.survivors(self.watch, now, self.before or leaks.Seen(), held, skip, inside, self.reported, traces)
         self._add(nodeid, "test", found)
         self._grow(nodeid, project, skip, inside, traces)
         project.clear()
         traces.clear()
+        # what is alive now is the next test's "before": one heap scan per test, not two
+        self.before = leaks.Seen(now)
+        now.clear()
         after = leaks.cuda_bytes_now()
         if self.cuda_before is not None and after is not None and after != self.cuda_before:
             for r in self.records:

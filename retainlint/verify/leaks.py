@@ -29,7 +29,6 @@ from typing import Any, Iterable, Optional
 from retainlint.verify.probe import MiB, cuda_allocated, storage_key
 
 HEAVY = ("module", "tensor", "ndarray", "listed")
-_CONTAINERS = (dict, list, tuple, set, frozenset, collections.deque)
 
 # Types never worth following when sizing what a survivor owns or which survivors another
 # one holds: through them everything in the process is reachable.
@@ -158,8 +157,8 @@ class Watch:
 
     def watched(self) -> list:
         """Every watched object alive now. Arrays are not tracked by gc: they are found
-        among the referents of containers and of watched objects (a model's, a project
-        object's attributes)."""
+        among the referents of dicts (attributes, globals, registries) and of watched objects
+        (the inline attributes of a project object); one in a list or tuple only is missed."""
         kinds: dict = {}  # this scan's type -> kind: a plain dict, faster than the weak one
         out = []
         arrays: list = []
@@ -177,7 +176,7 @@ class Watch:
                 if kind is not None:
                     if kind != "tensor" or self.kind(o) is not None:
                         out.append(o)
-                if nd is not None and (kind is not None or cls in _CONTAINERS):
+                if nd is not None and (kind is not None or cls is dict):
                     arrays += [r for r in gc.get_referents(o) if type(r) is nd and r.base is None
                                and r.nbytes >= floor]
         if arrays:
@@ -304,16 +303,14 @@ class Traces:
         self._by_id = None
 
 
-def survivors(watch: Watch, before: Seen, exclude: set, skip: list, inside: Iterable[Path],
+def survivors(watch: Watch, now: list, before: Seen, exclude: set, skip: list, inside: Iterable[Path],
               reported: Seen, traces: Traces) -> tuple[list[Survivor], list]:
-    """After a collection: the heavy objects alive now that are not in `before` nor in
+    """Of the watched objects alive after a collection (`now`), the heavy ones not in `before` nor in
     `reported`, nor owned by the fixtures of wider scope (`exclude`: ids), each explained
     once (its owner's report covers what it owns), and the new objects of project types
     (for growth). Returns (heavy survivors, [project-type objects]); the watched objects
     the survivors own are added to `reported`."""
-    gc.collect()
-    gc.collect()  # a second pass: what the first one's finalizers let go
-    fresh = [o for o in watch.watched() if o not in before and o not in reported and id(o) not in exclude]
+    fresh = [o for o in now if o not in before and o not in reported and id(o) not in exclude]
     if not fresh:
         return [], []
     heavy, project, found = [], [], []
