@@ -123,6 +123,8 @@ def released_anywhere(index: "ProjectIndex", holder: str) -> bool:
 
 def key_per_request(key: str) -> bool:
     """Is a slot per distinct `key` a slot per request or per object (never reused)?"""
+    if key.startswith("self.") and "(" not in key and "[" not in key:
+        return False  # the instance's own value (`self.engine_id`): one key per instance
     words = [w.lower() for w in _WORD.findall(key.replace("_", " "))]
     if _CODE_WORDS.intersection(words):
         return False

@@ -306,8 +306,8 @@ def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
         node = stack.pop()
         yield node
         for name, value in ast.iter_fields(node):
-            if name in ("body", "orelse", "finalbody", "handlers", "cases"):
-                continue
+            if name in ("body", "orelse", "finalbody", "handlers", "cases") and isinstance(value, list):
+                continue  # nested statements (a lambda's body is an expression: walked)
             if isinstance(value, ast.AST):
                 stack.append(value)
             elif isinstance(value, list):
@@ -340,12 +340,17 @@ class _Function:
         # whatever the function around it is named.
         self.loops = [(w.lineno, w.end_lineno or w.lineno) for w in _own(node)
                       if isinstance(w, ast.While) and _serves_until_stopped(w)] if self.once else []
-        self.teardown = node.name.lstrip("_").startswith(_TEARDOWN) or node.name in ("__exit__", "__aexit__", "__del__")
+        # Tears the whole object down: named so, and handed no entry to remove
+        # (`_stop_heartbeat(req_id)` ends one request's entry, not the object).
+        required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - (1 if cls is not None else 0)
+        self.teardown = (node.name.lstrip("_").startswith(_TEARDOWN) and required <= 0) \
+            or node.name in ("__exit__", "__aexit__", "__del__")
         # Path-sensitive drops (async functions only: cancellation reaches every `await`):
         # the lines of the awaits, and the statements under `finally` or an `except`.
         self.awaits: list[int] = []
         self.covered: set[int] = set()
         self.fragile = False  # the statement being read runs only if the awaits before it return
+        self.in_callback = False  # the node being read is in a lambda: a callback
         self.success_drops: dict[str, int] = {}  # holder -> line of its first such drop here
         self.firm_drops: set[str] = set()
 
@@ -413,8 +418,13 @@ class _Function:
 
     def _drop(self, holder: str) -> None:
         """Something here removes from, rebinds or hands on `holder`: a release wherever
-        the call ends, only when it gets that far, or only when the owner is torn down."""
-        if self.fragile:
+        the call ends, only when it gets that far, or only when the owner is torn down.
+        (In a lambda, a callback: it runs whenever it is called, `add_done_callback(lambda
+        _: self.tasks.pop(k))` when the task ends, however this function goes on.)"""
+        if self.in_callback:
+            self.firm_drops.add(holder)
+            self.facts.drops.add(holder)
+        elif self.fragile:
             self.success_drops.setdefault(holder, 10 ** 9)
             line = self._line
             if line < self.success_drops[holder]:
@@ -450,6 +460,7 @@ class _Function:
     def _statement(self, stmt: ast.stmt, guarded: set[str]) -> None:
         facts = self.facts
         self._line = stmt.lineno
+        self.in_callback = False
         for target, value in _bindings(stmt):
             if isinstance(target, ast.Subscript):
                 named = self.holder(target.value)
@@ -478,7 +489,9 @@ class _Function:
                     self._drop(named[0])
         found = list(_expressions(stmt))
         called = {id(n.func) for n in found if isinstance(n, ast.Call)}
+        callbacks = {id(sub) for n in found if isinstance(n, ast.Lambda) for sub in ast.walk(n.body)}
         for node in found:
+            self.in_callback = id(node) in callbacks
             if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
                 named = self.holder(node.value)
                 if named:

@@ -60,6 +60,16 @@ def test_a_removal_only_the_successful_path_reaches_leaves_each_failed_call_entr
     """)
     assert "finally" in fixed
     assert _check(tmp_path / "fixed", {"gateway.py": fixed.format(drop="")}) == []
+    # A removal in a done-callback runs when the task ends, however the call goes on; one
+    # by a method handed the entry (`_forget(task)`) is no teardown of the whole object.
+    callback = HANDLER.replace("self.running.add(task)", "self.running.add(task)\n"
+                               "            task.add_done_callback(lambda _: self.running.discard(task))")
+    assert _check(tmp_path / "callback", {"gateway.py": callback.format(drop="")}) == []
+    entry = HANDLER + """
+        def _stop_tracking(self, task):
+            self.running.discard(task)
+    """
+    assert _check(tmp_path / "entry", {"gateway.py": entry.format(drop="")}) == []
 
 
 def test_an_object_whose_methods_are_handlers_outlives_the_requests_it_keeps(tmp_path):
