@@ -76,7 +76,8 @@ instance, dying with it.
 
 Bounded caches are reported too. The finding is an error when the class is a
 `torch.nn.Module` with weights (parameters or buffers) and the cache keeps more than one instance (no `maxsize`, or one above 1): a model loaded,
-dropped and loaded again stays with its weights. It is a warning when one entry keeps at
+dropped and loaded again stays with its weights; and when a heavy class's cache has no bound
+and is keyed by more than a device or dtype: a new value per distinct key, never dropped. It is a warning when one entry keeps at
 most the last instance (`maxsize=1`), or when a light class's cache has no bound; info
 (shown with `--min-severity info`) when the class holds no weights and the cache is
 bounded - it pins only the few small values it returned - or when the instances are made
@@ -375,7 +376,9 @@ class Engine:
             return Facts(heavy=False, grows=False)
         several = maxsize in (None, "None") or maxsize.strip() not in ("0", "1")
         model = weights and several and is_model(self.ctx, cls)
-        return Facts(heavy=weights or None, grows=grows, meant_to_go=True if model else None)
+        # an unbounded cache of a heavy class keyed by more than a device makes a new value
+        # per distinct key (a frequency table per requested shape) and never drops one
+        return Facts(heavy=weights or None, grows=grows, meant_to_go=True if model or grows else None)
 
     def _holds_weights(self, cls: cst.ClassDef) -> bool:
         """Does a heavy class - or one of the project's subclasses, whose instances the

@@ -43,7 +43,6 @@ from retainlint.rules.prefilters.rl701 import (
 )
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.severity import Facts, collector_frees, level
-from retainlint.project.consequence import collector_off_anywhere
 from retainlint.analysis.walk import visit
 
 _WEAK = frozenset({"weakref.WeakMethod", "weakref.ref", "weakref.proxy"})
@@ -541,11 +540,11 @@ Severity: an error when the cycle passes where the collector cannot see it - a
 an autograd graph node (a `grad_fn`, a gradient accumulator), a Qt connection (the pattern
 behind gpytorch's CUDA leak). A plain Python cycle - a `load_state_dict` / `state_dict` hook
 holding the module, `register_hook` on a parameter (the tensor's hook dict is traversed by
-the collector), a bound method stored on the instance - is freed by the cyclic collector: a
-warning when that comes too late (the project disables the collector with `gc.disable()`,
-a finalizer or `weakref.finalize(self, ...)` waits on the instance's death, or instances are
-values made per call, such as torch distributions), otherwise info (real but negligible,
-shown with `--min-severity info`).
+the collector), a bound method stored on the instance or on a model handed in - is freed by
+the cyclic collector: a warning when that comes too late (a finalizer or `weakref.finalize(self,
+...)` waits on the instance's death, or instances are values made per call, such as torch
+distributions, which a disabled collector would never free), otherwise info (real but
+negligible, shown with `--min-severity info`): an object made once keeps only itself.
 
 ## Why it leaks
 The object becomes part of a reference cycle, so reference counting can never free it:
@@ -1024,7 +1023,7 @@ class Settings(QDialog):
                             "itself: a reference cycle, so the model (and its tensors) is freed only when the "
                             f"cyclic collector runs; bind it weakly (`type({owner}).forward` with "
                             f"`weakref.ref({owner})`) or wrap the model instead of patching it",
-                            severity=level(Facts(heavy=True, collected=not collector_off_anywhere(self.ctx.index))))
+                            severity=level(Facts(heavy=True, collected=True)))
 
     def _patched_back(self, fn: cst.FunctionDef, assigns, site, where: str, owner: str, methods: set[str]) -> bool:
         """Is `where` set back to a saved original (a name or attribute that does not

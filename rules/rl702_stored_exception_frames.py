@@ -13,7 +13,6 @@ from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter, ADDERS
 from retainlint.analysis.release import named_release
 from retainlint.analysis.severity import Facts, level
-from retainlint.project.consequence import collector_off_anywhere
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.holding import (
     Scopes,
@@ -135,8 +134,7 @@ function with a model or tensor parameter or local) and info (shown with `--min-
 info`) when they do not - unless a caller keeps the result that holds it, whose next call's
 frames may hold it again (a chain: a warning) - or when the exception is kept for a reader
 that re-raises it. A
-local that keeps `sys.exc_info()` makes a cycle the collector frees: info, unless the
-project disables the collector (`gc.disable()`), then a warning, or an error for heavy frames.
+local that keeps `sys.exc_info()` makes a cycle the collector frees: info.
 
 ## Why it leaks
 An exception's `__traceback__` references every frame from the handler's function down
@@ -499,9 +497,8 @@ class Pool:
                 f"cycle that keeps every frame of the traceback and their locals alive until "
                 f"the cycle collector runs (unlike `except ... as e`, nothing unbinds it at "
                 f"the end of the handler); `del` it in a `finally`, or keep only the text",
-                # the frame and its traceback form a cycle the collector frees, unless it is off
-                severity=level(Facts(heavy=self._heavy_frames(h), meant_to_go=True,
-                                     collected=not collector_off_anywhere(self.ctx.index))),
+                # the frame and its traceback form a cycle the collector frees
+                severity=level(Facts(heavy=self._heavy_frames(h), meant_to_go=True, collected=True)),
                 statement=statement,
             )
 

@@ -27,7 +27,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import is_self
 from retainlint.analysis.hooks import iter_nodes
 from retainlint.core.finding import Severity
-from retainlint.project.consequence import collector_off_anywhere, facts_of
+from retainlint.project.consequence import facts_of
 from retainlint.project.consequence import made_per_call as consequence_made_per_call
 
 if TYPE_CHECKING:
@@ -120,10 +120,12 @@ def _finalized(ctx: "FileContext", cls: cst.ClassDef) -> bool:
 
 def collector_frees(ctx: "FileContext", cls: cst.ClassDef) -> bool:
     """Is a plain Python reference cycle through an instance of `cls` freed in time by the
-    cyclic collector? Not when the project disables the collector (`gc.disable()`), when a
-    release waits on the instance's death (its finalizer), or when instances are values made
-    per call (each cycle leaves one more for the collector)."""
-    return not (collector_off_anywhere(ctx.index) or _finalized(ctx, cls) or made_per_call(ctx, cls))
+    cyclic collector? Not when a release waits on the instance's death (its finalizer), or
+    when instances are values made per call (each cycle leaves one more for the collector,
+    and none is ever freed where the project disables it). An object made once - a model's
+    layers - keeps at most itself in its cycle, whether or not some code path of the project
+    turns the collector off (`gc.disable()` in a test, or opt-in): as long as it lives anyway."""
+    return not (_finalized(ctx, cls) or made_per_call(ctx, cls))
 
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
