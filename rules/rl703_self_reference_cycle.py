@@ -51,10 +51,8 @@ avoids by deleting `except ... as e` at the end of the handler:
 - `sys.exc_info()` put on the object (`self.history.append(sys.exc_info())`).
 
 The traceback keeps every frame it passed through, with their locals (requests, buffers,
-tensors), until the collector runs: a warning when the function runs per request, message
-or job (named so - `handle_*`, `process_*`, `run_*`, `__call__`... - or a method of a
-class that serves requests), when the project disables the collector, or when the
-traceback is kept on an object; info otherwise. A fresh exception raised from a
+tensors), until the collector runs: info, since the collector frees it, unless the project
+disables the collector or the traceback is kept on an object (a warning then). A fresh exception raised from a
 local (`err = ValueError(...); raise err`) or a single copy of the caught one (`last = e`)
 cycles through this frame alone: the collector's ordinary work, not reported. Not reported when the function lets
 go first: `del tb`, `tb = None`, `traceback.clear_frames(tb)`, `errors.clear()`, or `raise`
@@ -184,10 +182,11 @@ def handle_request():
                        f"in a `finally` breaks the cycle")
             holder, lifetime = f"`{function}()`'s frame, through its own traceback", later
         # The frame was meant to go on return; its weight is not known here. The collector
-        # frees the cycle in time (`analysis/severity.py`: info) unless it is made again and
-        # again - the function runs per request, message or job - or the collector is off,
-        # or the traceback is kept on an object: a warning then.
-        collected = not (frame.per_call or off or frame.how == "stored")
+        # frees the cycle (`analysis/severity.py`: info) unless it is off, or the traceback
+        # is kept on an object, which keeps it as long as it lives: a warning then. (Read on
+        # the development trees, frames of functions run per request - benchmark clients,
+        # Flask's handle_exception - kept nothing heavy: being per request is no weight.)
+        collected = not (off or frame.how == "stored")
         severity = level(Facts(meant_to_go=True, collected=collected))
         return (frame.site, message, severity,  # type: ignore[return-value]
                 Consequence(f"the locals of `{function}()`" + (" and of the frames below it" if frame.carries else ""),

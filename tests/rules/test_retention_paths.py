@@ -118,8 +118,8 @@ def test_a_container_emptied_only_when_its_owner_stops_still_grows_while_it_serv
 
 
 def test_frames_that_keep_their_own_traceback(tmp_path):
-    # A warning where the function runs per request or job (`run_job`, `fetch`): each call
-    # that fails leaves one more cycle; info where nothing says so (`check_union`).
+    # Info: the collector frees each cycle (a warning when it is disabled, or when the
+    # traceback is kept on an object).
     found = _check(tmp_path / "bug", {"jobs.py": """\
         import sys
 
@@ -155,7 +155,7 @@ def test_frames_that_keep_their_own_traceback(tmp_path):
             return None
         """})
     assert [(line, code, severity) for line, code, severity, _ in found] == [
-        (7, "RL703", "warning"), (16, "RL703", "info"), (24, "RL703", "warning")]
+        (7, "RL703", "info"), (16, "RL703", "info"), (24, "RL703", "info")]
     assert "`exc` keeps `sys.exc_info()`'s exception or traceback in `run_job()`" in found[0][3]
     assert "`del exc` in a `finally` breaks the cycle" in found[0][3]
     assert "`errors` collects caught exceptions in `check_union()`" in found[1][3]
@@ -204,3 +204,35 @@ def test_frames_that_keep_their_own_traceback(tmp_path):
             while tb is not None:
                 tb = tb.tb_next
         """}) == []
+
+
+def test_a_traceback_kept_on_an_object_or_with_the_collector_off_is_a_warning(tmp_path):
+    found = _check(tmp_path / "kept", {"conn.py": """\
+        import sys
+
+        class Connection:
+            def __init__(self):
+                self.history = []
+
+            def restart(self):
+                try:
+                    self.open()
+                except OSError:
+                    self.history.append(sys.exc_info())
+        """})
+    assert [(line, code, severity) for line, code, severity, _ in found] == [(11, "RL703", "warning")]
+    assert "`self.history` keeps `sys.exc_info()`'s exception or traceback" in found[0][3]
+    off = _check(tmp_path / "off", {"jobs.py": """\
+        import gc
+        import sys
+
+        gc.disable()
+
+        def run_job(job):
+            try:
+                job()
+            except Exception:
+                exc = sys.exc_info()[1]
+                print(exc)
+        """})
+    assert [(line, code, severity) for line, code, severity, _ in off] == [(10, "RL703", "warning")]
