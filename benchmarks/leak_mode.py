@@ -5,8 +5,8 @@
 SUITE_DIR defaults to fixtures/leak_projects/incidents (a dozen tests with small torch
 models, six of which leak). Each configuration runs `--repeat` times in a fresh pytest
 process; the best time of each is compared (the least disturbed by other load). Prints
-both times, the overhead ratio and the time the plugin itself reports spending in checks.
-Run it on a quiet machine: the figures are wall-clock.
+wall and CPU times with their overhead ratios, and the time the plugin itself reports
+spending in checks. On a shared machine trust the CPU ratio.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -23,12 +24,17 @@ from pathlib import Path
 DEFAULT = Path(__file__).resolve().parents[1] / "fixtures" / "leak_projects" / "incidents"
 
 
-def once(suite: Path, extra: list[str]) -> float:
+def once(suite: Path, extra: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one pytest process: on a shared machine the CPU time
+    is the steadier figure."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra], cwd=suite,
                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -45,7 +51,8 @@ def main() -> int:
                    for _ in range(opts.repeat))
         data = json.loads(out.read_text()) if out.exists() else {}
     print(f"suite: {suite}")
-    print(f"plain: {plain:.2f} s   leak mode: {mode:.2f} s   overhead: x{mode / plain:.2f}")
+    print(f"wall: plain {plain[0]:.2f} s, leak mode {mode[0]:.2f} s: overhead x{mode[0] / plain[0]:.2f}")
+    print(f"CPU:  plain {plain[1]:.2f} s, leak mode {mode[1]:.2f} s: overhead x{mode[1] / plain[1]:.2f}")
     if data:
         print(f"checks (as the plugin counts them, last run): {data['check_seconds']:.2f} s, "
               f"{len(data['leaks'])} leak(s) reported")

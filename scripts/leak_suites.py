@@ -24,12 +24,10 @@ from pathlib import Path
 # name: (pinned release, source folders for PYTHONPATH (relative to the unpacked sdist),
 # pytest arguments). Subsets chosen to run offline (no model hub) in a few minutes.
 SUITES = {
-    "accelerate": ("1.16.0", ["src"],
-                   ["tests/test_memory_utils.py", "tests/test_hooks.py", "tests/test_modeling_utils.py"]),
+    "accelerate": ("1.16.0", ["src"], ["tests/test_memory_utils.py", "tests/test_hooks.py"]),
     "einops": ("0.8.2", ["."], ["einops/tests/test_ops.py", "einops/tests/test_layers.py"]),
-    "peft": ("0.21.2", ["src"],
-             ["tests/test_custom_models.py", "-k", "test_forward_output_finite or test_only_params_are_updated"
-              " or test_merge_layers and not Conv and not Embedding and not MHA"]),
+    # needs transformers, diffusers, datasets, scipy; accelerate from its own sdist or installed
+    "peft": ("0.21.2", ["src"], ["tests/test_custom_models.py", "-k", "test_forward_output_finite and Vanilla"]),
 }
 
 
