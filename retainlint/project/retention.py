@@ -409,7 +409,8 @@ class _Function:
 
     def _paths(self) -> None:
         for sub in _own(self.node):
-            if isinstance(sub, (ast.Await, ast.AsyncWith, ast.AsyncFor)):
+            # Not `async with lock:`: a removal right under it runs once the lock is held.
+            if isinstance(sub, (ast.Await, ast.AsyncFor)):
                 self.awaits.append(sub.lineno)
             elif isinstance(sub, ast.Try) or type(sub).__name__ == "TryStar":
                 for block in [getattr(sub, "finalbody"), *(h.body for h in getattr(sub, "handlers"))]:

@@ -65,6 +65,13 @@ def test_a_removal_only_the_successful_path_reaches_leaves_each_failed_call_entr
     callback = HANDLER.replace("self.running.add(task)", "self.running.add(task)\n"
                                "            task.add_done_callback(lambda _: self.running.discard(task))")
     assert _check(tmp_path / "callback", {"gateway.py": callback.format(drop="")}) == []
+    locked = HANDLER.replace("self.running.add(task)", "self.running.add(task)\n"
+                             "            task.add_done_callback(self._forget)") + """
+        async def _forget(self, task):
+            async with self.lock:
+                self.running.discard(task)
+    """
+    assert _check(tmp_path / "locked", {"gateway.py": locked.format(drop="")}) == []
     entry = HANDLER + """
         def _stop_tracking(self, task):
             self.running.discard(task)
