@@ -22,12 +22,16 @@ import time
 from pathlib import Path
 
 # name: (pinned release, source folders for PYTHONPATH (relative to the unpacked sdist),
-# pytest arguments). Subsets chosen to run offline (no model hub) in a few minutes.
+# pytest arguments). Subsets chosen to run offline (no model hub) in a few minutes. ENV: what
+# a suite needs set to run at all.
 SUITES = {
     "accelerate": ("1.16.0", ["src"], ["tests/test_memory_utils.py", "tests/test_hooks.py"]),
     "einops": ("0.8.2", ["."], ["einops/tests/test_ops.py", "einops/tests/test_layers.py"]),
     # needs transformers, diffusers, datasets, scipy; accelerate from its own sdist or installed
     "peft": ("0.21.2", ["src"], ["tests/test_custom_models.py", "-k", "test_forward_output_finite and Vanilla"]),
+}
+ENV = {
+    "einops": {"EINOPS_TEST_BACKENDS": "numpy,torch"},
 }
 
 
@@ -49,8 +53,9 @@ def fetch(python: str, name: str, version: str, work: Path) -> Path:
     return root
 
 
-def run(python: str, root: Path, paths: list[str], args: list[str], extra: list[str]) -> tuple[float, str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(root / p) for p in paths),
+def run(python: str, root: Path, paths: list[str], args: list[str], extra: list[str],
+        more_env: dict) -> tuple[float, str]:
+    env = dict(os.environ, **more_env, PYTHONPATH=os.pathsep.join(str(root / p) for p in paths),
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CUDA_VISIBLE_DEVICES=os.environ.get(
                    "CUDA_VISIBLE_DEVICES", ""))
     cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args, *extra]
@@ -72,10 +77,11 @@ def main() -> int:
     for name in opts.only or sorted(SUITES):
         version, paths, args = SUITES[name]
         root = fetch(opts.python, name, version, work)
-        plain, out_plain = run(opts.python, root, paths, args, [])
+        plain, out_plain = run(opts.python, root, paths, args, [], ENV.get(name, {}))
         leaks_json = work / f"{name}-leaks.json"
         timed, out_leaks = run(opts.python, root, paths, args,
-                               ["--retainlint-leaks", "--retainlint-leaks-json", str(leaks_json)])
+                               ["--retainlint-leaks", "--retainlint-leaks-json", str(leaks_json)],
+                               ENV.get(name, {}))
         last = lambda text: (text.strip().splitlines() or ["(no output)"])[-1]  # noqa: E731
         print(f"== {name} {version}: plain {plain:.1f} s ({last(out_plain)}), leak mode {timed:.1f} s "
               f"({last(out_leaks)}): overhead x{timed / plain:.2f}")
