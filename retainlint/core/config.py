@@ -187,6 +187,8 @@ def settings_from_table(table: dict[str, Any], path: Path) -> Settings:
             # Both are kept: `per-file-ignores` first (there is no inherited table to extend).
             values["per_file_ignores"] = (*values.get("per_file_ignores", ()), *pairs) \
                 if key.startswith("extend") else (*pairs, *values.get("per_file_ignores", ()))
+        elif key in _PLUGIN_KEYS:
+            continue  # read and checked by the pytest plugin, not by `retainlint check`
         else:
             raise ConfigError(f"{where}: unknown option{did_you_mean(key, KNOWN_KEYS)}")
     settings = Settings(**values)
@@ -196,7 +198,8 @@ def settings_from_table(table: dict[str, Any], path: Path) -> Settings:
 _BOOL_KEYS = ("unsafe-fixes", "per-object-hooks", "installed-types")
 _LEVEL_KEYS = ("min-severity",)
 _TABLE_KEYS = ("per-file-ignores", "extend-per-file-ignores")
-KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, *_LEVEL_KEYS, *_TABLE_KEYS)
+_PLUGIN_KEYS = ("leaks",)  # `pytest --retainlint-leaks` (retainlint/verify/pytest_plugin.py)
+KNOWN_KEYS = (*_LIST_KEYS, *_BOOL_KEYS, *_LEVEL_KEYS, *_TABLE_KEYS, *_PLUGIN_KEYS)
 LEVELS = tuple(level.value for level in Severity)  # most severe first: error, warning, info  # also the keys of schema.json
 
 

@@ -128,3 +128,18 @@ def test_schema_ships_in_the_package():
 
     assert json.loads(importlib.resources.files("retainlint.core").joinpath("schema.json")
                       .read_text())["type"] == "object"
+
+
+def test_the_leak_mode_table_is_the_pytest_plugins_and_check_runs_beside_it(tree, tmp_path):
+    """A project that sets `[tool.retainlint.leaks]` for `pytest --retainlint-leaks` is still
+    checked as configured; the schema accepts the table and rejects a misspelt mode."""
+    root = tree({
+        "a.py": BUGGY,
+        "pyproject.toml": '[tool.retainlint]\nignore = ["RL501"]\n'
+                          '[tool.retainlint.leaks]\nmode = "fail"\nmin-bytes = 4096\n',
+    })
+    r = run_cli("check", ".", "--no-cache", cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert validate(tmp_path, {"leaks": {"mode": "fail", "min-bytes": 4096}}).returncode == 0
+    assert validate(tmp_path, {"leaks": "report"}).returncode == 0
+    assert validate(tmp_path, {"leaks": {"mode": "fial"}}).returncode == 1
