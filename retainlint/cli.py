@@ -195,6 +195,10 @@ SELECTOR_HELP = "Comma-separated codes, prefixes (RL2) or rule names; repeatable
 @click.option("--run-summary", "run_summary_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Also write what ran to FILE, as JSON: the rules, how many files, under which "
                    "configuration (for CI wrappers such as the GitHub Action).")
+@click.option("--confirmed-by", "confirmed_by", metavar="FILE", multiple=True,
+              type=click.Path(dir_okay=False),
+              help="Mark the findings that a leak-mode run saw happen (the JSON file of "
+                   "`pytest --retainlint-leaks-json FILE`): `confirmed` in JSON and SARIF.")
 @click.option("-w", "--watch", is_flag=True,
               help="Check, then check again whenever a checked file or a configuration changes "
                    "(until Ctrl-C).")
@@ -242,7 +246,7 @@ def _check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, di
            changed_since_ref, min_severity, exit_zero, statistics, no_cache, cache_dir, exclude,
            force_exclude, config_path, color, jobs, no_installed_types, add_noqa, baseline_file,
            write_baseline, stdin_filename, no_project, show_settings, verbose, quiet,
-           run_summary_file) -> None:
+           run_summary_file, confirmed_by) -> None:
     """One check; ends with sys.exit and the exit status."""
     fix = fix or fix_only
     paths = paths or (".",)
@@ -303,6 +307,13 @@ def _check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, di
         result = RunResult.merged(results)
     if run_summary_file is not None:
         _write_file(run_summary_file, run_summary(projects), "the run summary")
+    if confirmed_by:
+        from retainlint.verify.leak_report import LeakFileError, confirm
+
+        try:
+            confirm(result.findings, confirmed_by)
+        except LeakFileError as e:
+            _fail(str(e))
 
     colored = _color(color) and not machine and output_file is None
     err = _console(colored and sys.stderr.isatty(), stderr=True)

@@ -127,3 +127,25 @@ def test_terminal_table(run):
     assert "tests/test_bugs.py::test_atexit_per_instance" in summary
     assert "held by: held from C (1 reference(s) invisible to gc, e.g. atexit): bound method Tracer._atexit" \
         in summary
+
+
+def test_check_confirmed_by_marks_the_findings_the_run_saw(run):
+    """`retainlint check --confirmed-by leaks.json` adds `confirmed` (the test) to exactly the
+    static findings a leak-mode run tied a survivor to; a file that is not leak output is a
+    one-line error naming it."""
+    root, _out, leaks = run
+    done = subprocess.run([sys.executable, "-m", "retainlint", "check", "modelzoo", "--no-cache",
+                           "--min-severity", "info", "--output-format", "json", "--exit-zero",
+                           "--confirmed-by", "leaks.json"], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    confirmed = {(os.path.basename(f["filename"]), f["location"]["row"], f["code"]): f["confirmed"]
+                 for f in json.loads(done.stdout) if "confirmed" in f}
+    expected = {(finding.split(":")[0], int(finding.split(":")[1]), rule): f"tests/{test}"
+                for test, _what, _created, rule, finding in INCIDENTS}
+    assert confirmed == expected
+    (root / "other.json").write_text('{"a": 1}')
+    done = subprocess.run([sys.executable, "-m", "retainlint", "check", "modelzoo", "--no-cache",
+                           "--confirmed-by", "other.json"], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "retainlint: error: other.json: not a `pytest --retainlint-leaks-json` file (no \"format\": \"retainlint-leaks/1\")"]
