@@ -1,4 +1,4 @@
-"""Held-out cache shapes (issue 17, session 8), run as a user runs retainlint on a small
+"""Held-out cache shapes, run as a user runs retainlint on a small
 project: a project's own memoizing decorator defined in one file and used in another
 (RL102, RL101), and a module-level memo keyed by the instance (RL301)."""
 

@@ -1,4 +1,4 @@
-"""Held-out incidents (issue 17, session 8): real upstream fixes of projects new to the
+"""Held-out incidents: real upstream fixes of projects new to the
 catalogue, checked through the CLI one file at a time, as scripts/incident_recall.py does.
 Each buggy fixture must be reported on exactly its `# expect:` lines, with the severity a
 user sees; its `.fixed.py` twin must be silent."""

@@ -1,5 +1,5 @@
 """RL603's cleanup that frees nothing, the shapes learnt from held-out upstream fixes
-(issue 17: diffusers #9543, ComfyUI-Easy-Use #170, ComfyUI-nunchaku #100), and RL601's
+(held-out incidents: diffusers #9543, ComfyUI-Easy-Use #170, ComfyUI-nunchaku #100), and RL601's
 path strings - run as a user runs retainlint, on a small project, with the cache on,
 then fixed the way upstream fixed it."""
 

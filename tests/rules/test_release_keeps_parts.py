@@ -1,4 +1,4 @@
-"""RL602's release paths that keep a part outside torch (issue 17, held-out incidents):
+"""RL602's release paths that keep a part outside torch:
 a part another method (here `__del__`) frees, and cleanup registered on an ExitStack
 nothing closes - run as a user runs retainlint, on a small project, with the cache on
 (the prefilter decides which files are read)."""
