@@ -542,9 +542,12 @@ behind gpytorch's CUDA leak). A plain Python cycle - a `load_state_dict` / `stat
 holding the module, `register_hook` on a parameter (the tensor's hook dict is traversed by
 the collector), a bound method stored on the instance or on a model handed in - is freed by
 the cyclic collector: a warning when that comes too late (a finalizer or `weakref.finalize(self,
-...)` waits on the instance's death, or instances are values made per call, such as torch
-distributions, which a disabled collector would never free), otherwise info (real but
-negligible, shown with `--min-severity info`): an object made once keeps only itself.
+...)` waits on the instance's death; instances are values made per call, such as torch
+distributions, which a disabled collector would never free; or the model was handed in by a
+caller, who frees it by dropping it - fairscale's `checkpoint_wrapper` - and a collection
+is triggered by the count of Python objects made, not by the GPU memory the model pins),
+otherwise info (real but negligible, shown with `--min-severity info`): an object made once
+keeps only itself.
 
 ## Why it leaks
 The object becomes part of a reference cycle, so reference counting can never free it:
@@ -1023,7 +1026,8 @@ class Settings(QDialog):
                             "itself: a reference cycle, so the model (and its tensors) is freed only when the "
                             f"cyclic collector runs; bind it weakly (`type({owner}).forward` with "
                             f"`weakref.ref({owner})`) or wrap the model instead of patching it",
-                            severity=level(Facts(heavy=True, collected=True)))
+                            # the caller's model: dropping it frees nothing until a collection
+                            severity=level(Facts(heavy=True, meant_to_go=True, collected=True)))
 
     def _patched_back(self, fn: cst.FunctionDef, assigns, site, where: str, owner: str, methods: set[str]) -> bool:
         """Is `where` set back to a saved original (a name or attribute that does not

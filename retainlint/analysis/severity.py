@@ -11,7 +11,9 @@ every rule shares:
 - `warning`: real, but bounded or unproven (a cost without a sign that the object was meant
   to go, or a sign it was meant to go without a known cost);
 - `info`: real but negligible (hidden by default) - light and bounded, kept by something
-  that lives as long as it would anyway, or a cycle the collector frees in time.
+  that lives as long as it would anyway, or a cycle the collector frees in time (a cycle
+  through a heavy object that its owner drops to free it is a warning: it waits for the
+  collector, which the bytes it pins do not trigger).
 
 Facts are three-valued where a rule may not know: True (the code shows it), False (the code
 shows the opposite), None (unknown). Unknown never makes an error, and never hides a finding.
@@ -63,7 +65,12 @@ class Facts:
 
 def level(facts: Facts) -> Severity:
     """The severity the facts give (see the module's docstring)."""
-    if facts.collected or facts.meant_to_go is False or facts.costly is False:
+    if facts.collected:
+        # Freed, but only when the collector runs, and a collection is triggered by the
+        # count of Python objects made, not by the bytes a model pins: a model its owner
+        # drops (and means to be rid of) can wait for it while the next one loads.
+        return Severity.WARNING if facts.heavy and facts.meant_to_go else Severity.INFO
+    if facts.meant_to_go is False or facts.costly is False:
         return Severity.INFO
     if facts.costly and facts.meant_to_go:
         return Severity.ERROR
