@@ -168,6 +168,8 @@ def grows_per_call(g: Growth) -> Optional[str]:
     if g.in_init:
         if g.pins_self and not (g.keyed and not key_per_request(g.key)):
             return "one per instance made, each entry keeping that instance"
+        if not g.keyed and not (g.registers or g.guarded):
+            return "one more item per instance made"
         return None  # a slot per name, overwritten by the next instance of that name
     if g.keyed:
         return f"one entry per distinct `{g.key}`" if key_per_request(g.key) else None

@@ -255,12 +255,33 @@ class _Holders:
         if cls is not None and base == me:
             if attr in self.instance.get(cls, {}):
                 return f"{self.module}.{cls}().{attr}", "instance", self.instance[cls][attr]
-            if attr in self.class_level.get(cls, {}):
-                return f"{self.module}.{cls}.{attr}", "class", self.class_level[cls][attr]
+            owner = self._declaring(cls, attr)
+            if owner is not None:
+                return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
             return None
         owner = cls if (base == "cls" and cls is not None) else base
         if attr in self.class_level.get(owner, {}):
             return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
+        return None
+
+
+    def _declaring(self, cls: str, attr: str) -> Optional[str]:
+        """The class of this module whose body binds `attr` as a container that `self.attr`
+        in `cls` reaches: `cls` itself, else the nearest base defined in this module (a
+        subclass appending to a list its base declared shares that one list), unless a
+        class on the way assigns it per instance."""
+        seen: set[str] = set()
+        todo = [cls]
+        while todo:
+            name = todo.pop(0)
+            if name in seen or name not in self.classes:
+                continue
+            seen.add(name)
+            if attr in self.instance.get(name, {}):
+                return None
+            if attr in self.class_level.get(name, {}):
+                return name
+            todo += [b.id for b in self.classes[name].bases if isinstance(b, ast.Name)]
         return None
 
 
@@ -540,6 +561,8 @@ class _Function:
         if container in ("bounded", "weak"):
             return
         pins = bool(self.me) and value is not None and self._pins_self(value)
+        if container == "set" and self.node.name == "__init__" and not pins:
+            return  # a value per distinct instance name or kind, not one per instance made
         self.facts.growth.append(Growth(
             holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
             ast.unparse(value) if value is not None else "",

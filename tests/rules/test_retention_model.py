@@ -237,3 +237,37 @@ def test_a_cycle_is_info_unless_the_project_disables_the_collector(tmp_path):
     assert levels(tmp_path / "a", {"conn.py": conn}) == ["info"]
     assert levels(tmp_path / "b", {"conn.py": conn, "main.py": "import gc\n\ngc.freeze()\n"}) == ["info"]
     assert levels(tmp_path / "c", {"conn.py": conn, "main.py": "import gc\n\ngc.disable()\n"}) == ["warning"]
+
+
+def test_a_class_list_every_instance_appends_to_grows_also_through_a_subclass(tmp_path):
+    """A list declared in a class body and appended to through `self` is the class's one
+    list: every instance made adds to it for the process (xgboost's `temporary_buffers`,
+    declared on the base, appended to by each subclass's `__init__`). An instance that
+    binds its own list is not reported."""
+    found = _check(tmp_path, {"frames.py": """\
+        from typing import List, Tuple
+
+
+        class Transformed:
+            buffers: List[Tuple] = []
+
+            def __init__(self, columns):
+                self.columns = columns
+
+
+        class PandasTransformed(Transformed):
+            def __init__(self, columns):
+                for column in columns:
+                    self.buffers.append((column, bytes(1024)))
+                super().__init__(columns)
+
+
+        class Own(Transformed):
+            def __init__(self, columns):
+                self.buffers = []
+                for column in columns:
+                    self.buffers.append(column)
+        """})
+    assert [(p, line, code) for p, line, code, _ in found] == [("frames.py", 14, "RL306")]
+    assert "`self.buffers` (class-level: lives for the process) gains one more item per " \
+           "instance made in `__init__()`" in found[0][3]
