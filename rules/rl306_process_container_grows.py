@@ -31,8 +31,9 @@ aliased).
 What counts as growth per call: one more item (`append`, `add`, `extend`) in a function
 that does not first look the value up; a slot per key (`h[k] = v`, `setdefault`) when
 the key names something made per request or per object (`request_id`, `id(obj)`,
-`conn`, `self`, a uuid, a counter); in `__init__`, an entry that keeps the instance
-(`Cls._instances.append(self)`). Not reported: memos over plain keys (names, sizes,
+`conn`, `self`, a uuid, a counter); in `__init__`, one more item in a list (also
+`self.buffers.append(b)` on a list the class or one of its bases declares in its body: one
+list for all instances) or an entry that keeps the instance (`Cls._instances.append(self)`). Not reported: memos over plain keys (names, sizes,
 dtypes: a small domain), registration at import (a decorator returning what it
 registers), `__init_subclass__` and other once-per-class hooks, `deque(maxlen=n)`,
 weak containers.
