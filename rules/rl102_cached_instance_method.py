@@ -8,6 +8,7 @@ import weakref
 from typing import Any, Optional
 
 import libcst as cst
+import libcst.helpers
 
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.analysis.cstutil import body_functions, call_args, is_self
@@ -79,8 +80,9 @@ Bounded caches are reported too. The finding is an error when the class is a
 dropped and loaded again stays with its weights; and when a heavy class's cache has no bound
 and is keyed by more than a device or dtype: a new value per distinct key, never dropped. It is a warning when one entry keeps at
 most the last instance (`maxsize=1`), or when a light class's cache has no bound; info
-(shown with `--min-severity info`) when the class holds no weights and the cache is
-bounded - it pins only the few small values it returned - or when the instances are made
+(shown with `--min-severity info`) when the class holds no weights, keeps nothing its
+callers hand it (no `self.df = df`, no dataclass fields) and the cache is bounded - it pins
+only the few small values it returned - or when the instances are made
 once for the whole process (at module level, as a singleton, in an entry point), so the
 cache keeps them no longer than they live anyway. Weights of a project
 subclass count (an abstract base's cached method runs on its subclasses' instances), and
@@ -372,13 +374,43 @@ class Engine:
         if self.ctx.classes.get(cls.name.value) is cls and lives_for_the_process(
                 self.ctx.index, f"{self.ctx.module_name}.{cls.name.value}"):
             return Facts(heavy=weights, grows=grows, meant_to_go=False)
-        if not weights and maxsize not in (None, "None"):
+        if not weights and maxsize not in (None, "None") and not self._keeps_arguments(cls):
             return Facts(heavy=False, grows=False)
         several = maxsize in (None, "None") or maxsize.strip() not in ("0", "1")
         model = weights and several and is_model(self.ctx, cls)
         # an unbounded cache of a heavy class keyed by more than a device makes a new value
         # per distinct key (a frequency table per requested shape) and never drops one
         return Facts(heavy=weights or None, grows=grows, meant_to_go=True if model or grows else None)
+
+    @staticmethod
+    def _keeps_arguments(cls: cst.ClassDef) -> bool:
+        """Does a method store what it was handed on the instance (`self.df = df`)? Then
+        what each cached instance keeps is the caller's data - a DataFrame, a client, a
+        world of agents - whose weight nothing here knows: not light. A dataclass's fields
+        are its `__init__`'s arguments."""
+        generated = any("dataclass" in (cst.helpers.get_full_name_for_node(d.decorator) or "")
+                        or (cst.helpers.get_full_name_for_node(d.decorator) or "").startswith("attr")
+                        for d in cls.decorators)
+        if generated and any(isinstance(s, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.AnnAssign) for small in s.body) for s in cls.body.body):
+            return True
+        for fn in body_functions(cls):
+            params = fn.params
+            names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+            for star in (params.star_arg, params.star_kwarg):
+                if isinstance(star, cst.Param):
+                    names.add(star.name.value)
+            if not names:
+                continue
+            me = next(iter((*params.posonly_params, *params.params)), None)
+            names.discard(me.name.value if me is not None else "self")
+            for node in iter_nodes(fn.body):
+                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                    if any(isinstance(t, cst.Attribute) and is_self(t.value) for t in targets) and any(
+                            isinstance(n, cst.Name) and n.value in names for n in iter_nodes(node.value)):
+                        return True
+        return False
 
     def _holds_weights(self, cls: cst.ClassDef) -> bool:
         """Does a heavy class - or one of the project's subclasses, whose instances the

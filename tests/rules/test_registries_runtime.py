@@ -75,7 +75,7 @@ def test_property_over_lru_cache_keeps_every_instance(tree):
     """
     clean = buggy.replace("from functools import lru_cache", "from functools import cached_property") \
         .replace("        @property\n        @lru_cache()\n", "        @cached_property\n")
-    _check(tree, "RL102", buggy, clean, ALIVE, line=9, severity="info", leaked="alive", freed="freed")
+    _check(tree, "RL102", buggy, clean, ALIVE, line=9, severity="warning", leaked="alive", freed="freed")
 
 
 def test_wrapped_finalizer_callback_keeps_its_owner(tree):

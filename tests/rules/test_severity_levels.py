@@ -27,3 +27,36 @@ from retainlint.core.finding import Severity
 ])
 def test_level_follows_the_consequence(facts, expected):
     assert level(facts) is expected
+
+
+def test_a_method_cache_is_light_only_when_the_instance_keeps_nothing_it_was_handed(tree):
+    """A bounded `lru_cache` on a method of a class without weights is info only when the
+    instances hold nothing from their callers: zeno's backend kept its DataFrame, darker's
+    frozen dataclass its fields - both fixes merged upstream."""
+    import json
+
+    from conftest import run_cli
+
+    root = tree({"m.py": (
+        "from dataclasses import dataclass\n"
+        "from functools import lru_cache\n\n\n"
+        "class Backend:\n"
+        "    def __init__(self, df):\n"
+        "        self.df = df\n\n"
+        "    @lru_cache(maxsize=8)\n"
+        "    def projection(self, model):\n"
+        "        return self.df[model]\n\n\n"
+        "@dataclass(frozen=True)\n"
+        "class Differ:\n"
+        "    root: str\n\n"
+        "    @lru_cache(maxsize=1)\n"
+        "    def compare(self, path):\n"
+        "        return self.root + path\n\n\n"
+        "class Platform:\n"
+        "    @lru_cache(maxsize=1)\n"
+        "    def is_cuda(self):\n"
+        "        return False\n")})
+    done = run_cli("check", "m.py", "--no-cache", "--select", "RL102", "--min-severity", "info",
+                   "--output-format", "json", "--exit-zero", cwd=root)
+    assert [(f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)] == [
+        (9, "warning"), (18, "warning"), (24, "info")]
