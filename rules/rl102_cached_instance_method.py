@@ -404,10 +404,13 @@ class Engine:
                 continue
             me = next(iter((*params.posonly_params, *params.params)), None)
             names.discard(me.name.value if me is not None else "self")
+            names -= {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                      if _scalar(p)}
             for node in iter_nodes(fn.body):
                 if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
                     targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    if any(isinstance(t, cst.Attribute) and is_self(t.value) for t in targets) and any(
+                    if any(isinstance(t, cst.Attribute) and is_self(t.value)
+                           for target in targets for t in iter_nodes(target)) and any(
                             isinstance(n, cst.Name) and n.value in names for n in iter_nodes(node.value)):
                         return True
         return False
@@ -810,3 +813,22 @@ def _test_module(module: str) -> bool:
     last = parts[-1]
     return (any(p in ("test", "tests") for p in parts) or last.startswith("test_")
             or last.endswith("_test") or last == "conftest")
+
+
+# Numbers and flags, alone or in small shapes (`list[int]` of axes); not `str` or `bytes`,
+# which may hold a whole file (pytest's assertion rewriter kept every module's source).
+_SCALARS = {"int", "float", "bool", "complex", "None", "Optional", "Literal", "Union", "list", "tuple",
+            "Sequence"}
+
+
+def _scalar(param: cst.Param) -> bool:
+    """A parameter that holds a plain value: annotated with numbers only (`dim: int`,
+    `theta: float = 1e4`, `axes: list[int]`), or unannotated with a number, string or bool
+    default. What a rotary embedding keeps of its arguments weighs nothing."""
+    if param.annotation is not None:
+        names = {n.value for n in iter_nodes(param.annotation.annotation) if isinstance(n, cst.Name)}
+        return bool(names) and names <= _SCALARS
+    default = param.default
+    return isinstance(default, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(default, cst.Name) and default.value in ("True", "False"))
+

@@ -55,8 +55,16 @@ def test_a_method_cache_is_light_only_when_the_instance_keeps_nothing_it_was_han
         "class Platform:\n"
         "    @lru_cache(maxsize=1)\n"
         "    def is_cuda(self):\n"
-        "        return False\n")})
+        "        return False\n\n\n"
+        "class Rotary:\n"
+        "    def __init__(self, dim: int, axes: list[int], theta=10000.0):\n"
+        "        self.dim = dim\n"
+        "        self.axes = axes\n"
+        "        self.theta = theta\n\n"
+        "    @lru_cache(maxsize=16)\n"
+        "    def table(self, n):\n"
+        "        return [self.theta] * n\n")})
     done = run_cli("check", "m.py", "--no-cache", "--select", "RL102", "--min-severity", "info",
                    "--output-format", "json", "--exit-zero", cwd=root)
     assert [(f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)] == [
-        (9, "warning"), (18, "warning"), (24, "info")]
+        (9, "warning"), (18, "warning"), (24, "info"), (35, "info")]
