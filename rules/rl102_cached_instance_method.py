@@ -387,7 +387,8 @@ class Engine:
         """Does a method store what it was handed on the instance (`self.df = df`)? Then
         what each cached instance keeps is the caller's data - a DataFrame, a client, a
         world of agents - whose weight nothing here knows: not light. A dataclass's fields
-        are its `__init__`'s arguments."""
+        are its `__init__`'s arguments; a container on the instance (`self._dirs = {}`)
+        holds whatever its methods put there."""
         generated = any("dataclass" in (cst.helpers.get_full_name_for_node(d.decorator) or "")
                         or (cst.helpers.get_full_name_for_node(d.decorator) or "").startswith("attr")
                         for d in cls.decorators)
@@ -410,8 +411,9 @@ class Engine:
                 if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
                     targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                     if any(isinstance(t, cst.Attribute) and is_self(t.value)
-                           for target in targets for t in iter_nodes(target)) and any(
-                            isinstance(n, cst.Name) and n.value in names for n in iter_nodes(node.value)):
+                           for target in targets for t in iter_nodes(target)) and (any(
+                            isinstance(n, cst.Name) and n.value in names for n in iter_nodes(node.value))
+                            or _container(node.value)):
                         return True
         return False
 
@@ -831,4 +833,13 @@ def _scalar(param: cst.Param) -> bool:
     default = param.default
     return isinstance(default, (cst.Integer, cst.Float, cst.SimpleString)) or (
         isinstance(default, cst.Name) and default.value in ("True", "False"))
+
+
+def _container(value: cst.BaseExpression) -> bool:
+    """An empty or literal dict, list or set, or a call making one (`defaultdict(list)`)."""
+    if isinstance(value, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp)):
+        return True
+    return isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) and \
+        (cst.helpers.get_full_name_for_node(value.func) or "").rpartition(".")[2] in (
+            "dict", "list", "set", "defaultdict", "OrderedDict", "deque")
 
