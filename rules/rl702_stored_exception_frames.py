@@ -729,7 +729,9 @@ class Pool:
             # kept for a reader that re-raises it, the exception is meant to stay until then;
             # otherwise one exception per holder, light unless its frames hold tensors - but a
             # result a caller keeps may be in the next call's frames: a chain, unbounded
-            severity=level(Facts(heavy=heavy, grows=None if caller is not None else False,
+            # an exception added to a container (`buffer.append((event, exc))`) is one more
+            # per failure, until something drains it: growth not ruled out
+            severity=level(Facts(heavy=heavy, grows=None if caller is not None or _adds(s.node) else False,
                                  meant_to_go=False if consumed else None)),
             related=related,
             statement=s.statement,
@@ -837,6 +839,11 @@ class _KeptResults(cst.CSTVisitor):
 _TAKERS = frozenset({"pop", "popleft", "popitem"})
 # Builtins whose result is (an element of) their first argument.
 _PASS_THROUGH = frozenset({"next", "iter", "list", "tuple", "reversed", "sorted"})
+
+
+def _adds(node: cst.CSTNode) -> bool:
+    """Is the store a call adding to a container (`append`, `add`, `put`...)?"""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ADDERS
 
 
 def _slot(target: cst.BaseExpression) -> tuple:

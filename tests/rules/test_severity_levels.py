@@ -68,3 +68,34 @@ def test_a_method_cache_is_light_only_when_the_instance_keeps_nothing_it_was_han
                    "--output-format", "json", "--exit-zero", cwd=root)
     assert [(f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)] == [
         (9, "warning"), (18, "warning"), (24, "info"), (35, "info")]
+
+
+def test_an_exception_added_to_a_buffer_per_failure_is_shown(tree):
+    """celery's dispatcher appended `(event, routing_key, exc)` to its offline buffer on
+    every failed publish (fixed upstream): one more exception, with its frames, per failure -
+    a warning. One exception kept on an attribute, replaced by the next, stays info."""
+    import json
+
+    from conftest import run_cli
+
+    root = tree({"m.py": (
+        "from collections import deque\n\n\n"
+        "class Dispatcher:\n"
+        "    def __init__(self, producer):\n"
+        "        self.producer = producer\n"
+        "        self._buffer = deque()\n"
+        "        self.last_error = None\n\n"
+        "    def publish(self, event):\n"
+        "        try:\n"
+        "            self.producer.publish(event)\n"
+        "        except Exception as exc:\n"
+        "            self._buffer.append((event, exc))\n\n"
+        "    def ping(self):\n"
+        "        try:\n"
+        "            self.producer.ping()\n"
+        "        except Exception as exc:\n"
+        "            self.last_error = exc\n")})
+    done = run_cli("check", "m.py", "--no-cache", "--select", "RL702", "--min-severity", "info",
+                   "--output-format", "json", "--exit-zero", cwd=root)
+    assert [(f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)] == [
+        (14, "warning"), (20, "info")]
