@@ -820,7 +820,7 @@ def _test_module(module: str) -> bool:
 # Numbers and flags, alone or in small shapes (`list[int]` of axes); not `str` or `bytes`,
 # which may hold a whole file (pytest's assertion rewriter kept every module's source).
 _SCALARS = {"int", "float", "bool", "complex", "None", "Optional", "Literal", "Union", "list", "tuple",
-            "Sequence"}
+            "Sequence", "torch", "dtype", "device"}  # `torch.dtype`, `torch.device` too
 
 
 def _scalar(param: cst.Param) -> bool:
