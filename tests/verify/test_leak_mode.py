@@ -65,6 +65,11 @@ INCIDENTS = [
     # dd-trace-py#2409: atexit.register(self._atexit) per instance
     ("test_bugs.py::test_atexit_per_instance", "modelzoo.tracer.Writer", "modelzoo/tracer.py:16", "RL203",
      "tracer.py:16"),
+    # opentelemetry-python#4449: os.register_at_fork(after_in_child=self._at_fork_reinit)
+    ("test_bugs.py::test_at_fork_hook_holds_processor", "TinyNet (nn.Module)", "modelzoo/exporters.py:10",
+     "RL203", "exporters.py:10"),
+    # asphalt#21: a WeakKeyDictionary whose value (the bound signal) holds its key
+    ("test_bugs.py::test_signal_bound_to_model", "MonitoredNet (nn.Module)", None, "RL304", "signals.py:18"),
 ]
 
 
