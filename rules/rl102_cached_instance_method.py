@@ -11,7 +11,7 @@ import libcst as cst
 import libcst.helpers
 
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
-from retainlint.analysis.cstutil import body_functions, call_args, is_self
+from retainlint.analysis.cstutil import body_functions, body_statements, call_args, is_self, self_attribute
 from retainlint.analysis.hooks import iter_nodes
 from retainlint.analysis.weight import weigher
 from retainlint.core.finding import Applicability, Severity
@@ -22,6 +22,7 @@ from retainlint.rules.prefilters.rl102 import (
 )
 from retainlint.analysis.severity import Facts, is_model, level
 from retainlint.project.consequence import lives_for_the_process
+from retainlint.project.retention import CONTAINER_CALLS
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.walk import visit
 
@@ -389,32 +390,24 @@ class Engine:
         world of agents - whose weight nothing here knows: not light. A dataclass's fields
         are its `__init__`'s arguments; a container on the instance (`self._dirs = {}`)
         holds whatever its methods put there."""
-        generated = any("dataclass" in (cst.helpers.get_full_name_for_node(d.decorator) or "")
-                        or (cst.helpers.get_full_name_for_node(d.decorator) or "").startswith("attr")
-                        for d in cls.decorators)
-        if generated and any(isinstance(s, cst.SimpleStatementLine) and any(
-                isinstance(small, cst.AnnAssign) for small in s.body) for s in cls.body.body):
+        decorators = [cst.helpers.get_full_name_for_node(d.decorator) or "" for d in cls.decorators]
+        if any("dataclass" in d or d.startswith("attr") for d in decorators) and any(
+                isinstance(s, cst.SimpleStatementLine) and any(isinstance(small, cst.AnnAssign) for small in s.body)
+                for s in body_statements(cls)):
             return True
         for fn in body_functions(cls):
             params = fn.params
-            names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-            for star in (params.star_arg, params.star_kwarg):
-                if isinstance(star, cst.Param):
-                    names.add(star.name.value)
-            if not names:
-                continue
-            me = next(iter((*params.posonly_params, *params.params)), None)
-            names.discard(me.name.value if me is not None else "self")
-            names -= {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-                      if _scalar(p)}
+            positional = (*params.posonly_params, *params.params)
+            handed = {p.name.value for p in (*positional[1:], *params.kwonly_params) if not _scalar(p)}
+            handed |= {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
             for node in iter_nodes(fn.body):
-                if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    if any(isinstance(t, cst.Attribute) and is_self(t.value)
-                           for target in targets for t in iter_nodes(target)) and (any(
-                            isinstance(n, cst.Name) and n.value in names for n in iter_nodes(node.value))
-                            or _container(node.value)):
-                        return True
+                if not isinstance(node, (cst.Assign, cst.AnnAssign)) or node.value is None:
+                    continue
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                if any(self_attribute(t) for target in targets for t in iter_nodes(target)) and (
+                        _container(node.value) or any(isinstance(n, cst.Name) and n.value in handed
+                                                      for n in iter_nodes(node.value))):
+                    return True
         return False
 
     def _holds_weights(self, cls: cst.ClassDef) -> bool:
@@ -839,7 +832,5 @@ def _container(value: cst.BaseExpression) -> bool:
     """An empty or literal dict, list or set, or a call making one (`defaultdict(list)`)."""
     if isinstance(value, (cst.Dict, cst.List, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp)):
         return True
-    return isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) and \
-        (cst.helpers.get_full_name_for_node(value.func) or "").rpartition(".")[2] in (
-            "dict", "list", "set", "defaultdict", "OrderedDict", "deque")
-
+    return isinstance(value, cst.Call) and \
+        (cst.helpers.get_full_name_for_node(value.func) or "").rpartition(".")[2] in CONTAINER_CALLS

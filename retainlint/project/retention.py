@@ -32,7 +32,7 @@ from retainlint.project.nodes import OWNERS, FileNodes, dotted
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 # Calls that make a container, by their last name (`collections.OrderedDict()` too).
-_CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
+CONTAINER_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
 _WEAK = frozenset({"WeakValueDictionary", "WeakKeyDictionary", "WeakSet"})
 _ADDS = frozenset({"append", "extend", "add", "insert", "appendleft", "extendleft",
                    "setdefault", "__setitem__"})
@@ -165,7 +165,7 @@ def container_kind(value: Optional[ast.AST]) -> Optional[str]:
         name = _last_name(value.func)
         if name in _WEAK:
             return "weak"
-        if name in _CONTAINERS:
+        if name in CONTAINER_CALLS:
             if name == "deque" and (len(value.args) > 1 or any(k.arg == "maxlen" for k in value.keywords)):
                 return "bounded"
             return name
@@ -263,7 +263,6 @@ class _Holders:
         if attr in self.class_level.get(owner, {}):
             return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
         return None
-
 
     def _declaring(self, cls: str, attr: str) -> Optional[str]:
         """The class of this module whose body binds `attr` as a container that `self.attr`

@@ -1,8 +1,11 @@
 """The shared definitions of the levels (retainlint/analysis/severity.py): what a rule knows
 about a finding's cost decides its severity, the same way for every rule."""
 
+import json
+
 import pytest
 
+from conftest import run_cli
 from retainlint.analysis.severity import Facts, level
 from retainlint.core.finding import Severity
 
@@ -29,14 +32,18 @@ def test_level_follows_the_consequence(facts, expected):
     assert level(facts) is expected
 
 
+def _levels(root, code: str) -> list[tuple[int, str]]:
+    """(line, severity) of each `code` finding on `m.py`, at every level, through the CLI."""
+    done = run_cli("check", "m.py", "--no-cache", "--select", code, "--min-severity", "info",
+                   "--output-format", "json", "--exit-zero", cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [(f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)]
+
+
 def test_a_method_cache_is_light_only_when_the_instance_keeps_nothing_it_was_handed(tree):
     """A bounded `lru_cache` on a method of a class without weights is info only when the
     instances hold nothing from their callers: zeno's backend kept its DataFrame, darker's
     frozen dataclass its fields - both fixes merged upstream."""
-    import json
-
-    from conftest import run_cli
-
     root = tree({"m.py": (
         "from dataclasses import dataclass\n"
         "from functools import lru_cache\n\n\n"
@@ -64,20 +71,13 @@ def test_a_method_cache_is_light_only_when_the_instance_keeps_nothing_it_was_han
         "    @lru_cache(maxsize=16)\n"
         "    def table(self, n):\n"
         "        return [self.theta] * n\n")})
-    done = run_cli("check", "m.py", "--no-cache", "--select", "RL102", "--min-severity", "info",
-                   "--output-format", "json", "--exit-zero", cwd=root)
-    assert [(f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)] == [
-        (9, "warning"), (18, "warning"), (24, "info"), (35, "info")]
+    assert _levels(root, "RL102") == [(9, "warning"), (18, "warning"), (24, "info"), (35, "info")]
 
 
 def test_an_exception_added_to_a_buffer_per_failure_is_shown(tree):
     """celery's dispatcher appended `(event, routing_key, exc)` to its offline buffer on
     every failed publish (fixed upstream): one more exception, with its frames, per failure -
     a warning. One exception kept on an attribute, replaced by the next, stays info."""
-    import json
-
-    from conftest import run_cli
-
     root = tree({"m.py": (
         "from collections import deque\n\n\n"
         "class Dispatcher:\n"
@@ -95,7 +95,4 @@ def test_an_exception_added_to_a_buffer_per_failure_is_shown(tree):
         "            self.producer.ping()\n"
         "        except Exception as exc:\n"
         "            self.last_error = exc\n")})
-    done = run_cli("check", "m.py", "--no-cache", "--select", "RL702", "--min-severity", "info",
-                   "--output-format", "json", "--exit-zero", cwd=root)
-    assert [(f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)] == [
-        (14, "warning"), (20, "info")]
+    assert _levels(root, "RL702") == [(14, "warning"), (20, "info")]
