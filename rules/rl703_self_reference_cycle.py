@@ -33,7 +33,8 @@ request, response, connection, protocol, stream, session, job, task or the like.
 An `info` finding (hidden by default): a cycle of a light object costs little while the
 collector runs. A warning when the project disables the collector (`gc.disable()`): then such objects
 are freed late, or never (`gc.freeze()` does not count: it exempts only what exists when
-it runs, not the objects made per call afterwards).
+it runs, not the objects made per call afterwards; nor does a pause, a function that turns the
+collector back on with `gc.enable()`).
 
 Not reported: weak references (`weakref.ref(self)`, `WeakMethod`, `weakref.proxy`), and
 classes with no sign of being made per call (a cycle in a singleton costs nothing).

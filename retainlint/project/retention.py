@@ -692,9 +692,7 @@ class _Builder:
         self._self_references()
         self.drops |= self._dropped_elsewhere()
         long_lived, per_call = self._instantiations()
-        # gc.freeze() only exempts what exists when it runs: objects made per call later are
-        # still collected; gc.disable() stops that.
-        collector_off = any(dotted(getattr(n, "func")) == "gc.disable" for n in self.nodes.of(ast.Call))
+        collector_off = self._collector_off()
         serving = self._serving(per_call)
         frames = [replace(f, per_call=self._runs_per_call(f.function, serving))
                   for f in frame_cycles(self.nodes, lambda node: self.lines.site(node, node))]
@@ -767,6 +765,14 @@ class _Builder:
         if head in self.imports:
             return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
         return None
+
+    def _collector_off(self) -> bool:
+        """Does a `gc.disable()` here leave the collector off? gc.freeze() only exempts what
+        exists when it runs (objects made per call later are still collected), and a function
+        that turns it back on (`finally: gc.enable()`, `addCleanup(gc.enable)`) only pauses it."""
+        enabling = {id(self.nodes.owner(n)) for n in self.nodes.of(ast.Attribute) if dotted(n) == "gc.enable"}
+        return any(dotted(getattr(n, "func")) == "gc.disable" and id(self.nodes.owner(n)) not in enabling
+                   for n in self.nodes.of(ast.Call))
 
     def _instantiations(self) -> tuple[set[str], set[str]]:
         """Classes (`module.Class`, the module's own or imported) made once: at module level,

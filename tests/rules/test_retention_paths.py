@@ -243,3 +243,29 @@ def test_a_traceback_kept_on_an_object_or_with_the_collector_off_is_a_warning(tm
                 print(exc)
         """})
     assert [(line, code, severity) for line, code, severity, _ in off] == [(10, "RL703", "warning")]
+
+
+def test_a_collector_paused_and_turned_back_on_leaves_a_frame_cycle_hidden(tmp_path):
+    # sglang's request_gc.defer() and vLLM's CUDA-graph capture: gc.disable() with a
+    # gc.enable() in the same function is a pause, not a collector that stays off.
+    found = _check(tmp_path, {"jobs.py": """\
+        import gc
+        import sys
+
+        def capture(graph):
+            was_on = gc.isenabled()
+            gc.disable()
+            try:
+                graph.capture()
+            finally:
+                if was_on:
+                    gc.enable()
+
+        def run_job(job):
+            try:
+                job()
+            except Exception:
+                exc = sys.exc_info()[1]
+                print(exc)
+        """})
+    assert [(line, code, severity) for line, code, severity, _ in found] == [(17, "RL703", "info")]
