@@ -35,8 +35,9 @@ the key names something made per request or per object (`request_id`, `id(obj)`,
 `self.buffers.append(b)` on a list the class or one of its bases declares in its body: one
 list for all instances) or an entry that keeps the instance (`Cls._instances.append(self)`). Not reported: memos over plain keys (names, sizes,
 dtypes: a small domain), registration at import (a decorator returning what it
-registers), `__init_subclass__` and other once-per-class hooks, `deque(maxlen=n)`,
-weak containers.
+registers), `__init_subclass__` and other once-per-class hooks, adds under
+`if torch.cuda.is_current_stream_capturing():` or `torch.compiler.is_compiling()` (start-up
+only), `deque(maxlen=n)`, weak containers.
 
 A removal that only the successful path of an `async` function reaches (after an
 `await`, outside `finally` and `except`), or only a shutdown function (`close()`,

@@ -44,7 +44,8 @@ Growth per call is judged as for RL306: one more item per call, or a slot per ke
 names something made per request (`request_id`, `id(obj)`, `conn`, a uuid), also in a
 method named for set-up (`_create_span(run_id)`) when a handler calls it or it is handed
 such a key. Not reported: setup methods (`setup`, `build`, `configure`, `load`...), memos
-over plain keys, bounded or weak containers, and objects with no sign of living long (a
+over plain keys, slots per member of the deployment (`remote_engine_id`, `rank`, `host`:
+as many as it has, however many requests), bounded or weak containers, and objects with no sign of living long (a
 class named like a server is not enough: it may be made per test or per file).
 
 ## Why it leaks

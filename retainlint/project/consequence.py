@@ -31,6 +31,10 @@ _CODE_WORDS = frozenset({
     "type", "module", "model", "layer", "name", "field", "attr", "dtype", "device", "op", "frame",
     "graph", "shape", "config", "kind", "path", "file", "pattern", "route", "hook", "prefix",
 })
+# Words in a key that name a member of the deployment (an engine, a rank, a host): as many
+# keys as the deployment has members, however many requests it serves.
+_DEPLOYMENT_WORDS = frozenset({"engine", "rank", "node", "host", "hostname", "replica", "gpu",
+                               "shard", "world", "teacher"})
 _PER_REQUEST_CALLS = ("id(", "uuid", "time.", "get_ident", "current_thread", "current_task",
                       "next(", "count(", "monotonic", "perf_counter")
 _WORD = re.compile(r"[A-Za-z]+|\d+")
@@ -126,7 +130,7 @@ def key_per_request(key: str) -> bool:
     if key.startswith("self.") and "(" not in key and "[" not in key:
         return False  # the instance's own value (`self.engine_id`): one key per instance
     words = [w.lower() for w in _WORD.findall(key.replace("_", " "))]
-    if _CODE_WORDS.intersection(words):
+    if _CODE_WORDS.intersection(words) or _DEPLOYMENT_WORDS.intersection(words):
         return False
     if any(call in key for call in _PER_REQUEST_CALLS):
         return True

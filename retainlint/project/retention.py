@@ -146,6 +146,17 @@ class ModuleFacts:
                    set(success), set(teardown), set(serving))
 
 
+# Tests true only while CUDA graphs are captured or code is compiled.
+_WARMUP_TESTS = frozenset({"is_current_stream_capturing", "is_capturing", "is_compiling",
+                           "is_dynamo_compiling"})
+
+
+def _warms_up(test: ast.AST) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_warms_up(v) for v in test.values)
+    return isinstance(test, ast.Call) and _last_name(test.func) in _WARMUP_TESTS
+
+
 def _last_name(func: ast.AST) -> str:
     if isinstance(func, ast.Attribute):
         return func.attr
@@ -360,6 +371,10 @@ class _Function:
         # whatever the function around it is named.
         self.loops = [(w.lineno, w.end_lineno or w.lineno) for w in _own(node)
                       if isinstance(w, ast.While) and _serves_until_stopped(w)] if self.once else []
+        # `if torch.cuda.is_current_stream_capturing():` runs while graphs are captured or code
+        # is compiled, at start-up: what it adds is bounded whatever calls the function.
+        self.warmup = [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno) for i in _own(node)
+                       if isinstance(i, ast.If) and _warms_up(i.test)]
         # Tears the whole object down: named so, and handed no entry to remove
         # (`_stop_heartbeat(req_id)` ends one request's entry, not the object).
         required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - (1 if cls is not None else 0)
@@ -565,7 +580,8 @@ class _Function:
         self.facts.growth.append(Growth(
             holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
             ast.unparse(value) if value is not None else "",
-            self.name, self.once and not any(a <= stmt.lineno <= b for a, b in self.loops),
+            self.name, (self.once and not any(a <= stmt.lineno <= b for a, b in self.loops))
+            or any(a <= stmt.lineno <= b for a, b in self.warmup),
             self.node.name == "__init__", holder in guarded,
             pins, self.registers, False, self.facts.lines.site(stmt, stmt)))
 

@@ -93,6 +93,26 @@ def test_instance_containers_count_only_on_objects_that_live_for_the_process(tmp
     assert "a `Router` lives for the process" in found[0][3]
 
 
+def test_a_slot_per_member_of_the_deployment_is_not_growth(tmp_path):
+    # vLLM's and lmdeploy's disaggregation connectors: one entry per remote engine or rank,
+    # as many as the deployment has; the same server's table per request is reported.
+    found = _check(tmp_path, {"connector.py": """\
+        class Connector:
+            def __init__(self):
+                self.sessions = {}
+                self.ready = {}
+                self.pending = {}
+
+            def on_handshake(self, msg):
+                self.sessions[msg.remote_engine_id] = msg.session
+                self.ready[msg.tp_rank] = True
+                self.pending[msg.request_id] = msg
+
+        CONNECTOR = Connector()
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(10, "RL307")]
+
+
 def test_self_references_count_on_objects_made_per_call(tmp_path):
     found = _check(tmp_path, {"conn.py": """\
         class Peer:

@@ -269,3 +269,23 @@ def test_a_collector_paused_and_turned_back_on_leaves_a_frame_cycle_hidden(tmp_p
                 print(exc)
         """})
     assert [(line, code, severity) for line, code, severity, _ in found] == [(17, "RL703", "info")]
+
+
+def test_growth_only_while_a_cuda_graph_is_captured_is_bounded(tmp_path):
+    # sglang's LoRA overlap events: kept only during capture, at start-up, so the captured
+    # cross-stream waits stay valid. The same list grown on every call is reported.
+    found = _check(tmp_path, {"overlap.py": """\
+        import torch
+
+        _OVERLAP_EVENTS = []
+        _EVERY_CALL = []
+
+        def run_lora(x):
+            event = torch.cuda.Event()
+            event.record()
+            if torch.cuda.is_current_stream_capturing():
+                _OVERLAP_EVENTS.append(event)
+            _EVERY_CALL.append(event)
+            return x * 2
+        """})
+    assert [(line, code) for line, code, _, _ in found] == [(11, "RL306")]
