@@ -375,7 +375,10 @@ class Engine:
         if self.ctx.classes.get(cls.name.value) is cls and lives_for_the_process(
                 self.ctx.index, f"{self.ctx.module_name}.{cls.name.value}"):
             return Facts(heavy=weights, grows=grows, meant_to_go=False)
-        if not weights and maxsize not in (None, "None") and not self._keeps_arguments(cls):
+        # A torch module's weight is what its parameters, buffers and children weigh, which
+        # `weights` measured; what else its `__init__` keeps is configuration.
+        if not weights and maxsize not in (None, "None") and (
+                is_model(self.ctx, cls) or not self._keeps_arguments(cls)):
             return Facts(heavy=False, grows=False)
         several = maxsize in (None, "None") or maxsize.strip() not in ("0", "1")
         model = weights and several and is_model(self.ctx, cls)

@@ -101,7 +101,9 @@ once: `if slot is None: return`); process-exit cleanup - a method called only fr
 `__del__` or only registered with `atexit` / `weakref.finalize`, never called on a live
 instance by the class, a subclass in its file, or code known to hold an instance
 (`self.comm = Comm(...)` ... `self.comm.close()`, `store = Store()` ... `store.close()`);
-abstract ones; and classes whose release path drops attributes by name (`vars(self)`,
+a release called only as the last statement of the function that made the instance a local,
+never handed on (`recipe = Recipe(cfg); recipe.train(); recipe.cleanup()`: the instance goes
+when its release returns); abstract ones; and classes whose release path drops attributes by name (`vars(self)`,
 `self.__dict__`), hands `self` to other code or calls a callable attribute (a
 finalizer). One release method dropping an attribute is enough.
 
@@ -1154,9 +1156,13 @@ class Worker:
         uses = _ReleaseUses(self.ctx, name)
         for klass in (cls, *self._local_subclasses(cls)):
             uses.scan(klass)
-        if uses.live or not (uses.at_exit or self._registered_for_exit(cls, name)):
+        if uses.live:
             return False
         qualified = f"{self.ctx.module_name}.{cls.name.value}"
+        if not (uses.at_exit or self._registered_for_exit(cls, name)):
+            # `recipe = Recipe(cfg); recipe.train(); recipe.cleanup()` and the function
+            # returns: the instance goes the moment its release does.
+            return bool(self.ctx.index.ask(released_last, (qualified, name)))
         return not self.ctx.index.ask(called_on_instance, (qualified, name))
 
     def _local_subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
@@ -1520,6 +1526,60 @@ def called_on_instance(index, key: tuple[str, str]) -> bool:
     return False
 
 
+def released_last(index, key: tuple[str, str]) -> bool:
+    """Is method `name` of the class `qualified` called on instances only as the last
+    statement of the function that made the instance a local (`v = Cls(...)` ...
+    `v.name()`), the local not handed on nor returned? Then nothing keeps the instance
+    after its release. False when no such call is seen, or when any call may be on an
+    instance that lives on (`self.x.name()` where a class keeps one). For `ProjectIndex.ask`."""
+    qualified, name = key
+    suffix = "." + name
+    holders = {attr for summary in index.classes.values() for attr, makers in summary.attributes.items()
+               if any(_builds(index, q, qualified) for q in makers)}
+    seen = False
+    for function in index.functions.values():
+        for call in function.calls:
+            if not call.endswith(suffix):
+                continue
+            receiver = call[:-len(suffix)]
+            head, _, last = receiver.rpartition(".")
+            if head and last in holders:
+                return False
+            if head or receiver in ("self", "cls") or not _binds_instance(index, function, receiver, qualified):
+                continue
+            if not _ends_with_release(index, function, receiver, name):
+                return False
+            seen = True
+    return seen
+
+
+def _ends_with_release(index, function, variable: str, name: str) -> bool:
+    """Is `variable.name()` the last statement of `function`, and is `variable` only ever
+    read for its attributes (`v.train()`, `v.model`) - never handed on, stored or returned?"""
+    node = _function_node(index, function)
+    if node is None or not node.body:
+        return False
+    arguments = node.args
+    if variable in {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}:
+        return False  # the caller's instance: it lives on
+    last = node.body[-1]
+    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+            and isinstance(last.value.func, ast.Attribute) and last.value.func.attr == name
+            and isinstance(last.value.func.value, ast.Name) and last.value.func.value.id == variable):
+        return False
+    read_for_attributes = {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    return all(id(n) in read_for_attributes for n in ast.walk(node)
+               if isinstance(n, ast.Name) and n.id == variable and isinstance(n.ctx, ast.Load))
+
+
+def _function_node(index, function):
+    parsed = sources(index).tree(function.path)
+    if parsed is None:
+        return None
+    return next((n for n in ast.walk(parsed[0]) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.lineno == function.line), None)
+
+
 def _builds(index, maker: str, qualified: str) -> bool:
     """Does calling `maker` give an instance of `qualified` (the class, or a function
     annotated to return it)?"""
@@ -1533,12 +1593,8 @@ def _builds(index, maker: str, qualified: str) -> bool:
 def _binds_instance(index, function, variable: str, qualified: str) -> bool:
     """Does `function` bind the local `variable` to an instance of `qualified`
     (`v = Cls(...)`, `v: Cls`, a parameter annotated `Cls`)? Read with `ast`."""
-    parsed = sources(index).tree(function.path)
     file = index.files.get(os.path.abspath(function.path))
-    if parsed is None or file is None:
-        return False
-    node = next((n for n in ast.walk(parsed[0]) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and n.lineno == function.line), None)
+    node = _function_node(index, function) if file is not None else None
     if node is None:
         return False
 

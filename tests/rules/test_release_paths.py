@@ -154,3 +154,51 @@ def test_a_storage_shrunk_to_nothing_in_place_is_freed_by_the_release_path(tmp_p
     # resized to anything else, the memory stays allocated
     _write(tmp_path, {"bucket.py": BUCKET.replace("{size}", "1")})
     assert _findings(tmp_path, "RL602") == [("RL602", "bucket.py", 13)]
+
+
+RECIPE = """
+    import torch
+
+    class Recipe:
+        def __init__(self, size):
+            self.model = torch.nn.Linear(size, size)
+            self._log = open("log.txt", "w")
+
+        def train(self):
+            self.model(torch.zeros(1, 4))
+
+        def cleanup(self):
+            self._log.close()
+"""
+
+
+def test_a_release_that_ends_the_local_it_made_keeps_nothing_alive(tmp_path):
+    # torchtune's recipes: `recipe = Recipe(cfg); recipe.train(); recipe.cleanup()`, and
+    # the function returns: the recipe goes with its model the moment cleanup() returns.
+    last = tmp_path / "last"
+    last.mkdir()
+    _write(last, {"recipe.py": RECIPE + """
+    def recipe_main(size):
+        recipe = Recipe(size)
+        recipe.train()
+        recipe.cleanup()
+    """})
+    assert _findings(last, "RL602") == []
+    # Released, then kept (handed on, or released before more work): reported.
+    for name, main in {"kept": """
+    RUNS = []
+
+    def recipe_main(size):
+        recipe = Recipe(size)
+        RUNS.append(recipe)
+        recipe.cleanup()
+    """, "more": """
+    def recipe_main(size):
+        recipe = Recipe(size)
+        recipe.cleanup()
+        return Recipe(size * 2).train()
+    """}.items():
+        root = tmp_path / name
+        root.mkdir()
+        _write(root, {"recipe.py": RECIPE + main})
+        assert _findings(root, "RL602") == [("RL602", "recipe.py", 12)], name
