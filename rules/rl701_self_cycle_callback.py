@@ -9,7 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_statements, decorator_names, is_self
+from retainlint.analysis.cstutil import annotation_expression, body_statements, decorator_names, is_self
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.weight import weightless_layer
@@ -53,6 +53,11 @@ _CACHES = frozenset({"functools.lru_cache", "functools.cache"})
 # Constructors that drop the callable they were given once it has run (`Thread.run`
 # deletes its `_target`): a thread started with a bound method is no lasting cycle.
 _RUN_ONCE = frozenset({"threading.Thread", "threading.Timer"})
+
+_GRAPH_MODULES = frozenset({"torch.fx.GraphModule", "torch.fx.graph_module.GraphModule"})
+_MODEL_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "transformers.PreTrainedModel",
+                          "transformers.modeling_utils.PreTrainedModel"})
+_TENSOR_TYPES = frozenset({"torch.nn.Parameter"})
 
 
 _STATE_REGISTRATION = frozenset({"register_buffer", "register_parameter"})
@@ -547,7 +552,8 @@ distributions, which a disabled collector would never free; or the model was han
 caller, who frees it by dropping it - fairscale's `checkpoint_wrapper` - and a collection
 is triggered by the count of Python objects made, not by the GPU memory the model pins),
 otherwise info (real but negligible, shown with `--min-severity info`): an object made once
-keeps only itself.
+keeps only itself, and so does an optimizer or engine handed in (built once per run) or a
+`torch.fx.GraphModule` (cyclic through its graph already).
 
 ## Why it leaks
 The object becomes part of a reference cycle, so reference counting can never free it:
@@ -1022,12 +1028,36 @@ class Settings(QDialog):
                 if self._patched_back(node, assigns, site, where, owner, methods):
                     continue
                 code = short(self.ctx.code(site.value))
+                facts = Facts(heavy=True, meant_to_go=self._a_model(params, owner) or None, collected=True)
                 self.report(site, f"`{where} = {code}` stores a callback that references `{owner}` on `{owner}` "
                             "itself: a reference cycle, so the model (and its tensors) is freed only when the "
                             f"cyclic collector runs; bind it weakly (`type({owner}).forward` with "
                             f"`weakref.ref({owner})`) or wrap the model instead of patching it",
                             # the caller's model: dropping it frees nothing until a collection
-                            severity=level(Facts(heavy=True, meant_to_go=True, collected=True)))
+                            severity=level(facts))
+
+    def _a_model(self, params, name: str) -> bool:
+        """Is parameter `name` annotated as a model - `nn.Module`, a pretrained model, a
+        configured heavy type, or a project class derived from one? A model is what a process
+        loads, drops and loads again; an optimizer or an engine handed in is built once per
+        run. Not a `torch.fx.GraphModule`: cyclic already (`gm.graph.owning_module is gm`),
+        one more cycle changes nothing about when it is freed."""
+        index = self.ctx.index
+        for p in params:
+            if p.name.value != name or p.annotation is None:
+                continue
+            for node in iter_nodes(annotation_expression(p.annotation) or cst.Name("None")):
+                qualified = self.ctx.absolute(self.ctx.qualname(node)) \
+                    if isinstance(node, (cst.Name, cst.Attribute)) else None
+                if not qualified or qualified in _GRAPH_MODULES:
+                    continue
+                names = {index.resolve(qualified) or qualified}
+                names.update(b for c in index.ancestors(names) for b in c.bases)
+                if any(n in _MODEL_TYPES or n in index.heavy_types
+                       or (n.startswith("torch.nn.") and n.count(".") == 2 and n[9:10].isupper()
+                           and n not in _TENSOR_TYPES) for n in names if n):
+                    return True
+        return False
 
     def _patched_back(self, fn: cst.FunctionDef, assigns, site, where: str, owner: str, methods: set[str]) -> bool:
         """Is `where` set back to a saved original (a name or attribute that does not

@@ -96,3 +96,55 @@ def test_an_exception_added_to_a_buffer_per_failure_is_shown(tree):
         "        except Exception as exc:\n"
         "            self.last_error = exc\n")})
     assert _levels(root, "RL702") == [(14, "warning"), (20, "info")]
+
+
+def test_a_weightless_torch_module_behind_a_bounded_cache_is_light(tree):
+    """sglang's rotary embeddings: `nn.Module`s whose `__init__` keeps sizes and no weights,
+    behind `lru_cache(maxsize=16)`. What a module weighs is its parameters and buffers; a
+    plain class keeping the same arguments stays a warning (it may be handed anything)."""
+    root = tree({"m.py": (
+        "from functools import lru_cache\n\n"
+        "import torch\n\n\n"
+        "class Rotary(torch.nn.Module):\n"
+        "    def __init__(self, dims, theta):\n"
+        "        super().__init__()\n"
+        "        self.dims = dims\n"
+        "        self.theta = theta\n\n"
+        "    @lru_cache(maxsize=16)\n"
+        "    def table(self, n):\n"
+        "        return torch.arange(n) * self.theta\n\n\n"
+        "class Frame:\n"
+        "    def __init__(self, dims, theta):\n"
+        "        self.dims = dims\n"
+        "        self.theta = theta\n\n"
+        "    @lru_cache(maxsize=16)\n"
+        "    def table(self, n):\n"
+        "        return [self.theta] * n\n")})
+    assert _levels(root, "RL102") == [(12, "info"), (22, "warning")]
+
+
+def test_patching_a_caller_model_is_shown_a_graph_module_or_an_optimizer_is_info(tree):
+    """torchao's pt2e export utilities patch `train`/`eval` on a `torch.fx.GraphModule`,
+    which references itself through its graph anyway; the same patch on a caller's
+    `nn.Module` (fairscale #412) is a warning."""
+    root = tree({"m.py": (
+        "import types\n\n"
+        "import torch\n"
+        "from torch.fx import GraphModule\n\n\n"
+        "def allow_train_eval(model: GraphModule):\n"
+        "    def _train(self, mode=True):\n"
+        "        return self\n\n"
+        "    model.train = types.MethodType(_train, model)\n"
+        "    return model\n\n\n"
+        "def patch(model: torch.nn.Module):\n"
+        "    def _train(self, mode=True):\n"
+        "        return self\n\n"
+        "    model.train = types.MethodType(_train, model)\n"
+        "    return model\n\n\n"
+        "class ShardedOptimizer:\n"
+        "    def __init__(self, size):\n"
+        "        self.state = torch.zeros(size)\n\n\n"
+        "def overlap(optimizer: \"ShardedOptimizer\"):\n"
+        "    optimizer.step = lambda closure=None: optimizer.state.add_(1)\n")})
+    # an optimizer handed in (DeepSpeed's ZenFlow patches ZeRO-3's): built once per run
+    assert _levels(root, "RL701") == [(11, "info"), (19, "warning"), (29, "info")]
