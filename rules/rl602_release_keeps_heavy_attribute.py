@@ -23,7 +23,7 @@ from retainlint.analysis.fix_preconditions import end_reachable, nulling, still_
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.holding import caller_supplied
 from retainlint.project.index import qualified_in
-from retainlint.project.names import HEAVY_TYPES, releases as releases_word
+from retainlint.project.names import HEAVY_TYPES, TENSOR_TYPES as _TENSOR_TYPES, releases as releases_word
 from retainlint.project.release_shape import exception_slots, may_release_parts, releasing_owners
 from retainlint.analysis.release import FINALIZER, is_release_method, release_methods, release_names
 from retainlint.analysis.weight import sources, substantial_value, weigher, weightless_layer
@@ -1627,7 +1627,6 @@ def _module_type(q: Optional[str]) -> bool:
         q.startswith("torch.nn.") and q.count(".") == 2 and q.rsplit(".", 1)[1][:1].isupper())
 
 
-_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
 def _callee_word(call: cst.Call) -> Optional[str]:

@@ -7,8 +7,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from retainlint.project.names import name_words
-from retainlint.analysis.cstutil import body_functions, body_statements, call_args, is_self
+from retainlint.project.names import TENSOR_TYPES as _TENSOR_TYPES, name_words
+from retainlint.analysis.cstutil import annotation_expression, body_functions, body_statements, call_args, is_self
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hooks import iter_nodes, names_in, short
@@ -96,8 +96,8 @@ Reports cleanup code that frees nothing:
    empties its storage whoever holds it.
 
 Severity: an error for the `WeakMethod` case (the cleanup never runs); for the others a
-warning, an error when what is kept is heavy (a parameter annotated as a model or
-tensor, a container of a heavy class) - unless the function itself keeps using the object
+warning, an error when what is kept is heavy (a parameter annotated as a model -
+one tensor may be a scalar or a big mask: a warning - or a container of a heavy class) - unless the function itself keeps using the object
 under a local name (`env = env_or_factory` ... `del env_or_factory`): then the `del` was
 never its release. Cases 4 to 6 are warnings: what is kept depends
 on the caller.
@@ -364,7 +364,10 @@ class Worker:
                 continue
             if name != "self" and not self._deletes_to_free(fn, node, name):
                 continue
-            heavy = self.ctx.heavy.is_heavy_annotation(param.annotation) or (
+            # a model handed in is heavy; one tensor may be a scalar or a [b, L, L] mask:
+            # its weight is unknown (torchtune's per-step `del advantages`)
+            heavy = (self.ctx.heavy.is_heavy_annotation(param.annotation)
+                     and not self._a_tensor(param.annotation)) or (
                 name == "self" and self.ctx.heavy.is_heavy_class(self.ctx.scope.method_class))
             # the function goes on using the object under another name: the `del` was
             # never the release of it, whatever the caller holds
@@ -378,6 +381,13 @@ class Worker:
                 "it is held (the caller's variable or attribute)",
                 severity=Severity.ERROR if heavy else Severity.WARNING,
             )
+
+    def _a_tensor(self, annotation) -> bool:
+        """Is the annotation a tensor type (`torch.Tensor`, `Optional[Tensor]`), no model?"""
+        names = {self.ctx.qualname(n) for n in iter_nodes(annotation_expression(annotation) or cst.Name("None"))
+                 if isinstance(n, (cst.Name, cst.Attribute))}
+        return bool(names & _TENSOR_TYPES) and not any(
+            self.ctx.heavy.is_heavy_qualname(q) for q in names - _TENSOR_TYPES if q)
 
     def _deleted_loop_variable(self, fn: cst.FunctionDef, node: cst.Del, name: str) -> None:
         """`for obj in objs: del obj` where `objs` is a parameter, in a function meant to

@@ -13,7 +13,7 @@ from retainlint.analysis.cstutil import annotation_expression, body_statements, 
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.weight import weightless_layer
-from retainlint.project.names import TENSOR_FACTORIES, name_words
+from retainlint.project.names import TENSOR_FACTORIES, TENSOR_TYPES as _TENSOR_TYPES, name_words
 from retainlint.project.hook_names import AUTOGRAD_HOOKS, HANDLE_HOOKS, STATE_DICT_HOOKS
 from retainlint.analysis.hooks import (
     ClassHandles,
@@ -57,7 +57,6 @@ _RUN_ONCE = frozenset({"threading.Thread", "threading.Timer"})
 _GRAPH_MODULES = frozenset({"torch.fx.GraphModule", "torch.fx.graph_module.GraphModule"})
 _MODEL_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "transformers.PreTrainedModel",
                           "transformers.modeling_utils.PreTrainedModel"})
-_TENSOR_TYPES = frozenset({"torch.nn.Parameter"})
 
 
 _STATE_REGISTRATION = frozenset({"register_buffer", "register_parameter"})
@@ -107,10 +106,6 @@ def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
         found = any(_external_holds(index, b, depth + 1) for b in summary.bases)
     known[key] = found
     return found
-
-
-_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter",
-                           "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
 
 
 def _model_name(name: str) -> bool:

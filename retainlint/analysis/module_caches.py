@@ -17,7 +17,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression
 from retainlint.analysis.heavy import find_param
-from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, TENSOR_TYPES as _TENSOR_TYPES, UNION_WRAPPERS
 from retainlint.analysis.walk import visit
 
 
@@ -59,7 +59,6 @@ _WRAPPER_ANNS = frozenset(
 )
 
 _CLASS_ANNS = frozenset({"type", "builtins.type", "typing.Type", "typing_extensions.Type"})
-_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 # methods that take entries out of a dict or a set
 _REMOVERS = frozenset(

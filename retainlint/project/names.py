@@ -19,6 +19,10 @@ HEAVY_TYPES = frozenset(
     }
 )
 
+# Tensor types: heavy, but what one weighs is unknown (a scalar or a [b, L, L] mask).
+TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter",
+                          "torch.nn.Buffer", "torch.nn.parameter.Buffer"})
+
 TENSOR_FACTORIES = frozenset(
     f"torch.{name}"
     for name in (

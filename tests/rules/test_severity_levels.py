@@ -148,3 +148,19 @@ def test_patching_a_caller_model_is_shown_a_graph_module_or_an_optimizer_is_info
         "    optimizer.step = lambda closure=None: optimizer.state.add_(1)\n")})
     # an optimizer handed in (DeepSpeed's ZenFlow patches ZeRO-3's): built once per run
     assert _levels(root, "RL701") == [(11, "info"), (19, "warning"), (29, "info")]
+
+
+def test_deleting_a_tensor_parameter_is_a_warning_a_model_parameter_an_error(tree):
+    """torchtune's PPO step `del advantages` (one [b, T] tensor the caller keeps until the
+    next step): what one tensor weighs is unknown. A model handed in and `del`eted to free it
+    is heavy whatever its size."""
+    root = tree({"m.py": (
+        "import gc\n\n"
+        "import torch\n\n\n"
+        "def cleanup_after_step(advantages: torch.Tensor, model: torch.nn.Module):\n"
+        "    total = advantages.sum() + sum(p.sum() for p in model.parameters())\n"
+        "    del advantages\n"
+        "    del model\n"
+        "    gc.collect()\n"
+        "    return total\n")})
+    assert _levels(root, "RL603") == [(8, "warning"), (9, "error")]
