@@ -7,11 +7,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import decorator_names
+from retainlint.analysis.cstutil import annotation_expression, decorator_names
 from retainlint.core.finding import Applicability, Position, Related, Severity
 from retainlint.project.index import CACHE_DECORATORS, METHOD_NAMES
 from retainlint.project.ast_facts import LOGGERS, PROPERTIES
-from retainlint.project.names import NOT_INSTANCE_DECORATORS
+from retainlint.project.names import NOT_INSTANCE_DECORATORS, TENSOR_TYPES
 from retainlint.rules.prefilters.rl101 import CacheKeyBoundMethodPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.hooks import iter_nodes
@@ -49,7 +49,9 @@ self.func(*args)`); keys made of `id()`s do not count.
 ## Why it leaks
 The cache keeps its keys alive. A bound method holds `__self__`, so the instance - a
 model with all its GPU tensors - lives as long as the cache: for an unbounded cache,
-forever; for a bounded one, until evicted.
+forever; for a bounded one, until evicted. A tensor keeps no module alive: a cache of a
+stated size whose heavy parameters are tensors only (`lru_cache(maxsize=32)` over
+`inv_freq: torch.Tensor`) keeps a bounded number of tensors of unknown weight, a warning.
 
 ## Incident
 A helper `supports_kw(callable, kw_name)` was `@lru_cache`d and called with
@@ -319,12 +321,16 @@ class Model:
                 continue
             what = self._retained(arg.value, fn, cls)
             if what:
+                definition = self._local_cached.get(name)
+                few_tensors = what == "a heavy object" and definition is not None and self._few_tensors(definition)
                 self.report(
                     arg.value,
                     f"`{self.ctx.code(arg.value)}` ({what}) is passed to cached `{name}`: the "
-                    "cache keeps it - and the instance it belongs to - alive as long as the entry "
-                    "lives (for an unbounded cache, forever)",
+                    + ("cache keeps it alive as long as the entry lives" if few_tensors else
+                       "cache keeps it - and the instance it belongs to - alive as long as the entry "
+                       "lives (for an unbounded cache, forever)"),
                     related=related,
+                    severity=Severity.WARNING if few_tensors else None,
                 )
 
     def _cached_target(self, func: cst.BaseExpression):
@@ -450,9 +456,28 @@ class Model:
             # itself are passed as such (the cache would still hold them, unreported).
             fix=None if heavy_params or self.ctx.index.instance_callers.get(qualified)
             else self._facade(node),
-            severity=level(Facts(heavy=True, meant_to_go=None if self._only_module_level(
-                node.name.value, heavy_params) else True)) if heavy_params else None,
+            severity=level(Facts(heavy=None if self._few_tensors(node) else True, grows=False if
+                                 self._few_tensors(node) else None,
+                                 meant_to_go=None if self._only_module_level(node.name.value, heavy_params)
+                                 else True)) if heavy_params else None,
         )
+
+    def _few_tensors(self, fn: cst.FunctionDef) -> bool:
+        """Are the heavy parameters of cached `fn` tensors only, behind a cache of a stated
+        size (`lru_cache(maxsize=32)`)? A tensor does not reference the module it belongs to,
+        and what one weighs is unknown (a frequency vector or a batch): a bounded number of
+        them is no proven cost."""
+        heavy = [p for p in _params(fn) if self.ctx.heavy.is_heavy_annotation(p.annotation)]
+        if not heavy or any(self.ctx.qualname(annotation_expression(p.annotation) or cst.Name("None"))
+                            not in TENSOR_TYPES for p in heavy):
+            return False
+        for decorator in fn.decorators:
+            call = decorator.decorator
+            if isinstance(call, cst.Call):
+                for arg in call.args:
+                    if (arg.keyword is None or arg.keyword.value == "maxsize") and isinstance(arg.value, cst.Integer):
+                        return arg.value.evaluated_value > 0
+        return False
 
     def _only_module_level(self, name: str, params: list[str]) -> bool:
         """Is every call of `name` in this file handed, for its heavy `params`, an object bound

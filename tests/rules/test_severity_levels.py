@@ -164,3 +164,29 @@ def test_deleting_a_tensor_parameter_is_a_warning_a_model_parameter_an_error(tre
         "    gc.collect()\n"
         "    return total\n")})
     assert _levels(root, "RL603") == [(8, "warning"), (9, "error")]
+
+
+def test_a_bounded_cache_keyed_by_tensors_is_a_warning(tree):
+    """transformers' EfficientLoFTR: `compute_embeddings(self.inv_freq, h, w)` behind
+    `lru_cache(maxsize=32)` keeps at most 32 small tensors - a tensor does not reference its
+    module. Unbounded, or keyed by a model, it stays an error."""
+    root = tree({"m.py": (
+        "import functools\n\n"
+        "import torch\n\n\n"
+        "@functools.lru_cache(maxsize=32)\n"
+        "def embeddings(inv_freq: torch.Tensor, h: int) -> torch.Tensor:\n"
+        "    return inv_freq.repeat(h)\n\n\n"
+        "@functools.lru_cache(maxsize=None)\n"
+        "def grid(inv_freq: torch.Tensor, h: int) -> torch.Tensor:\n"
+        "    return inv_freq.repeat(h)\n\n\n"
+        "@functools.lru_cache(maxsize=32)\n"
+        "def device_of(model: torch.nn.Module):\n"
+        "    return next(model.parameters()).device\n\n\n"
+        "class Rope(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.inv_freq = torch.ones(4)\n\n"
+        "    def forward(self, x):\n"
+        "        return embeddings(self.inv_freq, x.shape[0]) + grid(self.inv_freq, 2)\n")})
+    assert _levels(root, "RL101") == [(7, "warning"), (12, "error"), (17, "error"),
+                                      (27, "warning"), (27, "error")]
