@@ -35,6 +35,8 @@ from retainlint.rules.prefilters.rl203 import (
     LIST_CTORS,
 )
 from retainlint.analysis.rule import Example, Rule
+from retainlint.analysis.severity import Facts, level, made_per_call
+from retainlint.project.consequence import lives_for_the_process
 from retainlint.analysis.walk import visit
 
 ATEXIT_UNREGISTER = "atexit.unregister"
@@ -151,8 +153,13 @@ other function calls), server components (a class that starts a daemon thread on
 of its own that nothing joins, and has no release method: its exit callback is its only
 teardown), and logger classes. A
 callable stored on the instance that is not a bound method (`self._finalizer =
-weakref.finalize(...)`) pins only itself. Findings are errors when what is pinned is heavy
-(an `nn.Module` subclass, a class holding tensors), warnings otherwise.
+weakref.finalize(...)`) pins only itself. Levels follow the consequence: a module-global
+container that keeps every instance grows by one per instance, an error when the instances
+are heavy (an `nn.Module` subclass, a class holding tensors); a handler list of the
+interpreter (atexit, signals, at-fork) keeps one per instance made, an error when instances
+are made per call or request and heavy, info when the project makes one for the process (at
+module level, in an entry point), a warning when how many are made is unknown (a connector a
+factory builds).
 
 ## Why it leaks
 `atexit`'s list, the interpreter's signal-handler table and a module global are GC
@@ -1066,6 +1073,28 @@ def running():
             severity=Severity.ERROR if heavy else Severity.WARNING,
         )
 
+    def _level(self, reg: _Registration, heavy: bool) -> Severity:
+        """A module-global container keeping every instance (`_LIVE.append(self)`) grows by
+        one per instance made: each is one its owner meant to drop, unless the project makes
+        just one for the process. A handler list of the interpreter (atexit, a signal, at-fork)
+        keeps one per instance too, but what that costs depends on how many are made."""
+        meant = self._meant_to_go(reg.cls)
+        if reg.kind == "append":
+            return level(Facts(heavy=heavy, grows=True, meant_to_go=True if meant is None else meant))
+        return level(Facts(heavy=heavy, meant_to_go=meant))
+
+    def _meant_to_go(self, cls: cst.ClassDef) -> Optional[bool]:
+        """Are instances made again and again (per call, per request), so each one the
+        registry keeps is one too many? False when the project makes one for the process
+        (at module level, in an entry point): the registry keeps it no longer than it lives.
+        Otherwise unknown: a connector made by a factory, once per worker or per engine."""
+        if made_per_call(self.ctx, cls):
+            return True
+        if self.ctx.classes.get(cls.name.value) is cls and lives_for_the_process(
+                self.ctx.index, f"{self.ctx.module_name}.{cls.name.value}"):
+            return False
+        return None
+
     def _undone(self, reg: _Registration) -> bool:
         names = [c.name.value for c in self._class_chain(reg.cls)]
         code = self.ctx.code
@@ -1248,7 +1277,7 @@ def running():
         self.report(
             reg.call,
             message,
-            severity=Severity.ERROR if heavy else Severity.WARNING,
+            severity=self._level(reg, heavy),
             # unregistering something light frees nothing that matters: no fix for it
             fix=self._fix(reg) if reg.kind == "atexit" and heavy else None,
             statement=reg.statement,

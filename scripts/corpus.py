@@ -61,8 +61,11 @@ def fetch(requirement: str) -> Path:
     if (target / ".complete").exists():
         return target
     with tempfile.TemporaryDirectory() as tmp:
+        # A machine-wide pip configuration may cap versions it keeps on disk (torchvision):
+        # only the source files are read here, so the pinned release is wanted whatever it says.
+        env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                        "-d", tmp, requirement], check=True)
+                        "-d", tmp, requirement], check=True, env=env)
         [archive] = Path(tmp).iterdir()
         if archive.suffix == ".whl":
             with zipfile.ZipFile(archive) as z:

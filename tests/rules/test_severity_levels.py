@@ -190,3 +190,48 @@ def test_a_bounded_cache_keyed_by_tensors_is_a_warning(tree):
         "        return embeddings(self.inv_freq, x.shape[0]) + grid(self.inv_freq, 2)\n")})
     assert _levels(root, "RL101") == [(7, "warning"), (12, "error"), (17, "error"),
                                       (27, "warning"), (27, "error")]
+
+
+def test_an_exit_handler_level_follows_how_many_instances_are_made(tree):
+    """`atexit.register(self.close)` keeps one instance per instance made: an error when a
+    model is made per request, a warning when how many are made is unknown (a connector built
+    by a factory, vLLM's hf3fs); the one the project makes at start-up is not reported. A
+    module list of listeners keeping every instance grows whoever makes them."""
+    root = tree({"m.py": (
+        "import atexit\n\n"
+        "import torch\n\n"
+        "_LISTENERS = []\n\n\n"
+        "class PerRequest(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        atexit.register(self.close)\n\n"
+        "    def close(self):\n"
+        "        pass\n\n\n"
+        "class Service(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        atexit.register(self.close)\n\n"
+        "    def close(self):\n"
+        "        pass\n\n\n"
+        "class Connector(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        atexit.register(self.close)\n\n"
+        "    def close(self):\n"
+        "        pass\n\n\n"
+        "class Tracked(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        _LISTENERS.append(self.on_event)\n\n"
+        "    def on_event(self, event):\n"
+        "        pass\n\n\n"
+        "SERVICE = Service()\n\n\n"
+        "def events(e):\n"
+        "    for listener in _LISTENERS:\n"
+        "        listener(e)\n\n\n"
+        "def handle(requests):\n"
+        "    for r in requests:\n"
+        "        PerRequest()(r)\n\n\n"
+        "def build(kind):\n"
+        "    return {'c': Connector}[kind]()\n")})
+    assert _levels(root, "RL203") == [(11, "error"), (29, "warning"), (38, "error")]
