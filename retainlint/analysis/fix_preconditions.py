@@ -33,7 +33,7 @@ from retainlint.analysis.cstutil import (
     self_attribute,
 )
 from retainlint.analysis.hooks import is_property, local_bases, local_subclasses
-from retainlint.analysis.walk import visit
+from retainlint.analysis.walk import children, visit
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
 
 if TYPE_CHECKING:
@@ -91,7 +91,8 @@ def _walk(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(current.children))  # children in source order
+        # statements and their parts in source order (a value is read before it is bound)
+        stack.extend(reversed(children(current)))
 
 
 def _final_return(statements: Sequence[cst.BaseStatement]) -> Optional[cst.Return]:
@@ -485,32 +486,39 @@ def holders(ctx: FileContext, cls: cst.ClassDef, attr: str) -> list[tuple[str, s
     through what was built from those - as (attribute, method that builds it)."""
     held = {attr}
     found: list[tuple[str, str]] = []
-    methods = body_functions(cls)
+    # Each method is walked once: the fixpoint below revisits them for every attribute it
+    # adds (a 7,000-line model runner has hundreds of assignments).
+    methods = [(fn.name.value, _assignments(fn), _returned(fn)) for fn in body_functions(cls)]
     changed = True
     while changed:
         changed = False
-        returns = {fn.name.value for fn in methods if _returns_held(fn, held)}
-        for fn in methods:
+        returns = {name for name, assigned, results in methods
+                   if _returns_held(assigned, results, held)}
+        for name, assigned, _ in methods:
             names: set[str] = set()
-            for target, value in _assignments(fn):
+            for target, value in assigned:
                 holds = _holds(value, held, names, returns)
                 if isinstance(target, cst.Name) and holds:
                     names.add(target.value)
                 target_attr = self_attribute(target)
                 if holds and target_attr is not None and target_attr not in held:
                     held.add(target_attr)
-                    found.append((target_attr, fn.name.value))
+                    found.append((target_attr, name))
                     changed = True
     return found
 
 
-def _returns_held(fn: cst.FunctionDef, held: set[str]) -> bool:
+def _returned(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
+    return [n.value for n in _walk(fn.body) if isinstance(n, cst.Return) and n.value is not None]
+
+
+def _returns_held(assigned: list[tuple[cst.BaseExpression, cst.BaseExpression]],
+                  results: list[cst.BaseExpression], held: set[str]) -> bool:
     names: set[str] = set()
-    for target, value in _assignments(fn):
+    for target, value in assigned:
         if isinstance(target, cst.Name) and _holds(value, held, names, set()):
             names.add(target.value)
-    return any(isinstance(n, cst.Return) and n.value is not None and _holds(n.value, held, names, set())
-               for n in _walk(fn.body))
+    return any(_holds(r, held, names, set()) for r in results)
 
 
 def still_held(ctx: FileContext, cls: cst.ClassDef, attr: str, dropped: Iterable[str]) -> list[tuple[str, str]]:
