@@ -6,7 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import call_args, decorator_names
+from retainlint.analysis.cstutil import call_args, decorator_names, is_self
+from retainlint.analysis.severity import Facts, instances_meant_to_go, level
 from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl202 import FinalizeOwnerImmortalPrefilter, PARTIAL
 from retainlint.analysis.rule import Example, Rule
@@ -106,6 +107,12 @@ The registry holds `func` and its arguments strongly, and they hold `obj`: `obj`
 become unreachable, so it lives (with everything it owns, e.g. a model) until interpreter
 exit, and the finalizer only ever runs at exit. The Python documentation for
 `weakref.finalize` warns against exactly this.
+
+## Levels
+An error when the owner's class is heavy (a model, a class holding tensors) and its
+instances are made again and again (in a loop, per request); a warning when either is
+unknown (an executor a factory builds once per engine may be one per process); info when the
+project makes the one instance at start-up, which lives until exit anyway.
 
 ## Example
 ```python
@@ -284,16 +291,30 @@ def track(conn):
         if isinstance(owner, _FRESH_OBJECTS):
             return
         holder = self.ctx.code(owner)
+        severity = self._level(owner)
         why = self._pins(func, owner, callback=True)
         if why:
-            self.report(func, self._message(holder, f"the callback `{self._short(func)}` {why}"))
+            self.report(func, self._message(holder, f"the callback `{self._short(func)}` {why}"),
+                        severity=severity)
         for arg in (*positional[2:], *keywords.values()):
             why = self._pins(arg.value, owner, callback=False)
             if why:
                 self.report(
                     arg.value,
                     self._message(holder, f"the argument `{self._short(arg.value)}` {why}"),
+                    severity=severity,
                 )
+
+    def _level(self, owner: cst.BaseExpression) -> Severity:
+        """A finalizer says its owner is meant to die; what keeping each one to exit costs
+        depends on how many are made (one per request: an error when they are heavy; the one
+        made for the process: nothing) and on what they hold."""
+        cls = self.ctx.scope.method_class if is_self(owner) else None
+        if cls is None:
+            return level(Facts(meant_to_go=True))
+        meant = instances_meant_to_go(self.ctx, cls)
+        heavy = True if self.ctx.heavy.is_heavy_class(cls) else None
+        return level(Facts(heavy=heavy, meant_to_go=True if meant is None else meant))
 
     def _short(self, node: cst.CSTNode) -> str:
         text = " ".join(self.ctx.code(node).split())

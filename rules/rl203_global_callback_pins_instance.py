@@ -35,8 +35,7 @@ from retainlint.rules.prefilters.rl203 import (
     LIST_CTORS,
 )
 from retainlint.analysis.rule import Example, Rule
-from retainlint.analysis.severity import Facts, level, made_per_call
-from retainlint.project.consequence import lives_for_the_process
+from retainlint.analysis.severity import Facts, instances_meant_to_go, level
 from retainlint.analysis.walk import visit
 
 ATEXIT_UNREGISTER = "atexit.unregister"
@@ -1078,22 +1077,10 @@ def running():
         one per instance made: each is one its owner meant to drop, unless the project makes
         just one for the process. A handler list of the interpreter (atexit, a signal, at-fork)
         keeps one per instance too, but what that costs depends on how many are made."""
-        meant = self._meant_to_go(reg.cls)
+        meant = instances_meant_to_go(self.ctx, reg.cls)
         if reg.kind == "append":
             return level(Facts(heavy=heavy, grows=True, meant_to_go=True if meant is None else meant))
         return level(Facts(heavy=heavy, meant_to_go=meant))
-
-    def _meant_to_go(self, cls: cst.ClassDef) -> Optional[bool]:
-        """Are instances made again and again (per call, per request), so each one the
-        registry keeps is one too many? False when the project makes one for the process
-        (at module level, in an entry point): the registry keeps it no longer than it lives.
-        Otherwise unknown: a connector made by a factory, once per worker or per engine."""
-        if made_per_call(self.ctx, cls):
-            return True
-        if self.ctx.classes.get(cls.name.value) is cls and lives_for_the_process(
-                self.ctx.index, f"{self.ctx.module_name}.{cls.name.value}"):
-            return False
-        return None
 
     def _undone(self, reg: _Registration) -> bool:
         names = [c.name.value for c in self._class_chain(reg.cls)]

@@ -29,7 +29,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import is_self
 from retainlint.analysis.hooks import iter_nodes
 from retainlint.core.finding import Severity
-from retainlint.project.consequence import facts_of
+from retainlint.project.consequence import facts_of, lives_for_the_process
 from retainlint.project.consequence import made_per_call as consequence_made_per_call
 
 if TYPE_CHECKING:
@@ -111,6 +111,20 @@ def made_per_call(ctx: "FileContext", cls: cst.ClassDef) -> bool:
     if facts is not None and consequence_made_per_call(qualified, facts):
         return True
     return any(base.startswith(_PER_CALL_BASES) for base in _bases(ctx, cls))
+
+
+def instances_meant_to_go(ctx: "FileContext", cls: cst.ClassDef) -> Optional[bool]:
+    """Are instances of `cls` made again and again (per call, per request), so that each one
+    a process-wide holder keeps is one too many? False when the project makes one for the
+    process (at module level, in an entry point): a holder keeps it no longer than it lives.
+    None when unknown: a connector or an executor made by a factory, once per worker or per
+    engine."""
+    if made_per_call(ctx, cls):
+        return True
+    if ctx.classes.get(cls.name.value) is cls and lives_for_the_process(
+            ctx.index, f"{ctx.module_name}.{cls.name.value}"):
+        return False
+    return None
 
 
 def _finalized(ctx: "FileContext", cls: cst.ClassDef) -> bool:

@@ -235,3 +235,36 @@ def test_an_exit_handler_level_follows_how_many_instances_are_made(tree):
         "def build(kind):\n"
         "    return {'c': Connector}[kind]()\n")})
     assert _levels(root, "RL203") == [(11, "error"), (29, "warning"), (38, "error")]
+
+
+def test_a_finalizer_that_keeps_its_owner_is_an_error_only_for_heavy_instances_made_per_request(tree):
+    """`weakref.finalize(self, self.close)` keeps each instance until exit. vLLM's executors
+    (built by a factory, once per engine, released by the engine's own shutdown) are a
+    warning; a model made per request an error; the one service made at start-up info."""
+    root = tree({"m.py": (
+        "import weakref\n\n"
+        "import torch\n\n\n"
+        "class PerRequest(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        weakref.finalize(self, self.close)\n\n"
+        "    def close(self):\n"
+        "        pass\n\n\n"
+        "class Service(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        weakref.finalize(self, self.close)\n\n"
+        "    def close(self):\n"
+        "        pass\n\n\n"
+        "class Executor:\n"
+        "    def __init__(self):\n"
+        "        self._finalizer = weakref.finalize(self, self.shutdown)\n\n"
+        "    def shutdown(self):\n"
+        "        pass\n\n\n"
+        "SERVICE = Service()\n\n\n"
+        "def handle(requests):\n"
+        "    for r in requests:\n"
+        "        PerRequest()(r)\n\n\n"
+        "def build(kind):\n"
+        "    return {'e': Executor}[kind]()\n")})
+    assert _levels(root, "RL202") == [(9, "error"), (18, "info"), (26, "warning")]
