@@ -96,9 +96,13 @@ method in another file of the project removes entries from it
 plain values (strings, numbers, classes, functions) are never reported; neither are
 local variables. A dict keyed by heavy objects is RL301's.
 
-Dicts of models, layers and objects holding them are errors; dicts whose values are only
-known to be tensors are warnings (a caller's tensor kept by name, buffers kept per
-object: GPU memory that outlives an engine, but rarely a whole model).
+Dicts of models, layers and objects holding them, keyed per request or per object, are
+errors: they gain a model with every key. Dicts whose values are only known to be tensors
+are warnings (a caller's tensor kept by name, buffers kept per object: GPU memory that
+outlives an engine, but rarely a whole model), and so are dicts whose every key names the
+deployment or the code - a rank, a world size, a model name, a dtype (vLLM's per-rank
+all-reduce workspaces, `_workspace_cache[(rank, world_size, comm_size)]`): one value per
+member or configuration, bounded, costly only where the project releases what they keep.
 
 ## Why it leaks
 A module global is a GC root: its values live until the interpreter exits. A cache of
@@ -375,9 +379,27 @@ def load(name: str, model: nn.Module):
         related = [RelatedNode("heavy value stored here", e.node) for e in heavy_writes[:1] if e.node]
         # Models and objects holding them first; a tensor cache is most often a bounded
         # set of workspaces or constants per device.
-        severity = Severity.WARNING if kinds == {"tensor"} or named_slots else Severity.ERROR
+        severity = Severity.WARNING if kinds == {"tensor"} or named_slots or \
+            self._deployment_keyed(runtime) else Severity.ERROR
         self.report(c.target, message, fix=fix, related=related, statement=c.statement,
                     severity=severity)
+
+    def _deployment_keyed(self, runtime: list[Event]) -> bool:
+        """Is every entry keyed by what names the deployment or the code (`(rank,
+        world_size, slot_bytes)`, a model name), never a request's? Then the dict holds
+        one value per member or configuration - bounded, though what it keeps may weigh
+        (vLLM's per-rank all-reduce workspaces)."""
+        return bool(runtime) and all(e.key is not None and not key_per_request(self._key_text(e))
+                                     for e in runtime)
+
+    def _key_text(self, e: Event) -> str:
+        """The key as written, or, for a local name, what it was assigned (`key = (rank,
+        world_size)`)."""
+        if isinstance(e.key, cst.Name) and e.function is not None:
+            assigned = [v for v, _ in self.ctx.heavy.local_assignments(e.function).get(e.key.value, ())]
+            if len(assigned) == 1:
+                return self.ctx.code(assigned[0])
+        return self.ctx.code(e.key)
 
     def _self_registered(self, runtime: list[Event]) -> bool:
         """Does every write store the instance itself (`self`, in a method) under a key

@@ -268,3 +268,21 @@ def test_a_finalizer_that_keeps_its_owner_is_an_error_only_for_heavy_instances_m
         "def build(kind):\n"
         "    return {'e': Executor}[kind]()\n")})
     assert _levels(root, "RL202") == [(9, "error"), (18, "info"), (26, "warning")]
+
+
+def test_a_dict_of_models_keyed_by_the_deployment_is_a_warning(tree):
+    """vLLM's `_workspace_cache[(rank, world_size, comm_size, pg_id)]`: one value per rank
+    and slot size, for the process, is bounded. Keyed by a request, every request leaves a
+    model behind."""
+    root = tree({"m.py": (
+        "import torch\n\n"
+        "_workspaces = {}\n"
+        "_per_request = {}\n\n\n"
+        "def workspace(rank: int, world_size: int, group) -> torch.nn.Module:\n"
+        "    key = (rank, world_size, id(group))\n"
+        "    if key not in _workspaces:\n"
+        "        _workspaces[key] = torch.nn.Linear(world_size, world_size)\n"
+        "    return _workspaces[key]\n\n\n"
+        "def serve(request_id: str, model: torch.nn.Module):\n"
+        "    _per_request[request_id] = model\n")})
+    assert _levels(root, "RL302") == [(3, "warning"), (4, "error")]
