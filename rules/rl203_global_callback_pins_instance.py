@@ -158,7 +158,9 @@ are heavy (an `nn.Module` subclass, a class holding tensors); a handler list of 
 interpreter (atexit, signals, at-fork) keeps one per instance made, an error when instances
 are made per call or request and heavy, info when the project makes one for the process (at
 module level, in an entry point), a warning when how many are made is unknown (a connector a
-factory builds).
+factory builds). A signal has one handler slot, so it keeps only the latest instance: info
+when that instance is light, unless each handler keeps the one it replaced (a chain that
+grows by one per instance).
 
 ## Why it leaks
 `atexit`'s list, the interpreter's signal-handler table and a module global are GC
@@ -1080,7 +1082,18 @@ def running():
         meant = instances_meant_to_go(self.ctx, reg.cls)
         if reg.kind == "append":
             return level(Facts(heavy=heavy, grows=True, meant_to_go=True if meant is None else meant))
+        if reg.kind == "signal" and not self._chains_handlers(reg):
+            # the table has one slot per signal: it keeps the latest instance, not all of them
+            return level(Facts(heavy=heavy, grows=False, meant_to_go=meant))
         return level(Facts(heavy=heavy, meant_to_go=meant))
+
+    def _chains_handlers(self, reg: _Registration) -> bool:
+        """Does the class keep the handler it replaces (`old = signal.signal(...)`,
+        `signal.getsignal(...)`) - so each new handler keeps the previous instance, and the
+        chain grows by one per instance?"""
+        return reg.saved_as is not None or any(
+            isinstance(n, cst.Call) and self.ctx.qualname(n.func) == "signal.getsignal"
+            for n in iter_nodes(reg.cls))
 
     def _undone(self, reg: _Registration) -> bool:
         names = [c.name.value for c in self._class_chain(reg.cls)]

@@ -286,3 +286,23 @@ def test_a_dict_of_models_keyed_by_the_deployment_is_a_warning(tree):
         "def serve(request_id: str, model: torch.nn.Module):\n"
         "    _per_request[request_id] = model\n")})
     assert _levels(root, "RL302") == [(3, "warning"), (4, "error")]
+
+
+def test_a_signal_handler_keeps_only_the_latest_light_instance(tree):
+    """`signal.signal(SIGTERM, lambda *a: self.close())` replaces the previous handler: the
+    table keeps the latest instance, not every one (sglang's HiCache 3FS backend, a client
+    without weights). A handler that keeps the one it replaced chains them all."""
+    root = tree({"m.py": (
+        "import signal\n\n\n"
+        "class Backend:\n"
+        "    def __init__(self):\n"
+        "        signal.signal(signal.SIGTERM, lambda *a: self.close())\n\n"
+        "    def close(self):\n"
+        "        pass\n\n\n"
+        "class Chained:\n"
+        "    def __init__(self):\n"
+        "        previous = signal.getsignal(signal.SIGINT)\n"
+        "        signal.signal(signal.SIGINT, lambda *a: (self.close(), previous(*a)))\n\n"
+        "    def close(self):\n"
+        "        pass\n")})
+    assert _levels(root, "RL203") == [(6, "info"), (15, "warning")]
