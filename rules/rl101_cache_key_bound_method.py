@@ -7,11 +7,11 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import annotation_expression, decorator_names
+from retainlint.analysis.cstutil import decorator_names
 from retainlint.core.finding import Applicability, Position, Related, Severity
 from retainlint.project.index import CACHE_DECORATORS, METHOD_NAMES
 from retainlint.project.ast_facts import LOGGERS, PROPERTIES
-from retainlint.project.names import NOT_INSTANCE_DECORATORS, TENSOR_TYPES
+from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.rules.prefilters.rl101 import CacheKeyBoundMethodPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.hooks import iter_nodes
@@ -456,11 +456,13 @@ class Model:
             # itself are passed as such (the cache would still hold them, unreported).
             fix=None if heavy_params or self.ctx.index.instance_callers.get(qualified)
             else self._facade(node),
-            severity=level(Facts(heavy=None if self._few_tensors(node) else True, grows=False if
-                                 self._few_tensors(node) else None,
-                                 meant_to_go=None if self._only_module_level(node.name.value, heavy_params)
-                                 else True)) if heavy_params else None,
+            severity=self._level(node, heavy_params) if heavy_params else None,
         )
+
+    def _level(self, fn: cst.FunctionDef, heavy_params: list[str]) -> Severity:
+        few_tensors = self._few_tensors(fn)
+        return level(Facts(heavy=None if few_tensors else True, grows=False if few_tensors else None,
+                           meant_to_go=None if self._only_module_level(fn.name.value, heavy_params) else True))
 
     def _few_tensors(self, fn: cst.FunctionDef) -> bool:
         """Are the heavy parameters of cached `fn` tensors only, behind a cache of a stated
@@ -468,8 +470,7 @@ class Model:
         and what one weighs is unknown (a frequency vector or a batch): a bounded number of
         them is no proven cost."""
         heavy = [p for p in _params(fn) if self.ctx.heavy.is_heavy_annotation(p.annotation)]
-        if not heavy or any(self.ctx.qualname(annotation_expression(p.annotation) or cst.Name("None"))
-                            not in TENSOR_TYPES for p in heavy):
+        if not heavy or not all(self.ctx.heavy.is_tensor_annotation(p.annotation) for p in heavy):
             return False
         for decorator in fn.decorators:
             call = decorator.decorator

@@ -1502,14 +1502,12 @@ class _ReleaseUses(cst.CSTVisitor):
             self.live = True  # handed on (`signal.signal(SIGTERM, self.close)`)
 
 
-def called_on_instance(index, key: tuple[str, str]) -> bool:
-    """Does code anywhere in the project call method `name` of the class `qualified` on
-    what it can be told is an instance: `<...>.x.name()` where a class assigns
-    `self.x = Cls(...)` (or a function annotated to return one), `v.name()` where the
-    function binds `v = Cls(...)` or annotates `v: Cls`? Other receivers are unknown and
-    not counted; `self.name()` is the class's own business. A question for
-    `ProjectIndex.ask`."""
-    qualified, name = key
+def _instance_calls(index, qualified: str, name: str):
+    """(function, receiver) of each call anywhere in the project of method `name` on what can
+    be told is an instance of the class `qualified`: `v.name()` where the function binds
+    `v = Cls(...)` or annotates `v: Cls` (receiver `v`), or `<...>.x.name()` where a class
+    assigns `self.x = Cls(...)` (receiver None: an instance that class keeps). Other
+    receivers are unknown and left out; `self.name()` is the class's own business."""
     suffix = "." + name
     holders = {attr for summary in index.classes.values() for attr, makers in summary.attributes.items()
                if any(_builds(index, q, qualified) for q in makers)}
@@ -1520,10 +1518,17 @@ def called_on_instance(index, key: tuple[str, str]) -> bool:
             receiver = call[:-len(suffix)]
             head, _, last = receiver.rpartition(".")
             if head and last in holders:
-                return True
-            if not head and receiver not in ("self", "cls") and _binds_instance(index, function, receiver, qualified):
-                return True
-    return False
+                yield function, None
+            elif not head and receiver not in ("self", "cls") and _binds_instance(index, function, receiver, qualified):
+                yield function, receiver
+
+
+def called_on_instance(index, key: tuple[str, str]) -> bool:
+    """Does code anywhere in the project call method `name` of the class `qualified` on
+    what it can be told is an instance (see `_instance_calls`)? A question for
+    `ProjectIndex.ask`."""
+    qualified, name = key
+    return next(_instance_calls(index, qualified, name), None) is not None
 
 
 def released_last(index, key: tuple[str, str]) -> bool:
@@ -1533,23 +1538,11 @@ def released_last(index, key: tuple[str, str]) -> bool:
     after its release. False when no such call is seen, or when any call may be on an
     instance that lives on (`self.x.name()` where a class keeps one). For `ProjectIndex.ask`."""
     qualified, name = key
-    suffix = "." + name
-    holders = {attr for summary in index.classes.values() for attr, makers in summary.attributes.items()
-               if any(_builds(index, q, qualified) for q in makers)}
     seen = False
-    for function in index.functions.values():
-        for call in function.calls:
-            if not call.endswith(suffix):
-                continue
-            receiver = call[:-len(suffix)]
-            head, _, last = receiver.rpartition(".")
-            if head and last in holders:
-                return False
-            if head or receiver in ("self", "cls") or not _binds_instance(index, function, receiver, qualified):
-                continue
-            if not _ends_with_release(index, function, receiver, name):
-                return False
-            seen = True
+    for function, receiver in _instance_calls(index, qualified, name):
+        if receiver is None or not _ends_with_release(index, function, receiver, name):
+            return False
+        seen = True
     return seen
 
 
@@ -1625,8 +1618,6 @@ def _module_type(q: Optional[str]) -> bool:
         return False
     return q in HEAVY_TYPES and q not in _TENSOR_TYPES or (
         q.startswith("torch.nn.") and q.count(".") == 2 and q.rsplit(".", 1)[1][:1].isupper())
-
-
 
 
 def _callee_word(call: cst.Call) -> Optional[str]:

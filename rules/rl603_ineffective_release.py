@@ -7,8 +7,8 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from retainlint.project.names import TENSOR_TYPES as _TENSOR_TYPES, name_words
-from retainlint.analysis.cstutil import annotation_expression, body_functions, body_statements, call_args, is_self
+from retainlint.project.names import name_words
+from retainlint.analysis.cstutil import body_functions, body_statements, call_args, is_self
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hooks import iter_nodes, names_in, short
@@ -367,7 +367,7 @@ class Worker:
             # a model handed in is heavy; one tensor may be a scalar or a [b, L, L] mask:
             # its weight is unknown (torchtune's per-step `del advantages`)
             heavy = (self.ctx.heavy.is_heavy_annotation(param.annotation)
-                     and not self._a_tensor(param.annotation)) or (
+                     and not self.ctx.heavy.is_tensor_annotation(param.annotation)) or (
                 name == "self" and self.ctx.heavy.is_heavy_class(self.ctx.scope.method_class))
             # the function goes on using the object under another name: the `del` was
             # never the release of it, whatever the caller holds
@@ -381,13 +381,6 @@ class Worker:
                 "it is held (the caller's variable or attribute)",
                 severity=Severity.ERROR if heavy else Severity.WARNING,
             )
-
-    def _a_tensor(self, annotation) -> bool:
-        """Is the annotation a tensor type (`torch.Tensor`, `Optional[Tensor]`), no model?"""
-        names = {self.ctx.qualname(n) for n in iter_nodes(annotation_expression(annotation) or cst.Name("None"))
-                 if isinstance(n, (cst.Name, cst.Attribute))}
-        return bool(names & _TENSOR_TYPES) and not any(
-            self.ctx.heavy.is_heavy_qualname(q) for q in names - _TENSOR_TYPES if q)
 
     def _deleted_loop_variable(self, fn: cst.FunctionDef, node: cst.Del, name: str) -> None:
         """`for obj in objs: del obj` where `objs` is a parameter, in a function meant to

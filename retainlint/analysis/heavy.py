@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression, body_functions, body_statements
-from retainlint.analysis.walk import visit
-from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPERS
+from retainlint.analysis.walk import children, visit
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, TENSOR_TYPES, UNION_WRAPPERS
 
 if TYPE_CHECKING:
     from retainlint.analysis.context import FileContext
@@ -72,6 +72,19 @@ class HeavyOracle:
 
     def is_heavy_class(self, cls: Optional[cst.ClassDef]) -> bool:
         return cls is not None and cls.name.value in self.local_heavy_classes
+
+    def is_tensor_annotation(self, ann: Optional[cst.BaseExpression]) -> bool:
+        """Is the annotation a tensor type (`torch.Tensor`, `Optional[Tensor]`) and no model?
+        Heavy, but what one tensor weighs is unknown (a scalar or a [b, L, L] mask)."""
+        pending: list[cst.CSTNode] = [n for n in (annotation_expression(ann),) if n is not None]
+        names: set[str] = set()
+        while pending:
+            node = pending.pop()
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                names.add(self.ctx.qualname(node) or "")
+            pending.extend(children(node))
+        return bool(names & TENSOR_TYPES) and not any(
+            self.is_heavy_qualname(q) for q in names - TENSOR_TYPES if q)
 
     def is_heavy_annotation(self, ann: Optional[cst.BaseExpression]) -> bool:
         ann = annotation_expression(ann)
