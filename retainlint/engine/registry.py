@@ -27,9 +27,11 @@ DEFAULT_OFF: frozenset[str] = frozenset()
 
 
 def _rule_modules(package: ModuleType) -> list[pkgutil.ModuleInfo]:
-    """The rule modules (`rl101_cache_key_bound_method`), not the prefilters' package."""
+    """The rule modules (`rl101_cache_key_bound_method`), not the prefilters' package. A
+    rule too large for one module is a package of that name: its `__init__` holds the
+    rule's class, its other modules the parts only that rule uses."""
     return [info for info in pkgutil.iter_modules(package.__path__)
-            if not info.ispkg and re.fullmatch(r"rl\d+_\w+", info.name)]
+            if re.fullmatch(r"rl\d+_\w+", info.name)]
 
 
 @functools.lru_cache(maxsize=1)

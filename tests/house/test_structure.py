@@ -151,9 +151,23 @@ def test_the_layers_that_decide_what_to_parse_never_load_libcst():
 def test_no_rule_imports_another_rule():
     """A check is one module: what two checks share lives in `analysis` or `project`, so
     switching one check off or changing it never changes another."""
-    def is_rule(name: str) -> bool:
-        return name.startswith("retainlint.rules.") and not name.startswith(
-            "retainlint.rules.prefilters")
-    crossing = sorted(f"{name} -> {target}" for name, targets in _graph().items() if is_rule(name)
-                      for target in targets if is_rule(target) and target != name)
+    def rule(name: str) -> str | None:
+        """The rule a module belongs to: a rule module, or a module of a rule's package."""
+        parts = name.split(".")
+        if name.startswith("retainlint.rules.") and parts[2] != "prefilters":
+            return parts[2]
+        return None
+    crossing = sorted(f"{name} -> {target}" for name, targets in _graph().items() if rule(name)
+                      for target in targets if rule(target) and rule(target) != rule(name))
     assert crossing == []
+
+
+MAX_LINES = 800
+
+
+def test_no_module_exceeds_the_line_limit():
+    """A module a reader can hold in mind: the larger ones are split by concern (a rule
+    into a package of its parts)."""
+    long = sorted(f"{name}: {n} lines" for name, path in _modules().items()
+                  if (n := len(path.read_text().splitlines())) > MAX_LINES)
+    assert long == []
