@@ -8,7 +8,7 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import grows_per_call, how_dropped, released_anywhere, short
-from retainlint.project.retention import ModuleFacts, Site
+from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl306 import ProcessContainerGrowsPrefilter
 
 

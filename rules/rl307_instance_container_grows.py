@@ -9,7 +9,7 @@ from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import (
     grows_per_call, how_dropped, lives_for_the_process, made_per_call, released_anywhere, serves_requests)
-from retainlint.project.retention import ModuleFacts, Site
+from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter
 
 

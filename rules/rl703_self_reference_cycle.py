@@ -10,7 +10,7 @@ from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import collector_off_anywhere, cycle_matters
 from retainlint.analysis.severity import Facts, level
 from retainlint.project.frames import FrameCycle
-from retainlint.project.retention import ModuleFacts, Site
+from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl703 import SelfReferenceCyclePrefilter
 
 

@@ -11,7 +11,7 @@ import libcst as cst
 from retainlint.analysis.rule import Located, Rule
 from retainlint.core.finding import Consequence, Severity
 from retainlint.project.consequence import facts_of
-from retainlint.project.retention import ModuleFacts, Site
+from retainlint.project.retention_facts import ModuleFacts, Site
 
 
 def is_test_code(path: str) -> bool:

@@ -8,7 +8,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Hashable, Optional
 
-from retainlint.project.retention import (
+from retainlint.project.retention_facts import (
     BOUNDED, COLLECTOR_OFF, DROPS, LONG_LIVED, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
     SelfReference)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from retainlint.project.retention import GROWTH, GROWTH_KIND
+from retainlint.project.retention_facts import GROWTH, GROWTH_KIND
 from retainlint.project.retention_prefilter import RetentionPrefilter
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from retainlint.project.retention import FRAMES, SELF_REFERENCES
+from retainlint.project.retention_facts import FRAMES, SELF_REFERENCES
 from retainlint.project.retention_prefilter import RetentionPrefilter
 
 

@@ -1,0 +1,101 @@
+"""The retention model's facts about one module, as plain data the project index caches:
+what adds to a holder (`Growth`), what an object keeps of itself (`SelfReference`), and
+the module's other facts (`ModuleFacts`); `retention.py` builds them."""
+
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+from typing import Any
+
+from retainlint.project.frames import FrameCycle
+
+
+@dataclass(frozen=True)
+class Site:
+    """1-based start (line, character column), end, and the lines of the statement."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Growth:
+    """An edge that adds to a holder: `holder[key] = value`, `holder.append(value)`."""
+
+    holder: str  # `module.name`, `module.Class.attr`, `module.Class().attr`
+    kind: str  # "module", "class", "instance"
+    shown: str  # the holder as the code spells it
+    keyed: bool  # a slot per key (a dict) rather than one more item (a list, a set)
+    key: str  # the key's code ("" when not keyed)
+    value: str  # the added value's code ("" when not known)
+    function: str  # the function that adds, as `Class.method` or `function`
+    once: bool  # that function runs once per class or object (`__init_subclass__`, setup)
+    in_init: bool  # the add is in `__init__`: one entry per instance made
+    guarded: bool  # inside `if key not in holder` (a memo: one entry per distinct key)
+    pins_self: bool  # the entry references the instance adding it (`self`, `self.m`)
+    registers: bool  # the function exists to store what it is handed (see `FunctionFacts`)
+    # the function itself removes the entry, but only once an `await` has returned, outside
+    # `finally`: a call that fails or is cancelled there leaves its entry behind
+    undone_on_success: bool
+    site: Site
+
+
+@dataclass(frozen=True)
+class SelfReference:
+    """An object keeping a reference back to itself: `self.cb = self.method`."""
+
+    cls: str  # `module.Class`
+    attr: str  # where it is kept, as the code spells it (`self._on_done`)
+    how: str  # "bound method", "closure", "partial", "back-reference"
+    shown: str  # the value's code
+    function: str
+    site: Site
+
+
+# Positions in `ModuleFacts.plain()`, for questions that read every file's facts without
+# decoding them; a plain growth holds `Growth`'s fields in order.
+GROWTH, DROPS, BOUNDED, SELF_REFERENCES, LONG_LIVED, PER_CALL, COLLECTOR_OFF, FRAMES, \
+    SUCCESS_DROPS, TEARDOWN_DROPS, SERVING = range(11)
+GROWTH_KIND = 1
+
+
+@dataclass
+class ModuleFacts:
+    growth: list[Growth]
+    # holders something here removes from, rebinds or hands elsewhere; `.attr` when it
+    # removes from some object's `attr` (a base class's method on the same instance)
+    drops: set[str]
+    bounded: set[str]  # holders whose size something here checks (`len(h) > n`)
+    self_references: list[SelfReference]
+    long_lived: set[str]  # classes (`module.Class`) made at module level or in an entry point
+    made_per_call: set[str]  # the module's classes made in a loop or a per-request function
+    collector_off: bool  # the module disables the cyclic collector
+    frames: list[FrameCycle]  # functions whose frame keeps its own traceback (`frames.py`)
+    # holders whose only drops here follow an `await` outside `finally` (a call cancelled or
+    # failing there skips them), and those dropped only when the owner is torn down (`close()`)
+    success_drops: set[str]
+    teardown_drops: set[str]
+    serving: set[str]  # classes (`module.Class`) whose methods serve requests (see `_serving`)
+
+    def plain(self) -> tuple[object, ...]:
+        """As stored in the index; the `GROWTH`... constants name its positions."""
+        return ([astuple(g) for g in self.growth], sorted(self.drops), sorted(self.bounded),
+                [astuple(r) for r in self.self_references], sorted(self.long_lived),
+                sorted(self.made_per_call), self.collector_off,
+                [astuple(f) for f in self.frames],
+                sorted(self.success_drops), sorted(self.teardown_drops), sorted(self.serving))
+
+    @classmethod
+    def from_plain(cls, plain: tuple[Any, ...]) -> "ModuleFacts":
+        (growth, drops, bounded, refs, long_lived, per_call, collector_off, frames,
+         success, teardown, serving) = plain
+        return cls([Growth(*g[:-1], Site(*g[-1])) for g in growth],  # type: ignore[call-arg]
+                   set(drops), set(bounded),
+                   [SelfReference(*r[:-1], Site(*r[-1])) for r in refs],  # type: ignore[call-arg]
+                   set(long_lived), set(per_call), collector_off,
+                   [FrameCycle(*f[:-1], Site(*f[-1])) for f in frames],  # type: ignore[call-arg]
+                   set(success), set(teardown), set(serving))

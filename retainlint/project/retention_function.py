@@ -1,0 +1,313 @@
+"""What one function does to its module's holders: adds, drops, bounds, and the
+references an object keeps to itself."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Optional
+
+from retainlint.project.frames import own_nodes
+from retainlint.project.nodes import dotted
+from retainlint.project.retention_facts import Growth, SelfReference
+from retainlint.project.retention_shapes import (
+    FUNCTIONS, ADD_CALLS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
+    names_in, bindings, statements, expressions, stored_names, adds_a_parameter,
+    serves_until_stopped, runs_once)
+
+if TYPE_CHECKING:
+    from retainlint.project.retention import ModuleBuilder
+
+
+class FunctionFacts:
+    """What one function does to the module's holders."""
+
+    def __init__(self, facts: "ModuleBuilder", node: ast.AST, cls: Optional[str],
+                 outer_me: Optional[str] = None) -> None:
+        """`outer_me`: for a function nested in a method, the method's name for the
+        instance (a closure sees it)."""
+        assert isinstance(node, FUNCTIONS)
+        self.facts, self.node, self.cls = facts, node, cls
+        args = node.args
+        self.params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        if outer_me is not None:
+            self.me: Optional[str] = outer_me
+        else:
+            self.me = args.args[0].arg if cls is not None and args.args else None
+        if any(last_name(d) == "staticmethod" for d in node.decorator_list):
+            self.me = None
+        self.outer_me = outer_me
+        self.name = f"{cls}.{node.name}" if cls else node.name
+        # Named for set-up, but run per request when a handler calls it (`self._create_span()`
+        # from `on_chain_start()`).
+        self.once = runs_once(node.name) and not (cls is not None and node.name in facts.called_by_handlers(cls))
+        # A serve loop (`while True:`, `while not self.stopped:`) runs its body per request,
+        # whatever the function around it is named.
+        self.loops = [(w.lineno, w.end_lineno or w.lineno) for w in own_nodes(node)
+                      if isinstance(w, ast.While) and serves_until_stopped(w)] if self.once else []
+        # `if torch.cuda.is_current_stream_capturing():` runs while graphs are captured or code
+        # is compiled, at start-up: what it adds is bounded whatever calls the function.
+        self.warmup = [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno) for i in own_nodes(node)
+                       if isinstance(i, ast.If) and warms_up(i.test)]
+        # Tears the whole object down: named so, and handed no entry to remove
+        # (`_stop_heartbeat(req_id)` ends one request's entry, not the object).
+        required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - (1 if cls is not None else 0)
+        self.teardown = (node.name.lstrip("_").startswith(TEARDOWN) and required <= 0) \
+            or node.name in ("__exit__", "__aexit__", "__del__")
+        # Path-sensitive drops (async functions only: cancellation reaches every `await`):
+        # the lines of the awaits, and the statements under `finally` or an `except`.
+        self.awaits: list[int] = []
+        self.covered: set[int] = set()
+        self.fragile = False  # the statement being read runs only if the awaits before it return
+        self.in_callback = False  # the node being read is in a lambda: a callback
+        self.success_drops: dict[str, int] = {}  # holder -> line of its first such drop here
+        self.firm_drops: set[str] = set()
+
+    @cached_property
+    def local(self) -> set[str]:
+        node = self.node
+        declared_global = {n for s in ast.walk(node) if isinstance(s, ast.Global) for n in s.names}
+        local = (self.params | {n.id for s in ast.walk(node) for n in stored_names(s)}) - declared_global
+        if self.outer_me is not None:
+            local.discard(self.outer_me)
+        return local
+
+    @cached_property
+    def registers(self) -> bool:
+        """A function that exists to store what it is handed - a decorator returning it, a
+        body that does nothing else (`def add_hook(h): _hooks.append(h)`), or one named as
+        a registration API: how often it runs is its callers' choice, not a growth of its own."""
+        node = self.node
+        returned = {n.id for s in ast.walk(node) if isinstance(s, ast.Return) and s.value is not None
+                    for n in [s.value] if isinstance(n, ast.Name)}
+        inner = {d.name for d in node.body if isinstance(d, FUNCTIONS)}
+        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        return bool(returned & (self.params | inner)) or (
+            len(body) == 1 and node.name != "__init__" and adds_a_parameter(body[0], self.params)
+        ) or node.name.lstrip("_").startswith(REGISTERS)
+
+    @cached_property
+    def closures(self) -> set[str]:
+        """Nested functions that use the instance (`def cb(): self.x`)."""
+        me = self.me
+        return {d.name for d in self.node.body if isinstance(d, FUNCTIONS) and me in names_in(d)}
+
+    def holder(self, expr: ast.AST) -> Optional[tuple[str, str, str]]:
+        holders = self.facts.holders
+        if isinstance(expr, ast.Name) and expr.id not in holders.module_level:
+            return None  # the common case, without working out the function's locals
+        if isinstance(expr, ast.Attribute) and not isinstance(expr.value, ast.Name):
+            return None
+        return holders.named(expr, self.cls, self.me, self.local if isinstance(expr, ast.Name) else set())
+
+    def scan(self) -> None:
+        guarded = self._looked_up()
+        if isinstance(self.node, ast.AsyncFunctionDef):
+            self._paths()
+        first = len(self.facts.growth)
+        for stmt in statements(self.node.body):
+            self.fragile = bool(self.awaits) and id(stmt) not in self.covered and self.awaits[0] < stmt.lineno
+            self._statement(stmt, guarded)
+        self.fragile = False
+        for i in range(first, len(self.facts.growth)):
+            g = self.facts.growth[i]
+            line = self.success_drops.get(g.holder)
+            if line is not None and g.holder not in self.firm_drops \
+                    and any(g.site.line < a < line for a in self.awaits):
+                self.facts.growth[i] = replace(g, undone_on_success=True)
+
+    def _paths(self) -> None:
+        for sub in own_nodes(self.node):
+            # Not `async with lock:`: a removal right under it runs once the lock is held.
+            if isinstance(sub, (ast.Await, ast.AsyncFor)):
+                self.awaits.append(sub.lineno)
+            elif isinstance(sub, ast.Try) or type(sub).__name__ == "TryStar":
+                for block in [getattr(sub, "finalbody"), *(h.body for h in getattr(sub, "handlers"))]:
+                    self.covered.update(id(s) for s in statements(block))
+        self.awaits.sort()
+
+    def _drop(self, holder: str) -> None:
+        """Something here removes from, rebinds or hands on `holder`: a release wherever
+        the call ends, only when it gets that far, or only when the owner is torn down.
+        (In a lambda, a callback: it runs whenever it is called, `add_done_callback(lambda
+        _: self.tasks.pop(k))` when the task ends, however this function goes on.)"""
+        if self.in_callback:
+            self.firm_drops.add(holder)
+            self.facts.drops.add(holder)
+        elif self.fragile:
+            self.success_drops.setdefault(holder, 10 ** 9)
+            line = self._line
+            if line < self.success_drops[holder]:
+                self.success_drops[holder] = line
+            self.facts.success_drops.add(holder)
+        elif self.teardown:
+            self.facts.teardown_drops.add(holder)
+        else:
+            self.firm_drops.add(holder)
+            self.facts.drops.add(holder)
+
+    def _looked_up(self) -> set[str]:
+        """Holders the function looks a key up in (`k in h`, `h.get(k)`): what it adds is a
+        memo, one entry per distinct key, not one per call."""
+        found: set[str] = set()
+        for sub in ast.walk(self.node):
+            if isinstance(sub, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in sub.ops):
+                for c in sub.comparators:
+                    named = self.holder(c)
+                    if named:
+                        found.add(named[0])
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "get":
+                named = self.holder(sub.func.value)
+                if named:
+                    found.add(named[0])
+            if isinstance(sub, (ast.If, ast.IfExp, ast.While)):  # `if not h: h.append(...)`
+                test = sub.test.operand if isinstance(sub.test, ast.UnaryOp) and isinstance(sub.test.op, ast.Not) else sub.test
+                named = self.holder(test)
+                if named:
+                    found.add(named[0])
+        return found
+
+    def _statement(self, stmt: ast.stmt, guarded: set[str]) -> None:
+        facts = self.facts
+        self._line = stmt.lineno
+        self.in_callback = False
+        for target, value in bindings(stmt):
+            if isinstance(target, ast.Subscript):
+                named = self.holder(target.value)
+                if named and isinstance(target.slice, ast.Slice):
+                    self._drop(named[0])
+                elif named and not isinstance(target.slice, ast.Constant):
+                    self._grow(named, target.value, True, target.slice, value, stmt, guarded)
+            else:
+                named = self.holder(target)
+                if named and not (named[1] == "instance" and self.node.name == "__init__"):
+                    self._drop(named[0])  # rebound: what it held goes
+            aliased = self.holder(value) if value is not None else None
+            if aliased:
+                facts.drops.add(aliased[0])  # an alias: may be emptied through it
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
+            named = self.holder(stmt.target.value)
+            if named and named[2] in ("defaultdict", "Counter") and not isinstance(stmt.target.slice, ast.Constant):
+                self._grow(named, stmt.target.value, True, stmt.target.slice, None, stmt, guarded)
+        if isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                inner = target.value if isinstance(target, ast.Subscript) else target
+                if isinstance(inner, ast.Attribute):
+                    self._drop("." + inner.attr)
+                named = self.holder(target.value if isinstance(target, ast.Subscript) else target)
+                if named:
+                    self._drop(named[0])
+        found = list(expressions(stmt))
+        called = {id(n.func) for n in found if isinstance(n, ast.Call)}
+        callbacks = {id(sub) for n in found if isinstance(n, ast.Lambda) for sub in ast.walk(n.body)}
+        for node in found:
+            self.in_callback = id(node) in callbacks
+            if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
+                named = self.holder(node.value)
+                if named:
+                    facts.drops.add(named[0])  # handed to the caller, who may empty it
+            if isinstance(node, ast.Call):
+                self._call(node, stmt, guarded)
+            elif isinstance(node, ast.Attribute) and node.attr in DROP_CALLS and id(node) not in called:
+                named = self.holder(node.value)  # `task.add_done_callback(tasks.discard)`: runs
+                if named:  # whenever the task ends, however this function goes on
+                    facts.drops.add(named[0])
+            if isinstance(node, ast.Compare):
+                for sub in [node.left, *node.comparators]:
+                    if isinstance(sub, ast.Call) and last_name(sub.func) == "len" and sub.args:
+                        named = self.holder(sub.args[0])
+                        if named:
+                            facts.bounded.add(named[0])
+
+    def _call(self, call: ast.Call, stmt: ast.stmt, guarded: set[str]) -> None:
+        facts = self.facts
+        if isinstance(call.func, ast.Attribute) and call.func.attr in DROP_CALLS \
+                and isinstance(call.func.value, ast.Attribute):
+            self._drop("." + call.func.value.attr)  # any class's `x.attr.pop(...)`
+        if isinstance(call.func, ast.Attribute):
+            named = self.holder(call.func.value)
+            if named:
+                method = call.func.attr
+                if method in DROP_CALLS:
+                    self._drop(named[0])
+                elif method in ADD_CALLS or (method == "update" and named[2] != "set"):
+                    keyed = method in ("setdefault", "__setitem__", "update")
+                    key = call.args[0] if keyed and call.args and method != "update" else None
+                    value = call.args[-1] if call.args else None
+                    if not (keyed and isinstance(key, ast.Constant)):
+                        self._grow(named, call.func.value, keyed, key, value, stmt, guarded)
+        if last_name(call.func) not in READERS:
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                named = self.holder(arg.value if isinstance(arg, ast.Starred) else arg)
+                if named:
+                    facts.drops.add(named[0])  # handed to code that may empty it
+
+    def _grow(self, named: tuple[str, str, str], expr: ast.AST, keyed: bool,
+              key: Optional[ast.AST], value: Optional[ast.AST], stmt: ast.stmt,
+              guarded: set[str]) -> None:
+        holder, kind, container = named
+        if container in ("bounded", "weak"):
+            return
+        pins = bool(self.me) and value is not None and self._pins_self(value)
+        if container == "set" and self.node.name == "__init__" and not pins:
+            return  # a value per distinct instance name or kind, not one per instance made
+        self.facts.growth.append(Growth(
+            holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
+            ast.unparse(value) if value is not None else "",
+            self.name, (self.once and not any(a <= stmt.lineno <= b for a, b in self.loops))
+            or any(a <= stmt.lineno <= b for a, b in self.warmup),
+            self.node.name == "__init__", holder in guarded,
+            pins, self.registers, False, self.facts.lines.site(stmt, stmt)))
+
+    def _pins_self(self, value: ast.AST) -> bool:
+        """Does the stored value keep the instance itself: `self`, a tuple holding it, a
+        bound method or a function over it? (`self.name`, a value read off it, does not.)"""
+        if isinstance(value, ast.Name):
+            return value.id == self.me
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return any(self._pins_self(e) for e in value.elts)
+        return self.cls is not None and bool(self._refers_back(value))
+
+    def _self_reference(self, target: ast.AST, value: ast.AST, stmt: ast.stmt) -> None:
+        base = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if not (isinstance(base, ast.Name) and base.id == self.me):
+            return
+        how = self._refers_back(value)
+        if how:
+            assert self.cls is not None
+            self.facts.self_references.append(SelfReference(
+                f"{self.facts.holders.module}.{self.cls}", ast.unparse(target), how,
+                ast.unparse(value), self.name, self.facts.lines.site(stmt, stmt)))
+
+    def _refers_back(self, value: ast.AST) -> str:
+        """How `value` references the instance: "bound method", "closure", "partial",
+        "back-reference"; "" when it does not (or only weakly)."""
+        me, cls = self.me, self.cls
+        assert cls is not None
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == me:
+            return "bound method" if value.attr in self.facts.holders.methods.get(cls, ()) else ""
+        if isinstance(value, ast.Lambda) and me in names_in(value.body):
+            return "closure"
+        if isinstance(value, ast.Name) and value.id in self.closures:
+            return "closure"
+        if not isinstance(value, ast.Call):
+            return ""
+        callee = last_name(value.func)
+        if callee in ("ref", "proxy", "WeakMethod", "finalize") or "weak" in (dotted(value.func) or "").lower():
+            return ""
+        args = [*value.args, *(k.value for k in value.keywords)]
+        if callee in ("partial", "MethodType", "partialmethod") and any(
+                (isinstance(a, ast.Name) and a.id == me) or self._refers_back(a) == "bound method"
+                for a in args):
+            return "partial"
+        other = self.facts.holders.classes.get(callee)
+        if other is not None and other.name != cls:
+            for position, keyword in self.facts.kept_params(other):
+                passed = (value.args[position] if position is not None and position < len(value.args)
+                          else next((k.value for k in value.keywords if k.arg == keyword), None))
+                if isinstance(passed, ast.Name) and passed.id == me:
+                    return "back-reference"
+        return ""

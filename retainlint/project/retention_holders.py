@@ -1,0 +1,119 @@
+"""The holders one module declares (module-level, class-level and per-instance
+containers), and where in the source a fact was found."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from retainlint.project.nodes import dotted
+from retainlint.project.retention_facts import Site
+from retainlint.project.retention_shapes import (
+    FUNCTIONS, last_name, container_kind, bindings, statements)
+
+
+class Lines:
+    """Turns `ast`'s byte offsets into 1-based character columns."""
+
+    def __init__(self, source: bytes) -> None:
+        self.lines = source.splitlines()
+
+    def column(self, line: int, offset: int) -> int:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else b""
+        return len(text[:offset].decode("utf-8", "replace")) + 1
+
+    def site(self, node: ast.AST, statement: ast.AST) -> Site:
+        end_line = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+        end_col = getattr(node, "end_col_offset", None) or node.col_offset  # type: ignore[attr-defined]
+        return Site(node.lineno, self.column(node.lineno, node.col_offset),  # type: ignore[attr-defined]
+                    end_line, self.column(end_line, end_col),
+                    statement.lineno, statement.end_lineno or statement.lineno)  # type: ignore[attr-defined]
+
+class Holders:
+    """The holders a module declares, and how an expression inside a function names one."""
+
+    def __init__(self, module: str, tree: ast.Module) -> None:
+        self.module = module
+        self.module_level: dict[str, str] = {}  # name -> container kind
+        self.class_level: dict[str, dict[str, str]] = {}  # class -> attr -> kind
+        self.instance: dict[str, dict[str, str]] = {}  # class -> attr -> kind
+        self.methods: dict[str, set[str]] = {}  # class -> method names
+        self.classes: dict[str, ast.ClassDef] = {}
+        for node in tree.body:
+            for target, value in bindings(node):
+                if isinstance(target, ast.Name) and not target.id.startswith("__"):  # `__all__`
+                    kind = container_kind(value)
+                    if kind is not None:
+                        self.module_level[target.id] = kind
+                    else:
+                        self.module_level.pop(target.id, None)  # rebound to something else
+            if isinstance(node, ast.ClassDef):
+                self._class(node)
+
+    def _class(self, node: ast.ClassDef) -> None:
+        self.classes[node.name] = node
+        own = self.class_level.setdefault(node.name, {})
+        # Methods, not properties: `self.size` reads a value, it is no bound method.
+        self.methods[node.name] = {f.name for f in node.body if isinstance(f, FUNCTIONS)
+                                   and not any("property" in (dotted(d) or "") or last_name(d) in ("setter", "getter")
+                                               for d in f.decorator_list)}
+        for item in node.body:
+            for target, value in bindings(item):
+                kind = container_kind(value)
+                if isinstance(target, ast.Name) and kind is not None:
+                    own[target.id] = kind
+        kept = self.instance.setdefault(node.name, {})
+        for method in node.body:
+            if not isinstance(method, FUNCTIONS) or method.name != "__init__" or not method.args.args:
+                continue
+            me = method.args.args[0].arg
+            for sub in statements(method.body):
+                for target, value in bindings(sub):
+                    if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                            and target.value.id == me):
+                        kind = container_kind(value)
+                        if kind is not None:
+                            kept.setdefault(target.attr, kind)
+        for attr in kept:
+            own.pop(attr, None)  # assigned per instance: not the class's shared one
+
+    def named(self, expr: ast.AST, cls: Optional[str], me: Optional[str],
+              local: set[str]) -> Optional[tuple[str, str, str]]:
+        """(holder, kind, container) for an expression naming a holder, else None."""
+        if isinstance(expr, ast.Name):
+            if expr.id in self.module_level and expr.id not in local:
+                return f"{self.module}.{expr.id}", "module", self.module_level[expr.id]
+            return None
+        if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
+            return None
+        base, attr = expr.value.id, expr.attr
+        if cls is not None and base == me:
+            if attr in self.instance.get(cls, {}):
+                return f"{self.module}.{cls}().{attr}", "instance", self.instance[cls][attr]
+            owner = self._declaring(cls, attr)
+            if owner is not None:
+                return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
+            return None
+        owner = cls if (base == "cls" and cls is not None) else base
+        if attr in self.class_level.get(owner, {}):
+            return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
+        return None
+
+    def _declaring(self, cls: str, attr: str) -> Optional[str]:
+        """The class of this module whose body binds `attr` as a container that `self.attr`
+        in `cls` reaches: `cls` itself, else the nearest base defined in this module (a
+        subclass appending to a list its base declared shares that one list), unless a
+        class on the way assigns it per instance."""
+        seen: set[str] = set()
+        todo = [cls]
+        while todo:
+            name = todo.pop(0)
+            if name in seen or name not in self.classes:
+                continue
+            seen.add(name)
+            if attr in self.instance.get(name, {}):
+                return None
+            if attr in self.class_level.get(name, {}):
+                return name
+            todo += [b.id for b in self.classes[name].bases if isinstance(b, ast.Name)]
+        return None

@@ -1,0 +1,202 @@
+"""The shapes of code the retention model reads: the calls that add to or drop from a
+container, names of functions that run once, tear down, register or serve requests, and
+walks over assignments and statements."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from retainlint.project.frames import own_nodes
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+# Calls that make a container, by their last name (`collections.OrderedDict()` too).
+CONTAINER_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
+WEAK = frozenset({"WeakValueDictionary", "WeakKeyDictionary", "WeakSet"})
+ADD_CALLS = frozenset({"append", "extend", "add", "insert", "appendleft", "extendleft",
+                   "setdefault", "__setitem__"})
+DROP_CALLS = frozenset({"pop", "popitem", "remove", "discard", "clear", "popleft", "__delitem__",
+                    "difference_update", "intersection_update", "cancel"})
+# Calls that read a container without keeping it or changing it.
+READERS = frozenset({"len", "list", "tuple", "sorted", "set", "frozenset", "dict", "iter",
+                      "enumerate", "zip", "any", "all", "sum", "min", "max", "map", "filter",
+                      "reversed", "repr", "str", "print", "bool", "isinstance", "hash", "id",
+                      "format", "getattr", "hasattr"})
+# Methods run once per object or per class, never per request (and names starting so).
+ONCE = ("__init_subclass__", "__set_name__", "__class_getitem__", "__post_init__",
+         "__enter__", "__aenter__")
+ONCE_PREFIXES = ("setup", "build", "configure", "init", "load", "create", "prepare", "launch",
+                  "start", "spawn", "warmup")
+# Methods that tear their object down: what they empty is emptied once, at the end.
+TEARDOWN = ("close", "aclose", "stop", "shutdown", "teardown", "tear_down", "dispose", "terminate",
+             "destroy", "cancel")
+# Functions named as an API for registering things: how often they run is their callers'.
+REGISTERS = ("register", "add_", "subscribe", "attach", "install", "declare")
+
+
+
+# Tests true only while CUDA graphs are captured or code is compiled.
+WARMUP_TESTS = frozenset({"is_current_stream_capturing", "is_capturing", "is_compiling",
+                           "is_dynamo_compiling"})
+
+
+def warms_up(test: ast.AST) -> bool:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(warms_up(v) for v in test.values)
+    return isinstance(test, ast.Call) and last_name(test.func) in WARMUP_TESTS
+
+
+def last_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def container_kind(value: Optional[ast.AST]) -> Optional[str]:
+    """"dict", "list", "set", "deque(bounded)"... for an expression making an empty or
+    literal container; "weak" for a weak one; None for anything else."""
+    if isinstance(value, (ast.Dict, ast.DictComp)):
+        return "dict"
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return "list"
+    if isinstance(value, (ast.Set, ast.SetComp)):
+        return "set"
+    if isinstance(value, ast.Call):
+        name = last_name(value.func)
+        if name in WEAK:
+            return "weak"
+        if name in CONTAINER_CALLS:
+            if name == "deque" and (len(value.args) > 1 or any(k.arg == "maxlen" for k in value.keywords)):
+                return "bounded"
+            return name
+    return None
+
+
+def names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def bindings(node: ast.AST) -> Iterator[tuple[ast.AST, Optional[ast.AST]]]:
+    """(target, value) of an assignment; each element of an unpacking target, paired
+    with its own value when the right side is a tuple of the same length."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            yield from unpacked(target, node.value)
+    elif isinstance(node, ast.AnnAssign):
+        yield node.target, node.value
+
+
+def unpacked(target: ast.AST, value: Optional[ast.AST]) -> Iterator[tuple[ast.AST, Optional[ast.AST]]]:
+    if not isinstance(target, (ast.Tuple, ast.List)):
+        yield target, value
+        return
+    values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+    for i, element in enumerate(target.elts):
+        inner = element.value if isinstance(element, ast.Starred) else element
+        same = values is not None and len(values) == len(target.elts)
+        yield from unpacked(inner, values[i] if same and values is not None else None)
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a function body, nested blocks included, nested definitions not."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (*FUNCTIONS, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                yield from statements(inner)
+        for block in [*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())]:
+            yield from statements(block.body)
+
+
+def expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of one statement, not of the statements nested in it."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        for name, value in ast.iter_fields(node):
+            if name in ("body", "orelse", "finalbody", "handlers", "cases") and isinstance(value, list):
+                continue  # nested statements (a lambda's body is an expression: walked)
+            if isinstance(value, ast.AST):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+
+
+def stored_names(node: ast.AST) -> Iterator[ast.Name]:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        yield node
+
+# Functions that run once per process: what they make lives as long.
+ENTRY_POINTS = frozenset({"main", "cli", "serve", "run_server", "start_server", "entrypoint",
+                           "run_app", "create_app", "app"})
+LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def adds_a_parameter(stmt: ast.stmt, params: set[str]) -> bool:
+    """`h.append(param)`, `h.add(param)`: one more item, exactly what the caller handed."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("append", "add", "appendleft", "insert")
+            and bool(call.args) and isinstance(call.args[-1], ast.Name) and call.args[-1].id in params)
+
+
+ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "websocket", "listener",
+                     "middleware", "on_event", "exception_handler", "api_route", "handler"})
+
+
+def serves(function: ast.AST) -> bool:
+    """Is this function a handler, run once per request, message or connection: `handle`,
+    `handle_*`, `*_handler`, `on_*` for a request, message or connection, or a method
+    decorated as a route? (`on_train_begin()`, `from_request()`: not named for serving.)"""
+    name = getattr(function, "name").lstrip("_")
+    return (name.startswith("handle") or name.endswith("_handler")
+            or (name.startswith("on_") and any(w in name for w in SERVED))
+            or any(isinstance(d, ast.Call) and last_name(d.func) in ROUTES
+                   and isinstance(d.func, ast.Attribute) for d in getattr(function, "decorator_list")))
+
+
+# What an `on_*` handler is named after when it runs per request.
+SERVED = ("request", "message", "msg", "connect", "packet", "chunk", "recv", "receive")
+# Calls a serve loop waits in for the next piece of work.
+WAITS = frozenset({"recv", "recv_multipart", "recv_pyobj", "recvfrom", "accept", "wait", "poll",
+                    "select", "receive", "read_message", "get_nowait"})
+
+
+def serves_until_stopped(loop: ast.While) -> bool:
+    """`while True:`, `while self.running:`, `while not self.stopped:` around a wait for the
+    next request (an `await`, `sock.recv()`, `queue.get()`...): a loop that parses, retries
+    or walks does not serve."""
+    test = loop.test.operand if isinstance(loop.test, ast.UnaryOp) else loop.test
+    if not ((isinstance(test, ast.Constant) and test.value is True) or (
+            isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self")):
+        return False
+    for sub in own_nodes(loop):
+        if isinstance(sub, (ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and (
+                sub.func.attr in WAITS or (sub.func.attr == "get" and not sub.args
+                                            and all(k.arg in ("timeout", "block") for k in sub.keywords))):
+            return True
+    return False
+
+
+def serve_loop(function: ast.AST) -> bool:
+    """A serve loop in the method: it serves until stopped."""
+    return any(isinstance(sub, ast.While) and serves_until_stopped(sub) for sub in own_nodes(function))
+
+
+def runs_once(name: str) -> bool:
+    if name.startswith("__") and name.endswith("__"):
+        return name in ONCE
+    return name.lstrip("_").startswith(ONCE_PREFIXES)
+
+
+# Words in a function's name that say it runs per request, message or item.
+PER_CALL_FUNCTIONS = ("handle", "process", "serve", "request", "dispatch", "on_", "call",
+                       "submit", "step", "forward", "generate", "receive", "recv", "send",
+                       "accept", "execute", "run", "query", "fetch", "invoke", "emit")
