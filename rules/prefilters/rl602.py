@@ -1,5 +1,5 @@
 """RL602's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl602_release_keeps_heavy_attribute.py` (from the file's bytes and its `ast`; no libcst here)."""
+`rules/rl602_release_keeps_heavy_attribute/` (from the file's bytes and its `ast`; no libcst here)."""
 
 from __future__ import annotations
 
