@@ -1,5 +1,5 @@
 """RL701's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl701_self_cycle_callback.py` (from the file's bytes and its `ast`; no libcst here)."""
+`rules/rl701_self_cycle_callback/` (from the file's bytes and its `ast`; no libcst here)."""
 
 from __future__ import annotations
 

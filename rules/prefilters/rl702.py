@@ -1,5 +1,5 @@
 """RL702's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl702_stored_exception_frames.py` (from the file's bytes and its `ast`; no libcst here)."""
+`rules/rl702_stored_exception_frames/` (from the file's bytes and its `ast`; no libcst here)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,288 @@
+"""RL701 self-cycle-callback: the rule itself - which classes and functions it reads, and
+the finding's message and severity. Its parts: `sites` (where a method stores a callback
+over `self`), `references` (what a value references or reaches from `self`), `holding`
+(what the instance holds, whether the cycle is worth reporting), `undoing` (the code
+breaking the cycle again), `examples` (its documentation and examples)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.analysis.cstutil import annotation_expression, decorator_names, is_self
+from retainlint.core.finding import Applicability, Severity
+from retainlint.project.names import TENSOR_TYPES as _TENSOR_TYPES
+from retainlint.project.hook_names import AUTOGRAD_HOOKS, STATE_DICT_HOOKS
+from retainlint.analysis.hooks import (
+    ClassHandles,
+    class_methods,
+    is_accumulate_grad,
+    is_property,
+    iter_nodes,
+    short,
+)
+from retainlint.rules.prefilters.rl701 import (
+    SelfCycleCallbackPrefilter,
+    MODULE_METHODS,
+    STATIC,
+    inherited_bound_method,
+)
+from retainlint.analysis.rule import RelatedNode, Rule
+from retainlint.analysis.severity import Facts, collector_frees, level
+from retainlint.analysis.walk import visit
+from retainlint.rules.rl701_self_cycle_callback.examples import DOCS, INVALID, VALID
+from retainlint.rules.rl701_self_cycle_callback.holding import _Holdings, _worth_reporting
+from retainlint.rules.rl701_self_cycle_callback.references import _on_graph, _refers_to
+from retainlint.rules.rl701_self_cycle_callback.sites import _WEAK, _Locals, _Sites
+from retainlint.rules.rl701_self_cycle_callback.undoing import _holder_drops_callback, _transient, _undone
+
+_GRAPH_MODULES = frozenset({"torch.fx.GraphModule", "torch.fx.graph_module.GraphModule"})
+_MODEL_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "transformers.PreTrainedModel",
+                          "transformers.modeling_utils.PreTrainedModel"})
+
+# Qt bindings: a signal's `connect` keeps any slot but a plain bound method strongly, in C++.
+_QT_MODULES = frozenset({"qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "pyqtgraph"})
+
+# Hooks kept in a tensor's own hook dict, which the cycle collector traverses (torch 2.13:
+# a module whose parameter's `register_hook` closes over it is freed by `gc.collect()`).
+_TENSOR_TRAVERSED_HOOKS = frozenset({"register_hook"})
+
+
+class SelfCycleCallback(Rule):
+    prefilter = SelfCycleCallbackPrefilter
+    name = "self-cycle-callback"
+    summary = "An object keeps a callback that references it back, making a reference cycle"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.NONE
+
+    docs = DOCS
+    valid = VALID
+    invalid = INVALID
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._holdings = _Holdings(ctx)
+        self._qt: Optional[bool] = None
+
+    # ----------------------------------------------------------------------------------------
+    def _method_names(self, cls: cst.ClassDef) -> set[str]:
+        """Names that are bound methods of an instance (not properties, staticmethods or
+        classmethods), including those of project base classes in other files."""
+        methods = class_methods(self.ctx, cls)
+        names = {n for n, fn in methods.items()
+                 if not is_property(self.ctx, fn) and not (decorator_names(self.ctx, fn) & STATIC)
+                 and not self._weakly_bound(fn)}
+        names |= MODULE_METHODS
+        bases = [self.ctx.absolute(self.ctx.qualname(b.value)) for b in cls.bases]
+        for summary in self.ctx.index.ancestors(bases):
+            names |= {n for n, f in summary.methods.items() if inherited_bound_method(f.decorators)}
+        return names - {n for n, fn in methods.items() if is_property(self.ctx, fn)}
+
+    def uses_qt(self) -> bool:
+        """Does the file import a Qt binding (its signals' `connect` keeps slots in C++)?"""
+        if self._qt is None:
+            self._qt = any(
+                isinstance(n, (cst.Import, cst.ImportFrom)) and any(
+                    self.ctx.code(part).split(".")[0].strip() in _QT_MODULES
+                    for part in ([n.module] if isinstance(n, cst.ImportFrom) and n.module is not None
+                                 else [a.name for a in n.names] if isinstance(n, cst.Import) else []))
+                for n in iter_nodes(self.ctx.module))
+        return self._qt
+
+    def _weakly_bound(self, method: cst.FunctionDef) -> bool:
+        """Decorated with a function of this file that binds through a weak reference
+        (pyro's `@weakmethod`: `partial(fn, weakref.ref(self))` behind a property): the
+        attribute hands out a callable that does not hold the instance."""
+        for name in decorator_names(self.ctx, method):
+            decorator = self.ctx.functions.get(name) or self.ctx.functions.get(name.rpartition(".")[2])
+            if decorator is not None and any(
+                    isinstance(n, cst.Call) and self.ctx.qualname(n.func) in _WEAK for n in iter_nodes(decorator)):
+                return True
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        names = self._method_names(node)
+        handles: Optional[ClassHandles] = None
+        heavy: Optional[bool] = None
+        for method in self.ctx.methods(node).values():
+            params = method.params.posonly_params or method.params.params
+            if not params or params[0].name.value != "self" or decorator_names(self.ctx, method) & STATIC:
+                continue
+            locals_ = _Locals()
+            visit(method.body, locals_)
+            sites = _Sites(self, names, locals_, node)
+            visit(method.body, sites)
+            for site, value, how, where in sites.found:
+                if handles is None:
+                    handles = ClassHandles(self.ctx, node)
+                if heavy is None:
+                    heavy = self._holdings.is_heavy(node) and self._holdings.holds_heavy(node)
+                if not _worth_reporting(self.ctx, node, handles, sites, site, how, heavy):
+                    continue
+                if _transient(self.ctx, node, method, sites, site, how, where) or \
+                        _undone(self.ctx, handles, site, how, where):
+                    continue
+                if how == "constructed" and _holder_drops_callback(self.ctx, value, sites):
+                    continue
+                self._report(node, method, site, value, how, where)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """`module.forward = partial(fn, module.forward)` in any function, where `module`
+        is a parameter annotated as a model (`nn.Module`, a configured heavy type): the
+        object handed in now holds its own bound method, a cycle around its weights."""
+        params = (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        heavy = {p.name.value for p in params
+                 if p.name.value not in ("self", "cls") and self.ctx.heavy.is_heavy_annotation(p.annotation)}
+        if not heavy:
+            return
+        methods = set(MODULE_METHODS)
+        assigns = [n for n in iter_nodes(node.body) if isinstance(n, cst.Assign)]
+        for site in assigns:
+            for t in site.targets:
+                target = t.target
+                if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                        and target.value.value in heavy
+                        and _refers_to(target.value.value, site.value, methods)):
+                    continue
+                where = self.ctx.code(target)
+                owner = target.value.value
+                if self._patched_back(node, assigns, site, where, owner, methods):
+                    continue
+                code = short(self.ctx.code(site.value))
+                facts = Facts(heavy=True, meant_to_go=self._a_model(params, owner) or None, collected=True)
+                self.report(site, f"`{where} = {code}` stores a callback that references `{owner}` on `{owner}` "
+                            "itself: a reference cycle, so the model (and its tensors) is freed only when the "
+                            f"cyclic collector runs; bind it weakly (`type({owner}).forward` with "
+                            f"`weakref.ref({owner})`) or wrap the model instead of patching it",
+                            # the caller's model: dropping it frees nothing until a collection
+                            severity=level(facts))
+
+    def _a_model(self, params, name: str) -> bool:
+        """Is parameter `name` annotated as a model - `nn.Module`, a pretrained model, a
+        configured heavy type, or a project class derived from one? A model is what a process
+        loads, drops and loads again; an optimizer or an engine handed in is built once per
+        run. Not a `torch.fx.GraphModule`: cyclic already (`gm.graph.owning_module is gm`),
+        one more cycle changes nothing about when it is freed."""
+        index = self.ctx.index
+        for p in params:
+            if p.name.value != name or p.annotation is None:
+                continue
+            for node in iter_nodes(annotation_expression(p.annotation) or cst.Name("None")):
+                qualified = self.ctx.absolute(self.ctx.qualname(node)) \
+                    if isinstance(node, (cst.Name, cst.Attribute)) else None
+                if not qualified or qualified in _GRAPH_MODULES:
+                    continue
+                names = {index.resolve(qualified) or qualified}
+                names.update(b for c in index.ancestors(names) for b in c.bases)
+                if any(n in _MODEL_TYPES or n in index.heavy_types
+                       or (n.startswith("torch.nn.") and n.count(".") == 2 and n[9:10].isupper()
+                           and n not in _TENSOR_TYPES) for n in names if n):
+                    return True
+        return False
+
+    def _patched_back(self, fn: cst.FunctionDef, assigns, site, where: str, owner: str, methods: set[str]) -> bool:
+        """Is `where` set back to a saved original (a name or attribute that does not
+        hold `owner`) or deleted elsewhere in the function: a temporary patch? Another
+        wrapper assigned in another branch is no restore."""
+        for other in assigns:
+            if other is not site and isinstance(other.value, (cst.Name, cst.Attribute)) \
+                    and not _refers_to(owner, other.value, methods) and any(
+                    self.ctx.code(t.target) == where for t in other.targets):
+                return True
+        return any(isinstance(n, cst.Del) and self.ctx.code(n.target).find(where) >= 0 for n in iter_nodes(fn.body))
+
+    def _graph_node(self, cls: cst.ClassDef, expr: cst.CSTNode) -> bool:
+        """Is `expr` an autograd graph node (`t.grad_fn`, a gradient accumulator), or a
+        local or attribute the class assigns one to, rather than a tensor?"""
+        if _on_graph(expr):
+            return True
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        text = self.ctx.code(expr)
+        return any(isinstance(n, cst.Assign) and _on_graph(n.value) and
+                   any(self.ctx.code(t.target) == text for t in n.targets) for n in iter_nodes(cls))
+
+    def _report(self, cls: cst.ClassDef, method: cst.FunctionDef, site, value, how: str,
+                where: str) -> None:
+        name = cls.name.value
+        code = short(self.ctx.code(value))
+        through_cpp = False
+        if how == "hook":
+            # a tensor's own `register_hook` dict is visible to the collector (a plain
+            # cycle); its post-accumulate-grad hooks and a graph node's hooks are not
+            graph_node = is_accumulate_grad(site.func.value) or self._graph_node(cls, site.func.value)
+            through_cpp = where in STATE_DICT_HOOKS or graph_node or (
+                where in AUTOGRAD_HOOKS and where not in _TENSOR_TRAVERSED_HOOKS)
+            target = short(self.ctx.code(site.func.value))
+            message = f"`{code}`, registered with `{target}.{where}`, references the `{name}` instance"
+        elif how == "slot":
+            through_cpp = True
+            message = (f"`{code}`, connected to `{short(where)}`, references the `{name}` instance: a Qt "
+                       "connection holds any callable but a plain bound method strongly, in C++, where the "
+                       f"cycle collector cannot see it, so the `{name}` instance (and what it holds) may "
+                       "never be freed; connect the bound method itself, or a `weakref.WeakMethod` "
+                       "wrapper, or disconnect it when the widget closes")
+        elif how == "added":
+            message = f"`{code}` is added to `{where}` and references the `{name}` instance"
+        elif how == "passed":
+            message = (f"`{code}`, handed to `{short(self.ctx.code(site.func))}`, is stored as `{where}`: "
+                       f"a callback that references the `{name}` instance on that instance")
+        elif how in ("callback", "setter"):
+            message = (f"`{code}`, handed to `{short(self.ctx.code(site.func))}`, references the `{name}` "
+                       "instance")
+        elif how == "cached":
+            message = (f"`{short(self.ctx.code(site), 80)}` keeps a cache around a callback that references "
+                       f"the `{name}` instance on that instance")
+        elif how == "constructed":
+            message = (f"`{short(self.ctx.code(site), 80)}` keeps a callback that references the `{name}` "
+                       "instance in an object the instance holds")
+        else:
+            if isinstance(site, cst.Call):  # setattr(owner, name, value)
+                itself = is_self(site.args[0].value)
+                text = short(self.ctx.code(site), 80)
+            else:
+                itself = re.fullmatch(r"self\.\w+", where) is not None
+                text = f"{where} = {code}"
+            on = "on the instance itself" if itself else "on an object the instance reaches"
+            message = f"`{text}` stores a callback that references the `{name}` instance {on}"
+        if through_cpp and where in STATE_DICT_HOOKS:
+            message += (": the module's hook dict now holds the module, a reference cycle that keeps it "
+                        "(and its tensors) alive until the cyclic collector runs; register the plain "
+                        "function with `register_load_state_dict_pre_hook(fn)` (or `with_module=True`), "
+                        "which passes the module through a weak reference")
+        elif how == "slot":
+            pass
+        elif through_cpp:
+            message += (": autograd keeps the hook in C++, which the cycle collector cannot traverse, "
+                        f"so the `{name}` instance (and its tensors) may never be freed; use "
+                        "`weakref.WeakMethod`/`weakref.ref(self)` in the hook")
+        elif how == "cached":
+            message += (": a reference cycle, so the instance and the cached results are freed only when "
+                        "the cyclic collector runs; keep the result in a plain attribute, or a cache that "
+                        "does not hold `self`")
+        elif how in ("constructed", "setter"):
+            holder = short(self.ctx.code(site.func.value if how == "setter" else site.targets[0].target))
+            message += (f": the release method uses `{holder}` but keeps it, so the instance stays in a "
+                        "reference cycle after release (freed only by the cyclic collector, never when "
+                        f"`{holder}` is a C object it cannot traverse); set `{holder}` to None on release, "
+                        "or hand it a `weakref.WeakMethod`")
+        else:
+            message += (": a reference cycle, so the instance (and its tensors) is freed only when the "
+                        "cyclic collector runs; store `weakref.WeakMethod(...)`/`weakref.ref(self)` and "
+                        "dereference it at call time, or keep the callback off the object")
+        statement = None
+        for node in iter_nodes(method.body):
+            if isinstance(node, cst.SimpleStatementLine) and any(
+                    any(n is site for n in iter_nodes(s)) for s in node.body):
+                statement = node
+                break
+        if through_cpp and where not in STATE_DICT_HOOKS:
+            facts = Facts(heavy=True, meant_to_go=True)  # never freed: every release defeated
+        else:  # a module's state-dict hook dict is a Python dict: a plain cycle
+            facts = Facts(heavy=True, collected=collector_frees(self.ctx, cls))
+        self.report(site, message,
+                    severity=level(facts),
+                    related=[RelatedNode(f"`{name}` is heavy", cls.name)],
+                    statement=statement)
