@@ -52,3 +52,10 @@ def test_wheel_installs_rules_and_runs_from_a_fresh_venv(tmp_path):
                        cwd=work, capture_output=True, text=True, env=env)
     assert r.returncode == 1, r.stderr
     assert "a.py:7:9: RL501" in r.stdout
+    # every rule, a rule that is a folder of modules too, is in the wheel and loads there
+    loaded = subprocess.run(
+        [py, "-c", "from retainlint.engine.registry import all_rules; "
+                   "print(' '.join(r.code for r in all_rules()))"],
+        cwd=work, capture_output=True, text=True, env=env)
+    from retainlint.engine.registry import all_rules
+    assert loaded.stdout.split() == [r.code for r in all_rules()], loaded.stderr
