@@ -34,7 +34,6 @@ from retainlint.project.retention_shapes import (
     FUNCTIONS, DROP_CALLS, READERS, last_name, bindings, statements, ENTRY_POINTS, LOOPS,
     serves, serve_loop, runs_once, PER_CALL_FUNCTIONS)
 from retainlint.project.retention_holders import Holders, Lines
-from retainlint.project.retention_shapes import CONTAINER_CALLS as CONTAINER_CALLS  # TEMP until rl102 imports it
 from retainlint.project.retention_function import FunctionFacts
 
 

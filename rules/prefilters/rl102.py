@@ -1,5 +1,5 @@
 """RL102's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl102_cached_instance_method.py` (from the file's bytes and its `ast`; no libcst here)."""
+`rules/rl102_cached_instance_method/` (from the file's bytes and its `ast`; no libcst here)."""
 
 from __future__ import annotations
 

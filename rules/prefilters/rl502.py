@@ -1,5 +1,5 @@
 """RL502's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl502_hook_handles_never_removed.py` (from the file's bytes and its `ast`; no libcst here)."""
+`rules/rl502_hook_handles_never_removed/` (from the file's bytes and its `ast`; no libcst here)."""
 
 from __future__ import annotations
 

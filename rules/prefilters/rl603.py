@@ -1,5 +1,5 @@
 """RL603's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl603_ineffective_release.py` (from the file's bytes and its `ast`; no libcst here)."""
+`rules/rl603_ineffective_release/` (from the file's bytes and its `ast`; no libcst here)."""
 
 from __future__ import annotations
 

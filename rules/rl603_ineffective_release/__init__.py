@@ -1,9 +1,12 @@
-"""RL603 ineffective-release."""
+"""RL603 ineffective-release.
+
+The rule's class (detection and reports); its documentation and examples are in
+`examples.py`, the `WeakMethod` fix in `fix.py`, what a `del` means in `deletions.py`,
+source-order walks and `self` attribute shapes in `syntax.py`."""
 
 from __future__ import annotations
 
-import keyword
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
@@ -22,8 +25,25 @@ from retainlint.rules.prefilters.rl603 import (
     RECLAIM_NAMES,
 )
 from retainlint.analysis.release import release_methods
-from retainlint.analysis.rule import Example, RelatedNode, Rule
-from retainlint.analysis.walk import children
+from retainlint.analysis.rule import RelatedNode, Rule
+from retainlint.rules.rl603_ineffective_release.deletions import (
+    _after,
+    _bare_names,
+    _breaks_traceback_cycle,
+    _is_docstring,
+    _is_parameter,
+    _kept_under_alias,
+)
+from retainlint.rules.rl603_ineffective_release.examples import DOCS, INVALID, VALID
+from retainlint.rules.rl603_ineffective_release.fix import _atexit_fix, _finalize_fix
+from retainlint.rules.rl603_ineffective_release.syntax import (
+    _is_attr,
+    _moves_off_device,
+    _ordered,
+    _ordered_calls,
+    _self_root,
+    _statement_blocks,
+)
 
 WEAK_CALLABLES = frozenset({"weakref.WeakMethod", "weakref.ref"})
 # What gives cached allocator blocks back: useless before the objects are let go.
@@ -49,298 +69,9 @@ class IneffectiveRelease(Rule):
     severity = Severity.ERROR
     fix_applicability = Applicability.UNSAFE
 
-    docs = """
-## What it does
-Reports cleanup code that frees nothing:
-
-1. **a deleted parameter** - `del objs` (or `del self`) in a function that is meant to
-   free something (its name says so: `free`, `release`, `cleanup`, `delete`, `destroy`,
-   `unload`, `close`, ...; or it calls `gc.collect()` / `torch.cuda.empty_cache()`).
-   `del` only unbinds the function's own name. Not reported: a parameter rebound in the
-   function first (`x = prepare(x); ...; del x` frees the new object), and the
-   "unused argument" idiom: `del` as the first statement (after the docstring) of any
-   function - a method, a module function, a fake bound later with `MethodType` - the
-   names never used again. A deletion meant to free is not that idiom: one right before
-   `gc.collect()` / `empty_cache()` (unless the parameter is optional: a caller may pass
-   nothing), `del self` in a method of a class, or a `del` that is all a plain function
-   does (`def free(objs): del objs`). Nor `del self` in `__del__` (no caller holds the
-   instance any more), nor a `del` in an `except ... as e:` handler that hands `e` on
-   (`future.set_exception(e)`): the traceback references the frame, the frame its locals,
-   and unbinding them breaks that cycle - the `del` does free.
-2. **a `WeakMethod` as a cleanup callback** - `weakref.finalize(obj, weakref.WeakMethod(obj.close))`
-   or `atexit.register(weakref.WeakMethod(self.close))` (a `weakref.ref` the same way).
-   Calling a `WeakMethod` only dereferences it: it returns the bound method (or `None`)
-   and never calls it, so the cleanup silently never runs.
-3. **a rebound shared container** - a release method that does `self.cache = {}` (or
-   `[]`, `set()`, `dict()`, ...) when the class handed `self.cache` to another object
-   (`self.runner = Runner(self.cache)`, `engine.cache = self.cache`,
-   `registry.register(self.cache)`) that the release path does not drop (nor release:
-   `self.runner.shutdown()`), in the method or the methods it calls on `self`: that object
-   still holds the old, full container. `self.cache.clear()` was meant. (Release methods
-   callable with `self` alone; not `free(self, idx)`, which lets go of one item.)
-4. **a deleted loop variable** - `for obj in objs: del obj` over a parameter, in a
-   function meant to free (a cleanup name, or a reclaim call in it): each `del` unbinds
-   the loop variable; the caller's list and names keep every object. The caller has to
-   `del` its own names before collecting.
-5. **the cache emptied before the release** - in a cleanup function,
-   `torch.cuda.empty_cache()` (or `soft_empty_cache()`, `ipc_collect()`, ...) right before
-   the statement that unloads (`unload_all_models()`, `offload(...)`, `free_...()`), and
-   never again after it: the allocator gives back only blocks nothing uses yet, and what
-   the unload frees stays reserved.
-6. **a reload that frees what it handed out** - a method that returns an object built
-   around `self.x` (`return Pipeline(self.x)`, through locals too) and, when called again,
-   lets go of the previous `self.x` (`self.x = None`, `del`) before `gc.collect()` /
-   `empty_cache()`: the object it returned last time (kept by the caller, a framework's
-   model list) still holds the old value, so nothing is freed. Not reported when the old
-   object is moved off the device in place first (`old.to("cpu")`, `.cpu()`), which
-   empties its storage whoever holds it.
-
-Severity: an error for the `WeakMethod` case (the cleanup never runs); for the others a
-warning, an error when what is kept is heavy (a parameter annotated as a model -
-one tensor may be a scalar or a big mask: a warning - or a container of a heavy class) - unless the function itself keeps using the object
-under a local name (`env = env_or_factory` ... `del env_or_factory`): then the `del` was
-never its release. Cases 4 to 6 are warnings: what is kept depends
-on the caller.
-
-## Why it leaks
-Memory is freed when the last reference goes. Unbinding a local name, calling a function
-that never runs, or rebinding one of two references leaves the object - a model, a KV
-cache, a dict of tensors - reachable, while the code reads as if it were released.
-
-## Example
-```python
-def free_model(model):
-    model.cpu()
-    del model  # RL603: the caller still holds the model
-    torch.cuda.empty_cache()
-
-class Client:
-    def __init__(self):
-        self._finalizer = weakref.finalize(self, weakref.WeakMethod(self.close))  # RL603
-
-def release_all(objects):
-    for obj in objects:
-        del obj  # RL603: the caller's list and names keep every object
-    gc.collect()
-
-def free_vram():
-    torch.cuda.empty_cache()  # RL603: the models are still loaded here
-    manager.unload_all_models()
-
-class Loader:
-    def load(self, path):
-        self.model = None
-        torch.cuda.empty_cache()  # RL603: the Pipeline returned last time holds the old model
-        self.model = build(path)
-        return Pipeline(self.model)
-```
-
-## Fix (unsafe, `WeakMethod` case)
-For `weakref.finalize(self, weakref.WeakMethod(self.m))` where `m` is a method of the
-class that only reads attributes of `self`: a staticmethod `_m_finalizer` receiving those
-attributes is added after `m`, and the finalizer is registered as
-`weakref.finalize(self, Class._m_finalizer, self.a, self.b)`. Unsafe: the attributes are
-captured when the finalizer is registered, and the finalizer keeps them alive until it
-runs. For `atexit.register(weakref.WeakMethod(x.m))` the callback becomes a lambda that
-dereferences the `WeakMethod` and calls the method when it is still alive. Other cases are
-reported without a fix: pass a function or staticmethod that receives the resources.
-"""
-
-    valid = [
-        # the parameter is rebound first: the `del` frees the new object
-        """
-import gc
-
-def step(inputs):
-    inputs = prepare(inputs)
-    loss = run(inputs)
-    del inputs
-    gc.collect()
-    return loss
-""",
-        # the unused-argument idiom, in a method or any other function
-        """
-class Hooks:
-    def close(self, force):
-        del force
-        self.stop()
-
-def sample_clean_root(*, seed_tokens, logits):
-    "Sample the clean root."
-    del seed_tokens
-    return logits.argmax(-1)
-""",
-        # a deletion inside a function that frees nothing by intent
-        """
-def forward(x, cache):
-    y = x + 1
-    del cache
-    return y
-""",
-        # a finalizer with a plain function receiving the resources
-        """
-import weakref
-
-def _close(proc):
-    proc.kill()
-
-class Worker:
-    def __init__(self, proc):
-        self.proc = proc
-        self._finalizer = weakref.finalize(self, _close, proc)
-""",
-        # a loop over a local list; the cache emptied after the unload; the old model moved off the device
-        """
-import gc
-import torch
-
-def release_pending(queue):
-    pending = list(queue)
-    for item in pending:
-        del item
-    gc.collect()
-
-def free_vram(manager):
-    manager.unload_all_models()
-    torch.cuda.empty_cache()
-
-class Loader:
-    def load(self, path):
-        old = self.model
-        self.model = None
-        old.to("cpu")
-        torch.cuda.empty_cache()
-        self.model = build(path)
-        return Pipeline(self.model)
-""",
-        # rebinding a container only this object holds
-        """
-class Cache:
-    def __init__(self):
-        self.entries = {}
-
-    def close(self):
-        self.entries = {}
-""",
-    ]
-    invalid = [
-        Example(
-            """
-import torch
-
-def free_model(model):
-    model.cpu()
-    del model
-    torch.cuda.empty_cache()
-""",
-            lines=[6],
-        ),
-        Example(
-            """
-import weakref
-
-class Client:
-    def __init__(self, sock, pool):
-        self.sock = sock
-        self._pool = pool
-        self._finalizer = weakref.finalize(self, weakref.WeakMethod(self.close))
-
-    def close(self):
-        self.sock.close()
-        self._pool.shutdown(wait=False)
-""",
-            lines=[8],
-            fixed="""
-import weakref
-
-class Client:
-    def __init__(self, sock, pool):
-        self.sock = sock
-        self._pool = pool
-        self._finalizer = weakref.finalize(self, Client._close_finalizer, self.sock, self._pool)
-
-    def close(self):
-        self.sock.close()
-        self._pool.shutdown(wait=False)
-
-    @staticmethod
-    def _close_finalizer(sock, pool):
-        sock.close()
-        pool.shutdown(wait=False)
-""",
-        ),
-        Example(
-            """
-import atexit
-from weakref import WeakMethod
-
-class Core:
-    def __init__(self):
-        atexit.register(WeakMethod(self.unload))
-
-    def unload(self):
-        pass
-""",
-            lines=[7],
-            fixed="""
-import atexit
-from weakref import WeakMethod
-
-class Core:
-    def __init__(self):
-        atexit.register(lambda method=WeakMethod(self.unload): method() and method()())
-
-    def unload(self):
-        pass
-""",
-        ),
-        Example(
-            """
-import gc
-
-def release_all(objects):
-    for obj in objects:
-        del obj
-    gc.collect()
-""",
-            lines=[6],
-        ),
-        Example(
-            """
-import torch
-
-def free_vram(manager):
-    torch.cuda.empty_cache()
-    manager.unload_all_models()
-""",
-            lines=[5],
-        ),
-        Example(
-            """
-import torch
-
-class Loader:
-    def load(self, path):
-        self.model = None
-        torch.cuda.empty_cache()
-        self.model = build(path)
-        return Pipeline(self.model)
-""",
-            lines=[7],
-        ),
-        Example(
-            """
-class Worker:
-    def __init__(self, runner_cls):
-        self.kv_caches = {}
-        self.runner = runner_cls(kv_caches=self.kv_caches)
-
-    def shutdown(self):
-        self.kv_caches = {}
-""",
-            lines=[8],
-        ),
-    ]
+    docs = DOCS
+    valid = VALID
+    invalid = INVALID
 
     # -- (1) deleted parameters ------------------------------------------------------------
     def visit_Del(self, node: cst.Del) -> None:
@@ -610,8 +341,8 @@ class Worker:
                         "pass a function or staticmethod that receives the resources")
         fix = None
         if weak is callback:
-            fix = (self._finalize_fix(node, owner, weak) if registry == "weakref.finalize"
-                   else self._atexit_fix(node, weak))
+            fix = (_finalize_fix(self, node, owner, weak) if registry == "weakref.finalize"
+                   else _atexit_fix(self, node, weak))
         self.report(node, message, severity=Severity.ERROR, fix=fix)
 
     def _weak_callable(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
@@ -635,88 +366,6 @@ class Worker:
                     if isinstance(value, cst.Call) and self.ctx.qualname(value.func) in WEAK_CALLABLES:
                         return value
         return None
-
-    def _atexit_fix(self, call: cst.Call, weak: cst.Call):
-        if len(call.args) != 1 or self.ctx.qualname(weak.func) != "weakref.WeakMethod":
-            return None
-        code = f"lambda method={self.ctx.code(weak)}: method() and method()()"
-        return self.fix("Call the method the `WeakMethod` returns",
-                        {weak: cst.parse_expression(code)})
-
-    def _finalize_fix(self, call: cst.Call, owner: cst.BaseExpression, weak: cst.Call):
-        cls, fn = self.ctx.scope.method_class, self.ctx.scope.function
-        if cls is None or fn is None or not is_self(owner) or len(call.args) != 2:
-            return None
-        if self.ctx.qualname(weak.func) != "weakref.WeakMethod" or len(weak.args) != 1:
-            return None
-        bound = weak.args[0].value
-        if not (isinstance(bound, cst.Attribute) and is_self(bound.value)):
-            return None
-        methods = self.ctx.methods(cls)
-        method = methods.get(bound.attr.value)
-        if method is None or method.decorators or method.asynchronous is not None:
-            return None
-        if any(method is f for f in self.ctx.scope.functions):
-            return None
-        params = method.params
-        if len(params.params) != 1 or params.posonly_params or params.kwonly_params or \
-                isinstance(params.star_arg, (cst.Param, cst.ParamStar)) or params.star_kwarg is not None:
-            return None
-        attrs = self._plain_reads(method, set(methods))
-        if attrs is None:
-            return None
-        used = names_in(method.body)
-        renames: dict[str, str] = {}
-        for attr in attrs:
-            plain = attr.lstrip("_") or attr
-            if plain in renames.values() or keyword.iskeyword(plain) or plain in used or not plain.isidentifier():
-                plain = attr
-            if plain in renames.values() or plain in used:
-                return None
-            renames[attr] = plain
-        new_name = f"_{bound.attr.value.lstrip('_')}_finalizer"
-        if new_name in methods or new_name in self.ctx.code(cls):
-            return None
-        body = method.body.visit(_SelfToParams(renames))
-        static = cst.FunctionDef(
-            name=cst.Name(new_name),
-            params=cst.Parameters(params=[cst.Param(cst.Name(p)) for p in renames.values()]),
-            body=body,
-            decorators=[cst.Decorator(cst.Name("staticmethod"))],
-            leading_lines=[cst.EmptyLine(indent=False)],
-        )
-        args = [call.args[0], cst.Arg(cst.parse_expression(f"{cls.name.value}.{new_name}"))]
-        args += [cst.Arg(cst.parse_expression(f"self.{a}")) for a in renames]
-        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
-        return self.fix(
-            f"Register the staticmethod `{new_name}` receiving what `{bound.attr.value}()` uses",
-            {call: call.with_changes(args=args),
-             method: cst.FlattenSentinel([method, static])},
-        )
-
-    def _plain_reads(self, method: cst.FunctionDef, method_names: set[str]) -> Optional[list[str]]:
-        """Attributes of `self` the method only reads, in order; None when it uses `self`
-        otherwise (stores, deletes, calls its own methods, passes `self` on)."""
-        attrs: list[str] = []
-        reads: set[int] = set()
-        for node in iter_nodes(method.body):
-            if isinstance(node, cst.Attribute) and is_self(node.value):
-                reads.add(id(node.value))
-                if node.attr.value in method_names:
-                    return None
-                if node.attr.value not in attrs:
-                    attrs.append(node.attr.value)
-            elif isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
-                target = node.target
-                if any(isinstance(t, cst.Attribute) and is_self(t.value) for t in iter_nodes(target)):
-                    return None
-        for node in iter_nodes(method.body):
-            if isinstance(node, cst.Name) and node.value == "self" and id(node) not in reads:
-                return None
-        # source order (the walk is depth first, not in reading order)
-        text = self.ctx.code(method.body)
-        attrs.sort(key=lambda a: text.find(f"self.{a}"))
-        return attrs
 
     # -- (3) rebinding a shared container ---------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -823,132 +472,3 @@ class Worker:
         last = q.rsplit(".", 1)[-1] if q else ""
         return bool(last) and (last[:1].isupper() or "cls" in last or "factory" in last
                                or name_words(last) & KEEPING_VERBS != set())
-
-
-class _SelfToParams(cst.CSTTransformer):
-    def __init__(self, renames: dict[str, str]) -> None:
-        self.renames = renames
-
-    def leave_Attribute(self, original, updated):
-        if is_self(original.value) and original.attr.value in self.renames:
-            return cst.Name(self.renames[original.attr.value])
-        return updated
-
-
-def _ordered(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Everything below `node` in source order, nested functions, classes and lambdas
-    left out (they run at another time)."""
-    for child in children(node):
-        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        yield child
-        yield from _ordered(child)
-
-
-def _ordered_calls(node: cst.CSTNode) -> list[cst.Call]:
-    return [n for n in (node, *_ordered(node)) if isinstance(n, cst.Call)]
-
-
-def _statement_blocks(fn: cst.FunctionDef) -> list[list[cst.CSTNode]]:
-    """Every sequence of statements in `fn` (its body, each indented block), nested
-    functions left out."""
-    blocks = [list(fn.body.body)] if isinstance(fn.body, cst.IndentedBlock) else []
-    blocks += [list(n.body) for n in _ordered(fn.body) if isinstance(n, cst.IndentedBlock)]
-    return blocks
-
-
-def _moves_off_device(call: cst.Call) -> bool:
-    """`x.cpu()`, `x.to("cpu")`, `x.to(device="meta")`: storage moved in place."""
-    if not isinstance(call.func, cst.Attribute):
-        return False
-    if call.func.attr.value == "cpu" and not call.args:
-        return True
-    return call.func.attr.value == "to" and any(
-        isinstance(a.value, cst.SimpleString) and a.value.value.strip("\"'") in ("cpu", "meta") for a in call.args)
-
-
-def _is_parameter(fn: cst.FunctionDef, name: str) -> bool:
-    """A parameter of `fn`, `*args` included."""
-    star = fn.params.star_arg
-    return find_param(fn, name) is not None or (isinstance(star, cst.Param) and star.name.value == name)
-
-
-def _breaks_traceback_cycle(fn: cst.FunctionDef, node: cst.Del) -> bool:
-    """Is the `del` in an `except ... as e:` handler of `fn` that hands `e` on (stores it,
-    sets it on a future, queues it)? The exception's traceback references this frame,
-    whose locals reference the holder of the exception: unbinding them cuts that cycle,
-    so the `del` frees what the cyclic collector would otherwise have to."""
-    for handler in _ordered(fn.body):
-        if not isinstance(handler, cst.ExceptHandler) or handler.name is None:
-            continue
-        if not isinstance(handler.name.name, cst.Name):
-            continue
-        if not any(n is node for n in _ordered(handler.body)):
-            continue
-        error = handler.name.name.value
-        if any(isinstance(n, cst.Name) and n.value == error for n in _ordered(handler.body)):
-            return True
-    return False
-
-
-def _kept_under_alias(fn: cst.FunctionDef, node: cst.Del, name: str) -> bool:
-    """Does `fn` bind a local to the parameter `name` itself (`env = factory`, an arm of a
-    conditional) before the `del`, and read that local after it?"""
-    aliases: set[str] = set()
-    passed = False
-    for n in _ordered(fn.body):
-        if n is node:
-            passed = True
-        elif not passed and isinstance(n, cst.Assign) and _evaluates_to(n.value, name):
-            aliases |= {t.target.value for t in n.targets if isinstance(t.target, cst.Name)}
-        elif passed and isinstance(n, cst.Name) and n.value in aliases:
-            return True
-    return False
-
-
-def _evaluates_to(expr: cst.CSTNode, name: str) -> bool:
-    if isinstance(expr, cst.Name):
-        return expr.value == name
-    if isinstance(expr, cst.IfExp):
-        return _evaluates_to(expr.body, name) or _evaluates_to(expr.orelse, name)
-    if isinstance(expr, cst.BooleanOperation):
-        return _evaluates_to(expr.left, name) or _evaluates_to(expr.right, name)
-    return False
-
-
-def _bare_names(target: cst.CSTNode) -> list[cst.Name]:
-    """`a` and `b` in `del a, (b, c.d)` - plain names only, not attribute targets."""
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _bare_names(e.value)]
-    return []
-
-
-def _after(small: cst.CSTNode, line: cst.SimpleStatementLine, rest: list) -> Optional[cst.CSTNode]:
-    """What runs right after `small`, a statement of `line`: the next one on the line
-    (`del x; gc.collect()`), else the first of the statements `rest` that follow."""
-    position = next(i for i, s in enumerate(line.body) if s is small)
-    if position + 1 < len(line.body):
-        return line.body[position + 1]
-    return rest[0] if rest else None
-
-
-def _is_docstring(stmt) -> bool:
-    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-            and isinstance(stmt.body[0], cst.Expr)
-            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
-
-
-def _is_attr(expr: cst.CSTNode, attr: str) -> bool:
-    return isinstance(expr, cst.Attribute) and is_self(expr.value) and expr.attr.value == attr
-
-
-def _self_root(expr: cst.CSTNode) -> Optional[str]:
-    """`b` for `self.b`, `self.b.c`, `self.b[0]`."""
-    node = expr
-    while isinstance(node, (cst.Attribute, cst.Subscript)):
-        if isinstance(node, cst.Attribute) and is_self(node.value):
-            return node.attr.value
-        node = node.value
-    return None
