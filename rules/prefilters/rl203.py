@@ -1,5 +1,5 @@
 """RL203's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl203_global_callback_pins_instance.py` (from the file's bytes and its `ast`; no libcst here)."""
+`rules/rl203_global_callback_pins_instance/` (from the file's bytes and its `ast`; no libcst here)."""
 
 from __future__ import annotations
 

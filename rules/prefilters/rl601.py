@@ -1,5 +1,5 @@
 """RL601's prefilter: which files are worth parsing with libcst for the rule in
-`rules/rl601_release_leaves_alias.py` (from the file's bytes and its `ast`; no libcst here)."""
+`rules/rl601_release_leaves_alias/` (from the file's bytes and its `ast`; no libcst here)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,132 @@
+"""RL203's finding for a registration: its message (what is pinned, in which registry,
+what would undo it, what else keeps the instance), its level, and its fix."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from retainlint.analysis.heavy import find_param
+from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.release import FINALIZER
+from retainlint.analysis.severity import Facts, instances_meant_to_go, level
+from retainlint.core.finding import Severity
+from retainlint.rules.prefilters.rl203 import LOOP_TRIGGERS
+from retainlint.rules.rl203_global_callback_pins_instance.classes import ClassLookup
+from retainlint.rules.rl203_global_callback_pins_instance.facts import FileFacts, Registration
+from retainlint.rules.rl203_global_callback_pins_instance.fix import UnregisterFix
+from retainlint.rules.rl203_global_callback_pins_instance.undo import Undo
+
+
+class Reporter:
+    """Reports a registration nothing undoes."""
+
+    def __init__(self, rule, classes: ClassLookup, undo: Undo, fixer: UnregisterFix,
+                 facts: FileFacts) -> None:
+        self.rule = rule
+        self.ctx = rule.ctx
+        self.classes = classes
+        self.undo = undo
+        self.fixer = fixer
+        self.facts = facts
+
+    def report(self, reg: Registration) -> None:
+        cls_name = reg.cls.name.value
+        where = f"`{cls_name}.{reg.function.name.value}`"
+        heavy = self.holds_heavy(reg.cls) if reg.pins_self else True
+        held = "the instance" if reg.pins_self else "that object"
+        held += " and the models/tensors it holds stay" if heavy else " stays"
+        until = "the handler is replaced" if reg.kind == "signal" else "the interpreter exits"
+        if reg.kind == "atexit":
+            registry = "`atexit`'s callback list"
+            undo = f"no method of `{cls_name}` calls `atexit.unregister(...)` for it"
+            if any(m.name.value == FINALIZER for m in self.classes.class_chain_methods(reg.cls)
+                   if self.undo.unregisters_in(m, reg.callback)):
+                undo += " (`__del__` cannot: it never runs while the registry holds the instance)"
+        elif reg.kind == "signal":
+            registry = "the signal-handler table"
+            undo = f"no method of `{cls_name}` restores the previous handler"
+        elif reg.kind == "fork":
+            registry = "`os.register_at_fork`'s hooks"
+            undo = ("they can never be unregistered: register a function that reaches the instance "
+                    "through a `weakref.WeakMethod` and does nothing once it is gone")
+        elif reg.kind in LOOP_TRIGGERS:
+            _, remover, registry = LOOP_TRIGGERS[reg.kind]
+            until = "it is removed"
+            undo = f"no method of `{cls_name}` calls `{remover}(...)`"
+        elif reg.through is not None:
+            registry = f"module global `{reg.container}` (through `{reg.through}()`)"
+            undo = ("nothing takes single entries out again"
+                    + (" (only a `clear()` of them all)" if reg.container in self.facts.cleared else ""))
+        else:
+            registry = f"module global `{reg.container}`"
+            undo = "nothing takes it out again"
+        message = (
+            f"{reg.what} is registered in {registry} by {where}: {held} alive until {until}; "
+            f"{undo}"
+        )
+        others = self.fixer.other_holders(reg) if reg.kind == "atexit" and reg.pins_self else []
+        if others and self.fixer.unregister_target(reg) is not None:
+            # unregistering this one alone would free nothing: say what else keeps it
+            message += "; " + ", ".join(
+                f"`{self.ctx.code(o.callback)}` (registered by `{cls_name}.{o.function.name.value}`)"
+                for o in others[:3]) + " also keep" + ("s" if len(others) == 1 else "") + " the instance"
+        self.rule.report(
+            reg.call,
+            message,
+            severity=self._level(reg, heavy),
+            # unregistering something light frees nothing that matters: no fix for it
+            fix=self.fixer.fix(reg) if reg.kind == "atexit" and heavy else None,
+            statement=reg.statement,
+        )
+
+    def holds_heavy(self, cls: cst.ClassDef) -> bool:
+        """A heavy class, or one that assigns a heavy value to an attribute in this file
+        (`self.model = model` with `model: nn.Module`)."""
+        oracle = self.ctx.heavy
+        if oracle.is_heavy_class(cls):
+            return True
+        for method in self.classes.class_chain_methods(cls):
+            for key, assignments in oracle.local_assignments(method).items():
+                if not key.startswith("self."):
+                    continue
+                for value, ann in assignments:
+                    param = find_param(method, value.value) if isinstance(value, cst.Name) else None
+                    if param is not None and _holds_heavy_items(oracle, param.annotation):
+                        return True
+                    if oracle.is_heavy_annotation(ann) or _holds_heavy_items(oracle, ann) or (
+                        value is not None and oracle.is_heavy_value(value, method, cls)
+                    ):
+                        return True
+        return False
+
+
+    def _level(self, reg: Registration, heavy: bool) -> Severity:
+        """A module-global container keeping every instance (`_LIVE.append(self)`) grows by
+        one per instance made: each is one its owner meant to drop, unless the project makes
+        just one for the process. A handler list of the interpreter (atexit, a signal, at-fork)
+        keeps one per instance too, but what that costs depends on how many are made."""
+        meant = instances_meant_to_go(self.ctx, reg.cls)
+        if reg.kind == "append":
+            return level(Facts(heavy=heavy, grows=True, meant_to_go=True if meant is None else meant))
+        if reg.kind == "signal" and not self._chains_handlers(reg):
+            # the table has one slot per signal: it keeps the latest instance, not all of them
+            return level(Facts(heavy=heavy, grows=False, meant_to_go=meant))
+        return level(Facts(heavy=heavy, meant_to_go=meant))
+
+    def _chains_handlers(self, reg: Registration) -> bool:
+        """Does the class keep the handler it replaces (`old = signal.signal(...)`,
+        `signal.getsignal(...)`) - so each new handler keeps the previous instance, and the
+        chain grows by one per instance?"""
+        return reg.saved_as is not None or any(
+            isinstance(n, cst.Call) and self.ctx.qualname(n.func) == "signal.getsignal"
+            for n in iter_nodes(reg.cls))
+
+
+def _holds_heavy_items(oracle, ann) -> bool:
+    """A container annotated with heavy items (`dict[str, torch.Tensor]`, `list[nn.Module]`)."""
+    expr = ann.annotation if isinstance(ann, cst.Annotation) else ann
+    if not isinstance(expr, cst.Subscript):
+        return False
+    return any(isinstance(e.slice, cst.Index) and (
+        oracle.is_heavy_annotation(e.slice.value) or _holds_heavy_items(oracle, e.slice.value))
+        for e in expr.slice)

@@ -1,0 +1,113 @@
+"""What undoes a registration: `atexit.unregister`, another handler for the signal (or
+the saved old one reinstalled), a loop trigger's remover, or entries taken out of the
+module-level list - and whether that list is read at all."""
+
+from __future__ import annotations
+
+import os
+
+import libcst as cst
+
+from retainlint.analysis.module_caches import removed_in_project
+from retainlint.analysis.walk import visit
+from retainlint.rules.prefilters.rl203 import LOOP_TRIGGERS
+from retainlint.rules.rl203_global_callback_pins_instance.classes import ClassLookup
+from retainlint.rules.rl203_global_callback_pins_instance.facts import (
+    ATEXIT_UNREGISTER,
+    FileFacts,
+    Registration,
+)
+from retainlint.rules.rl203_global_callback_pins_instance.pins import Pins
+
+
+class Undo:
+    """Is a registration undone somewhere the rule can see?"""
+
+    def __init__(self, ctx, classes: ClassLookup, pins: Pins, facts: FileFacts) -> None:
+        self.ctx = ctx
+        self.classes = classes
+        self.pins = pins
+        self.facts = facts
+
+    def undone(self, reg: Registration) -> bool:
+        names = [c.name.value for c in self.classes.class_chain(reg.cls)]
+        code = self.ctx.code
+        if reg.kind == "atexit":
+            wanted = code(reg.callback)
+            last = reg.callback.attr.value if isinstance(reg.callback, cst.Attribute) else None
+            for name in names:
+                for arg in self.facts.unregistered.get(name, ()):
+                    if code(arg) == wanted:
+                        return True
+                    if last is not None and isinstance(arg, cst.Attribute) and arg.attr.value == last:
+                        return True
+            return False
+        if reg.kind == "signal":
+            for name in names:
+                for call, fn in self.facts.signals.get(name, ()):
+                    if (
+                        call is not reg.call and _same_signal(call.args[0].value, reg.call.args[0].value, code)
+                        and self.pins.pins_self(call.args[1].value, fn, reg.cls, 0) is None
+                    ):
+                        return True  # another handler installed: the old one restored, SIG_DFL
+            if reg.saved_as is not None:
+                for handler in self.facts.handlers_reinstalled:
+                    if (
+                        (isinstance(handler, cst.Attribute) and handler.attr.value == reg.saved_as)
+                        or (isinstance(handler, cst.Name) and handler.value == reg.saved_as)
+                    ):
+                        return True
+            return False
+        if reg.kind == "fork":
+            return False  # `os.register_at_fork` has no unregister
+        if reg.kind in LOOP_TRIGGERS:
+            remover = LOOP_TRIGGERS[reg.kind][1]
+            return any(remover in self.facts.triggers_removed.get(name, ()) for name in names)
+        # appended to a module-level container; through a registry function, only entries
+        # taken out one by one undo it (a `clear()` of all at shutdown or a reset does not)
+        if reg.container in self.facts.emptied or (reg.through is None and reg.container in self.facts.cleared):
+            return True
+        qualified = f"{self.ctx.module_name}.{reg.container}"
+        if not self._read_anywhere(reg.container, qualified):
+            # only ever added to: a keep-alive anchor, retaining on purpose ("poisoned
+            # clients keep their buffers until process exit")
+            return True
+        return removed_in_project(self.ctx.index, qualified)
+
+    def _read_anywhere(self, name: str, qualified: str) -> bool:
+        """Is the container read in this file, or imported by another file?"""
+        if self.facts.uses.get(name, 0) > self.facts.not_reads.get(name, 0):
+            return True
+        return self.ctx.index.ask(_imported_elsewhere, (qualified, os.path.abspath(self.ctx.path)))
+
+    def unregisters_in(self, method: cst.FunctionDef, callback) -> bool:
+        code = self.ctx.code(callback)
+        found = False
+
+        class _Finder(cst.CSTVisitor):
+            def visit_Call(inner, node: cst.Call) -> None:
+                nonlocal found
+                if (
+                    self.ctx.qualname(node.func) == ATEXIT_UNREGISTER and node.args
+                    and self.ctx.code(node.args[0].value) == code
+                ):
+                    found = True
+
+        visit(method.body, _Finder())
+        return found
+
+
+def _imported_elsewhere(index, key: tuple[str, str]) -> bool:
+    """Does a project file other than `here` import `qualified`?"""
+    qualified, here = key
+    suffix = "." + qualified.rsplit(".", 1)[-1]
+    return any(
+        summary.path != here and any(
+            target == qualified or (target.endswith(suffix) and index.resolve(target) == qualified)
+            for target in summary.imports.values())
+        for summary in index.files.values())
+
+
+def _same_signal(a: cst.BaseExpression, b: cst.BaseExpression, code) -> bool:
+    """The same signal, or one of them a variable (`for sig in (...): signal.signal(sig, h)`)."""
+    return code(a) == code(b) or isinstance(a, cst.Name) or isinstance(b, cst.Name)
