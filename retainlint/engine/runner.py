@@ -6,22 +6,22 @@ import difflib
 import logging
 import multiprocessing
 import os
-import signal
-import sys
 import threading
-import time
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from retainlint.core.config import Settings
 from retainlint.core.gcpause import gc_paused
 from retainlint.core.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
 from retainlint.engine.cache import Entry, FindingsCache, Store, SummaryCache, config_key, pack, unpack
 from retainlint.engine.installed_facts import installed_types
+from retainlint.engine.interrupts import (_Flag, _Interrupted, _OverBudget, _analysing, _end_workers,
+                                          _interrupts_between_files, _writing, file_budget)
+from retainlint.engine.progress import TALLY, Progress, _no_progress
+from retainlint.engine.workers import _batches, _become_worker, _summarize_many
 from retainlint.project.index import Consulted, FileSummary, ProjectIndex, summarize
 from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_prefilters, all_rules, catalog
@@ -51,13 +51,6 @@ class Mode:
     edits: bool = False  # attach line edits to each fix (json output)
     # Fix only findings of this severity or higher, those the output shows (None: all).
     floor: Optional[Severity] = None
-
-
-# Seconds of CPU one file's analysis may take (`RETAINLINT_FILE_BUDGET`; 0: no limit).
-# Past it the file is reported as not checked and the run goes on: no input can hold the
-# run for hours. Measured in CPU time, so a busy machine does not cut a file short.
-BUDGET_ENV = "RETAINLINT_FILE_BUDGET"
-DEFAULT_FILE_BUDGET_S = 60.0
 
 
 @dataclass
@@ -235,121 +228,8 @@ def _check_guarded(path: str, codes: Sequence[str], settings: Settings, mode: Mo
     return outcome
 
 
-def file_budget() -> float:
-    """Seconds of CPU a file may take (`RETAINLINT_FILE_BUDGET`), 0 for no limit."""
-    try:
-        budget = float(os.environ.get(BUDGET_ENV, DEFAULT_FILE_BUDGET_S))
-    except ValueError:
-        return DEFAULT_FILE_BUDGET_S
-    return budget if budget > 0 and budget == budget else 0.0  # NaN: no limit either
-
-
-class _OverBudget(BaseException):
-    """Raised into a file's analysis when its time budget is spent. Not an Exception, so
-    that no `except Exception` on the way takes it for a rule's bug."""
-
-
-class _Interrupted(BaseException):
-    """Raised into a file's analysis by Ctrl-C or SIGTERM: the run stops now, not once
-    the file is done (minutes, for a big one)."""
-
-
-# True while this process analyses a file and a signal may abandon it (not while a fix
-# is written); see `_interrupts_between_files`.
-_ABANDONABLE = False
-
-
-@contextmanager
-def _analysing(budget: float) -> Iterator[list[bool]]:
-    """While the block runs: the budget's timer is armed (CPU time, SIGPROF; where there is
-    one, in the main thread) and an interrupt abandons the file. Yields a list that holds
-    True once the budget ran out."""
-    global _ABANDONABLE
-    expired: list[bool] = []
-    timed = budget > 0 and hasattr(signal, "setitimer") \
-        and threading.current_thread() is threading.main_thread()
-    if timed:
-        def over(signum: int, frame: Any) -> None:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            if _ABANDONABLE:
-                expired.append(True)
-                raise _OverBudget
-
-        previous = signal.signal(signal.SIGPROF, over)
-        signal.setitimer(signal.ITIMER_PROF, budget)
-    _ABANDONABLE = True
-    try:
-        yield expired
-    finally:
-        _ABANDONABLE = False
-        if timed:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            signal.signal(signal.SIGPROF, signal.SIG_IGN if previous is None else previous)
-
-
-def _writing() -> None:
-    """From here on the file in hand is finished whatever happens: a fix is being written."""
-    global _ABANDONABLE
-    _ABANDONABLE = False
-
-
-class _Flag(Protocol):
-    """A threading.Event, or a multiprocessing one that reaches the pool's workers."""
-
-    def is_set(self) -> bool: ...
-
-    def set(self) -> None: ...
-
-
 _WORKER_INDEX: ProjectIndex | None = None
 _WORKER_STOP: _Flag | None = None  # an Event the main process sets when interrupted
-
-
-def _become_worker() -> None:
-    # Ctrl-C reaches the whole process group: the main process alone decides what stops,
-    # so a worker never dies mid-file or prints a traceback of its own.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # SIGTERM ends a worker (outside a write): the main process's handler, inherited by a
-    # fork, would only set `stop` and leave it waiting for work that never comes.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _die_with_parent()
-
-
-def _die_with_parent() -> None:
-    """A worker must not outlive the main process (killed, or gone on a signal): it would go
-    on fixing files after the command has exited, then wait forever for more work. It gets
-    SIGTERM, not SIGKILL: a fix being written blocks it until the rename is done
-    (`source.interrupts_deferred`), so no half-written or temp file is left behind."""
-    parent = os.getppid()
-    if _parent_death_signal(signal.SIGTERM):
-        if os.getppid() != parent:  # the parent went before the kernel was asked
-            os.kill(os.getpid(), signal.SIGTERM)
-    else:
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-
-
-def _parent_death_signal(signum: int) -> bool:
-    """Linux: have the kernel send `signum` to this process when its parent dies."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        done: int = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        return done == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _watch_parent(parent: int) -> None:
-    # Elsewhere an orphan gets a new parent: poll for that. The signal must reach the main
-    # thread, the one that defers it while writing.
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    while os.getppid() == parent:
-        time.sleep(0.2)
-    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _init_worker(index: ProjectIndex, stop: _Flag | None = None) -> None:
@@ -366,31 +246,6 @@ def _check_many(args: tuple[list[tuple[str, bytes]], Sequence[str], Settings, Mo
             break  # interrupted: finish the file in hand (written whole or not at all), no more
         outcomes.append(_check_guarded(p, codes, settings, mode, _WORKER_INDEX, data))
     return outcomes
-
-
-def _summarize_many(items: list[tuple[str, bytes | None]]) -> list[tuple[str, FileSummary | None]]:
-    """`items`: paths with the content this run read (None: read it now). A summary is
-    kept under the digest of the content it was made from, so it is made from exactly
-    that content, never from a newer copy on disk."""
-    found: list[tuple[str, FileSummary | None]] = []
-    with gc_paused():  # one collection per batch, not one per file
-        for path, data in items:
-            try:
-                source = read_python(path) if data is None else data
-                found.append((path, summarize(path, source, all_prefilters())))
-            except Exception:  # noqa: BLE001 - unreadable, or too odd to summarize: no summary
-                continue
-    return found
-
-
-_T = TypeVar("_T")
-
-
-def _batches(items: list[_T], jobs: int) -> list[list[_T]]:
-    # Small enough to spread uneven files over the workers (a hundred files to check are
-    # sent one by one) and to move a progress bar.
-    size = max(1, min(32, len(items) // (jobs * 32)))
-    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def build_index(paths: Sequence[str], settings: Settings, jobs: int,
@@ -490,55 +345,6 @@ def _check_all(contents: dict[str, bytes], paths: list[str], codes: Sequence[str
         return outcomes
 
 
-def _end_workers(pool: ProcessPoolExecutor) -> None:
-    """SIGTERM to the pool's workers: a worker writing a fix blocks it until the rename is
-    done (`source.interrupts_deferred`), any other ends at once, mid-analysis."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        try:
-            os.kill(process.pid, signal.SIGTERM)
-        except (OSError, AttributeError, TypeError):
-            continue  # gone already
-
-
-@contextmanager
-def _interrupts_between_files(stop: _Flag,
-                              end_workers: Callable[[], None] | None = None) -> Iterator[None]:
-    """Ctrl-C (or SIGTERM) while files are checked and fixed sets `stop`: the file in hand
-    is abandoned - unless its fix is being written, which is finished (whole or not at
-    all) - no other is taken, then KeyboardInterrupt is raised. `end_workers`: stops the
-    pool's workers the same way. A KeyboardInterrupt raised at an arbitrary point can land
-    in libcst's position provider, which turns it into a KeyError: an internal error, and
-    the run went on; `_Interrupted` is caught where it cannot be mistaken."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupted(signum: int, frame: Any) -> None:
-        stop.set()
-        if end_workers is not None:
-            end_workers()
-        if _ABANDONABLE:
-            raise _Interrupted
-
-    previous = {signum: signal.signal(signum, interrupted)
-                for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if stop.is_set():
-        raise KeyboardInterrupt
-
-
-# (what, how many) -> a function told how many more are done; the CLI draws a bar.
-Progress = Callable[[str, int], Callable[[int], None]]
-
-
-def _no_progress(what: str, total: int) -> Callable[[int], None]:
-    return lambda done: None
-
-
 def _check_alone(path: str, data: bytes, codes: Sequence[str], settings: Settings,
                  mode: Mode, index: ProjectIndex) -> FileOutcome:
     """One file in a process of its own, so that a crash loses only that file."""
@@ -580,16 +386,6 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
              len(readable), TALLY.summarized, TALLY.linted,
              "the cache" if store is not None else "the prefilters")
     return _result(paths, outcomes + [o for o in found if o.path in readable], readable)
-
-
-@dataclass
-class _Tally:
-    """What the last run did besides answering from the cache (shown with `-v`)."""
-    summarized: int = 0  # files read into the project index afresh
-    linted: int = 0  # files parsed by libcst and linted (or fixed)
-
-
-TALLY = _Tally()
 
 
 def _read(paths: Sequence[str], context: Sequence[str]

@@ -14,23 +14,24 @@ functions. Per-file summaries are plain data so they can cross process boundarie
 from __future__ import annotations
 
 import ast
-import bisect
 import hashlib
 import importlib
 import os
-from sys import intern
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Optional, Sequence, TypeVar
 
 from retainlint.core.gcpause import gc_paused
+from retainlint.project.index_facts import _cache_decorators, _gc_effects, _heavy_classes, _outside_names
 from retainlint.project.installed_types import Verdicts, known_verdicts
-from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
+from retainlint.project.names import HEAVY_TYPES
 from retainlint.project.memoizers import caches_per_instance, memoizes
 from retainlint.project.module_names import module_name as module_name, module_names  # cache.py imports it here
-from retainlint.project.nodes import OWNERS, FileNodes, dotted
+from retainlint.project.nodes import FileNodes, dotted
+from retainlint.project.recorded import _Recorded
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
 from retainlint.project.retention import module_facts
+from retainlint.project.summary_walk import _FUNCTION_DEFS, _FileWalk
 
 if TYPE_CHECKING:
     from retainlint.project.prefilter import Prefilter
@@ -40,7 +41,6 @@ T = TypeVar("T")
 CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
 # maxsize defaults to 128 for these; functools.cache is unbounded.
 _BOUNDED_BY_DEFAULT = frozenset({"functools.lru_cache", "async_lru.alru_cache"})
-GC_FREEZE, GC_UNFREEZE = "gc.freeze", "gc.unfreeze"
 
 
 @dataclass
@@ -97,181 +97,10 @@ def _getattr_of_method(value: ast.AST) -> bool:
     )
 
 
-
-
-_FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_OWNER_KINDS = frozenset(OWNERS)
-_IMPORTS = (ast.Import, ast.ImportFrom)
-
-
-def _innermost_call(value: ast.AST) -> ast.AST:
-    """`torch.empty(n).cuda().half()` -> `torch.empty(n)`: the call that made the object."""
-    while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-           and isinstance(value.func.value, ast.Call)):
-        value = value.func.value
-    return value
-
-
-# Container methods that store an argument: name -> which positional argument.
-_INSERTERS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1, "setdefault": 1}
-
-
-class _Body:
-    """What one summarized function (module-level or a method) contains."""
-
-    def __init__(self, fn: ast.AST) -> None:
-        self.fn = fn
-        self.calls: list[ast.Call] = []
-        self.defs: list[ast.AST] = []  # nested functions
-        self.self_assigns: list[tuple[str, ast.AST]] = []  # `self.x = value`
-
-
-class _Summarizer:
-    """One pass over the tree collects the raw nodes; names are qualified afterwards, when
-    every import is known. (`ast.walk` per question was four times slower.)"""
-
-    def __init__(self, path: str, tree: ast.Module, source: str, data: bytes = b"") -> None:
-        self.path = path
-        self.source = source
-        self.nodes = FileNodes(tree, data)
-        self.module = module_name(path)
-        self.is_package = os.path.basename(path).startswith("__init__.")
-        self.imports: dict[str, str] = {}
-        self.tree = tree
-        self.local = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, *_FUNCTION_DEFS))}
-        self.calls: list[ast.Call] = []  # outside logger classes: for bound_calls
-        self.assigns: list[ast.Assign] = []
-        self.bodies: dict[int, _Body] = {}  # id(function node) -> its contents
-        for node in tree.body:  # module-level imports win over function-local ones
-            if isinstance(node, _IMPORTS):
-                self._import(node)
-        self._scan()
-
-    def _import(self, node: ast.AST) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    self.imports.setdefault(alias.asname, alias.name)
-                else:
-                    head = alias.name.split(".")[0]
-                    self.imports.setdefault(head, head)
-            return
-        base = absolute_import(self.module, self.is_package, node.level, node.module)
-        for alias in node.names:
-            if alias.name != "*":
-                self.imports.setdefault(alias.asname or alias.name,
-                                        f"{base}.{alias.name}" if base else alias.name)
-
-    def _scan(self) -> None:
-        # (node, the summarized function it is in, inside a logger class, is a method,
-        #  the innermost function/class/lambda around it)
-        by_type, owner_of = self.nodes.by_type, self.nodes.owner_of
-        fields = _CHILD_FIELDS
-        top_level = {id(n) for n in self.tree.body}  # `node in tree.body` per def: quadratic
-        stack: list[tuple[ast.AST, Optional[_Body], bool, bool, Optional[ast.AST]]] = [
-            (n, None, False, False, None) for n in reversed(self.tree.body)]
-        while stack:
-            node, body, in_logger, is_method, owner = stack.pop()
-            kind = type(node)
-            by_type[kind].append(node)
-            owner_of[id(node)] = owner
-            if kind is ast.Call:
-                if not in_logger:
-                    self.calls.append(node)
-                if body is not None:
-                    body.calls.append(node)
-                    self._self_insert(body, node)
-            elif kind is ast.Assign:
-                self.assigns.append(node)
-                if body is not None and body.fn is not None:
-                    for target in node.targets:
-                        self._self_assign(body, target, node.value)
-            elif kind is ast.AnnAssign:
-                if body is not None and node.value is not None:
-                    self._self_assign(body, node.target, node.value)
-            elif kind in _IMPORTS:
-                if body is not None or in_logger or is_method:
-                    self._import(node)
-            elif kind in _FUNCTION_DEFS:
-                if body is None and (id(node) in top_level or is_method):
-                    inner = self.bodies[id(node)] = _Body(node)
-                    for d in node.decorator_list:
-                        stack.append((d, None, in_logger, False, node))
-                    stack.append((node.args, None, in_logger, False, node))
-                    for statement in reversed(node.body):
-                        stack.append((statement, inner, in_logger, False, node))
-                    continue
-                if body is not None:
-                    body.defs.append(node)
-            elif kind is ast.ClassDef:
-                logger = in_logger or any(
-                    self.qualify(b) in ("logging.Logger", "logging.LoggerAdapter") for b in node.bases)
-                top = body is None and id(node) in top_level
-                for child in reversed(node.body):
-                    stack.append((child, body, logger, top, node))
-                for child in (*node.bases, *node.keywords, *node.decorator_list):
-                    stack.append((child, body, in_logger, False, node))
-                continue
-            inner_owner = node if kind in _OWNER_KINDS else owner
-            for name in fields[kind]:
-                value = getattr(node, name, None)
-                if type(value) is list:
-                    for item in value:
-                        if type(item) in _WALKED:
-                            stack.append((item, body, in_logger, False, inner_owner))
-                elif type(value) in _WALKED:
-                    stack.append((value, body, in_logger, False, inner_owner))
-
-    @staticmethod
-    def _self_assign(body: _Body, target: ast.AST, value: ast.AST) -> None:
-        """`self.x = v`, and `self.x[k] = v`: either way `self` holds `v`."""
-        if isinstance(target, ast.Subscript):
-            target = target.value
-        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                and target.value.id == "self"):
-            body.self_assigns.append((target.attr, value))
-
-    @staticmethod
-    def _self_insert(body: _Body, call: ast.Call) -> None:
-        """`self.x.append(v)` and the like: `self` holds `v`."""
-        func = call.func
-        position = _INSERTERS.get(func.attr) if isinstance(func, ast.Attribute) else None
-        if position is not None and len(call.args) > position:
-            _Summarizer._self_assign(body, func.value, call.args[position])
-
-    def qualify(self, node: ast.AST) -> Optional[str]:
-        name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        if head in self.imports:
-            target = self.imports[head]
-        elif head in self.local:
-            target = f"{self.module}.{head}"
-        else:
-            return intern(name)
-        # Interned: the same few thousand names recur in every file's calls, and one
-        # object is pickled once per batch of summaries the index workers send back.
-        return intern(f"{target}.{rest}" if rest else target)
-
-    def alternatives(self, ann: Optional[ast.AST]) -> list[str]:
-        """`X`, `X | None`, `Optional[X]`, `Union[X, Y]`, `"X"` -> qualified X (and Y)."""
-        if ann is None:
-            return []
-        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-            try:
-                return self.alternatives(ast.parse(ann.value, mode="eval").body)
-            except SyntaxError:
-                return []
-        if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
-            return self.alternatives(ann.left) + self.alternatives(ann.right)
-        if isinstance(ann, ast.Subscript):
-            if self.qualify(ann.value) in ("typing.Optional", "typing.Union"):
-                items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
-                return [q for item in items for q in self.alternatives(item)]
-            return []
-        q = self.qualify(ann)
-        return [q] if q else []
+class _Summarizer(_FileWalk):
+    """A file's summary from what its walk collected: its functions (decorators, calls,
+    caches applied), its classes (bases, methods, what they hold), and the calls that may
+    pass a bound method or the instance itself."""
 
     def function(self, fn, prefix: str, is_method: bool) -> FunctionSummary:
         decorators, bounded = [], None
@@ -321,17 +150,6 @@ class _Summarizer:
             bounded=bounded,
             wraps_cache=wraps_cache,
         )
-
-    def attribute_makers(self, methods: Iterable[ast.AST]) -> dict[str, list[str]]:
-        """`self.x = f(...)` anywhere in the class's methods -> {"x": [qualified f]}."""
-        found: dict[str, list[str]] = {}
-        for fn in methods:
-            for attr, value in self.bodies[id(fn)].self_assigns:
-                value = _innermost_call(value)
-                q = self.qualify(value.func) if isinstance(value, ast.Call) else None
-                if q and q not in found.get(attr, ()):
-                    found.setdefault(attr, []).append(q)
-        return found
 
     def _maybe_bound(self, arg: ast.AST, bound_names: set[str]) -> bool:
         """`self`; `x.m` where `m` is `forward`/`__call__`/`__init__` or called as a method
@@ -397,30 +215,6 @@ class _Summarizer:
                            bound, instance_calls=instances)
 
 
-# Children that can hold nothing the summary needs (no call, assignment, import, def).
-_LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
-           ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue)
-
-
-def _node_types(base: type) -> Iterator[type]:
-    yield base
-    for sub in base.__subclasses__():
-        yield from _node_types(sub)
-
-
-# The walk tests exact types (a set lookup, not an isinstance per child): every node
-# type except the leaves. Fields holding only names, numbers or leaves are not read.
-_WALKED = frozenset(t for t in _node_types(ast.AST) if not issubclass(t, _LEAVES))
-_SCALAR_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "module",
-                            "level", "kind", "type_comment", "is_async", "conversion",
-                            "simple", "lineno", "col_offset"})
-
-
-# Node type -> its fields that can hold walked nodes.
-_CHILD_FIELDS = {kind: tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
-                 for kind in _node_types(ast.AST)}
-
-
 def summarize(path: str, data: bytes, scanners: Sequence[type[Prefilter]]) -> Optional[FileSummary]:
     """The file's summary, with the structural facts each of `scanners` (rules'
     prefilters: every rule's, whichever are selected, since summaries are cached across
@@ -472,75 +266,6 @@ class Consulted:
     answers: dict = field(default_factory=dict)
 
 
-class _Recorded(dict):
-    """A lookup table of the index that, while a lint is recorded, notes which files'
-    facts were consulted (values carry their `path`; `modules` and `files` values are
-    file summaries). In an index restored from a snapshot, an entry is loaded with its
-    file's summary the first time it is looked up (`pending`: key -> that file)."""
-
-    log: Optional[Consulted] = None
-    name: str = ""
-    pending: Optional[dict[str, str]] = None
-    load: Optional[Callable[[Optional[str]], None]] = None  # a file's summary; None: all
-
-    def _note(self, key, value) -> None:
-        if value is None:
-            self.log.absent.add((self.name, key))
-        else:
-            self.log.files.setdefault(value.path, None)
-
-    def _value(self, key):
-        value = dict.get(self, key)
-        if value is None and self.pending:
-            path = self.pending.get(key)
-            if path is not None:
-                self.load(path)
-                value = dict.get(self, key)
-        return value
-
-    def _complete(self) -> None:
-        if self.pending:
-            self.load(None)
-
-    def get(self, key, default=None):
-        value = self._value(key)
-        if self.log is not None:
-            self._note(key, value)
-        return default if value is None else value
-
-    def __getitem__(self, key):
-        value = self._value(key)
-        if self.log is not None:
-            self._note(key, value)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __contains__(self, key) -> bool:
-        value = self._value(key)
-        if self.log is not None:
-            self._note(key, value)
-        return value is not None
-
-    def __iter__(self):
-        self._complete()
-        if self.log is not None:
-            self.log.everything = True
-        return dict.__iter__(self)
-
-    def items(self):
-        self._complete()
-        if self.log is not None:
-            self.log.everything = True
-        return dict.items(self)
-
-    def values(self):
-        self._complete()
-        if self.log is not None:
-            self.log.everything = True
-        return dict.values(self)
-
-
 _TABLES = ("files", "modules", "classes", "functions")
 # Derived facts a snapshot carries, so that a restored index need not recompute them.
 _FACTS = ("heavy_types", "heavy_factories", "bound_callers", "instance_callers", "heavy_classes", "cache_decorators", "freezers",
@@ -569,7 +294,7 @@ class ProjectIndex:
         for s in list(dict.values(self.files)):
             for alias in module_names(s.path)[1:]:
                 self.modules.setdefault(alias, s)
-        names, decorators = self._outside_names()
+        names, decorators = _outside_names(self)
         outside = known_verdicts(names)
         if installed is not None:
             read = installed(names, decorators)
@@ -587,9 +312,9 @@ class ProjectIndex:
                 for callee, lines in calls.items():
                     callers.setdefault(self.resolve(callee) or callee, []).extend(
                         (summary.path, line) for line in lines)
-        self.heavy_classes = self._heavy_classes()
-        self.cache_decorators = self._cache_decorators() | outside.cache_decorators
-        self.freezers, self.unfreezers = self._gc_effects()
+        self.heavy_classes = _heavy_classes(self)
+        self.cache_decorators = _cache_decorators(self) | outside.cache_decorators
+        self.freezers, self.unfreezers = _gc_effects(self)
         # Simple names, as bytes, for prefilters (computed now: a lint may be recorded later).
         self.heavy_names = frozenset(q.rsplit(".", 1)[1].encode() for q in (
             *self.heavy_classes, *outside.heavy_types, *outside.heavy_factories))
@@ -792,73 +517,7 @@ class ProjectIndex:
         summary = self.files.get(os.path.abspath(path))
         return summary.module if summary is not None else module_name(path)
 
-    # -- derived facts -------------------------------------------------------------
-    def _outside_names(self) -> tuple[set[str], set[str]]:
-        """Names from outside the checked tree the project imports, derives from, calls
-        or annotates with; and those it decorates functions with."""
-        # Each file's own name only: an alias (a script's `helpers`) resolves to one of those.
-        tops = {s.module.partition(".")[0] for s in dict.values(self.files)}
-        names: set[str] = set()
-        decorators: set[str] = set()
-        for summary in dict.values(self.files):
-            names.update(summary.imports.values())
-            for cls in summary.classes.values():
-                names.update(cls.bases)
-                for makers in cls.attributes.values():
-                    names.update(makers)
-            for f in (*summary.functions.values(),
-                      *(m for c in summary.classes.values() for m in c.methods.values())):
-                names.update(f.calls)
-                names.update(f.returns)
-                decorators.update(f.decorators)
-        names = {r for r in map(self.resolve, names) if r and r.partition(".")[0] not in tops}
-        decorators = {r for r in map(self.resolve, decorators) if r and r.partition(".")[0] not in tops}
-        return names, decorators
-
-    def _heavy_classes(self) -> frozenset[str]:
-        """Project classes deriving from a heavy type, or holding a heavy attribute (one
-        assigned a tensor factory's result, a heavy class instance, or the result of a
-        function annotated to return one), through any chain of project classes."""
-        heavy: set[str] = set()
-        # Names are resolved once per class; heaviness then spreads from the classes that
-        # are heavy by themselves to those that depend on them (bases, makers, returns).
-        dependents: dict[str, list[str]] = {}
-        for name, cls in dict.items(self.classes):
-            depends: set[str] = set()
-            for base in cls.bases:
-                resolved = self.resolve(base)
-                if self._heavy_builtin(base) or self._heavy_builtin(resolved):
-                    heavy.add(name)
-                    break
-                depends.add(resolved)
-            else:
-                for callee in {c for makers in cls.attributes.values() for c in makers}:
-                    resolved = self.resolve(callee)
-                    if (callee in TENSOR_FACTORIES or resolved in TENSOR_FACTORIES
-                            or self._heavy_builtin(callee) or self._heavy_builtin(resolved)
-                            or resolved in self.heavy_factories):
-                        heavy.add(name)
-                        break
-                    depends.add(resolved)
-                    f = dict.get(self.functions, resolved or "")
-                    for r in f.returns if f is not None else ():
-                        if self._heavy_builtin(r):
-                            heavy.add(name)
-                            break
-                        depends.add(self.resolve(r))
-                    if name in heavy:
-                        break
-            if name not in heavy:
-                for d in depends:
-                    dependents.setdefault(d, []).append(name)
-        work = list(heavy)
-        while work:
-            for name in dependents.get(work.pop(), ()):
-                if name not in heavy:
-                    heavy.add(name)
-                    work.append(name)
-        return frozenset(heavy)
-
+    # -- derived facts (worked out by index_facts when the index is built) ---------
     def _heavy_builtin(self, qualified: Optional[str]) -> bool:
         if not qualified:
             return False
@@ -891,13 +550,6 @@ class ProjectIndex:
         f = self.functions.get(resolved)
         return f is not None and any(self.is_heavy_class(r) for r in f.returns)
 
-    def _cache_decorators(self) -> frozenset[str]:
-        """Project functions that apply a cache decorator to what they wrap, and classes
-        whose `__call__` memoizes the function they were given."""
-        return frozenset(
-            (q.rpartition(".")[0] if f.is_method else q) for q, f in self.functions.items()
-            if f.wraps_cache and (not f.is_method or q.endswith(".__call__")))
-
     def is_cache_decorator(self, qualified: Optional[str]) -> bool:
         resolved = self.resolve(qualified)
         return resolved in CACHE_DECORATORS or resolved in self.cache_decorators
@@ -913,47 +565,6 @@ class ProjectIndex:
     def cache_decorator_names(self) -> frozenset[bytes]:
         """Simple names of the project's own cache decorators (for prefilters)."""
         return frozenset(q.rsplit(".", 1)[1].encode() for q in self.cache_decorators)
-
-    def _gc_effects(self) -> tuple[frozenset[str], frozenset[str]]:
-        # Every function's called names in one string: a substring search (in C) finds
-        # the few functions that may call a name before any call is resolved.
-        functions = list(dict.items(self.functions))
-        starts, chunks, at = [], [], 0
-        for _, f in functions:
-            chunk = "\0" + "\0".join(f.calls) + "\0"
-            starts.append(at)
-            chunks.append(chunk)
-            at += len(chunk)
-        called = "".join(chunks)
-
-        def callers_of(last: str) -> Iterator[tuple[str, FunctionSummary]]:
-            for needle in ("\0" + last + "\0", "." + last + "\0"):
-                at = called.find(needle)
-                while at != -1:
-                    yield functions[bisect.bisect_right(starts, at) - 1]
-                    at = called.find(needle, at + 1)
-
-        def closure(seed: str) -> set[str]:
-            """Functions calling `seed`, then module-level functions calling those, ..."""
-            found: set[str] = set()
-            targets = {seed}
-            while targets:
-                lasts = {t.rpartition(".")[2] for t in targets}
-                more = set()
-                for last in lasts:
-                    for q, f in callers_of(last):
-                        if q in found or q in more or (seed not in targets and f.is_method):
-                            continue  # past the first step, only module-level functions
-                        if any(c.rpartition(".")[2] in lasts and self.resolve(c) in targets
-                               for c in f.calls):
-                            more.add(q)
-                found |= more
-                targets = more
-            return found
-
-        unfreezers = closure(GC_UNFREEZE)
-        freezers = {q for q in closure(GC_FREEZE) if q not in unfreezers}
-        return frozenset(freezers), frozenset(unfreezers)
 
 
 def qualified_in(summary: Optional[FileSummary], node: ast.AST) -> Optional[str]:
@@ -976,4 +587,3 @@ def instantiated_in_functions(index: ProjectIndex, qualified: str, outside: str 
     question for `ProjectIndex.ask`."""
     return any(index.resolve(c) == qualified for f in index.functions.values()
                if f.path != outside for c in f.calls)
-

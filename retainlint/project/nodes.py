@@ -37,7 +37,7 @@ class FileNodes:
     def __init__(self, tree: ast.Module, source: bytes) -> None:
         self.tree = tree
         self.source = source
-        # Filled by the project index's walk (`index._Summarizer._scan`), inline there:
+        # Filled by the project index's walk (`summary_walk._FileWalk._scan`), inline there:
         # a method call per node cost a tenth of the walk.
         self.by_type: dict[type, list[ast.AST]] = defaultdict(list)
         self.owner_of: dict[int, Optional[ast.AST]] = {}  # id(node) -> owner
