@@ -31,8 +31,8 @@ from retainlint.project.frames import frame_cycles, own_nodes
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
-    FUNCTIONS, DROP_CALLS, READERS, last_name, bindings, statements, ENTRY_POINTS, LOOPS,
-    serves, serve_loop, runs_once, PER_CALL_FUNCTIONS)
+    DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, PER_CALL_FUNCTIONS, READERS, bindings,
+    last_name, runs_once, serve_loop, serves, statements, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts
 
@@ -223,11 +223,12 @@ class ModuleBuilder:
         many of them: a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also nested in
         a method, or a method decorated as a route), a serve loop (`while True:`, `while not
         self.stopped:`), or both `start()` and `stop()`/`shutdown()`. A class made per call
-        here is no such server."""
+        here is no such server, nor a parser or tree visitor: it reads one input."""
         found: set[str] = set()
         for name, cls in self.holders.classes.items():
             qualified = f"{self.holders.module}.{name}"
-            if qualified in per_call:
+            if qualified in per_call or walks_a_tree(cls) or any(
+                    self._class_called(base) in INPUT_READERS for base in cls.bases):
                 continue
             methods = [f for f in cls.body if isinstance(f, FUNCTIONS)]
             names = {f.name for f in methods}

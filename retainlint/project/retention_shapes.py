@@ -149,6 +149,22 @@ ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "websocket
                      "middleware", "on_event", "exception_handler", "api_route", "handler"})
 
 
+# Bases whose methods are called once per tag or node of one input (a document, a syntax
+# tree): an instance reads that input and is made again for the next, whatever its
+# methods are named (`handle_data`, `visit_Call`).
+INPUT_READERS = frozenset({
+    "html.parser.HTMLParser", "ast.NodeVisitor", "ast.NodeTransformer", "libcst.CSTVisitor",
+    "libcst.CSTTransformer", "libcst.BatchableCSTVisitor", "xml.sax.handler.ContentHandler",
+    "xml.sax.ContentHandler"})
+
+
+def walks_a_tree(cls: ast.ClassDef) -> bool:
+    """Does the class visit a syntax tree: methods named for node types (`visit_Call`,
+    `leave_FunctionDef`), called once per node of the tree the instance was made for?"""
+    return any(isinstance(f, FUNCTIONS) and f.name.startswith(("visit_", "leave_"))
+               and f.name.partition("_")[2][:1].isupper() for f in cls.body)
+
+
 def serves(function: ast.AST) -> bool:
     """Is this function a handler, run once per request, message or connection: `handle`,
     `handle_*`, `*_handler`, `on_*` for a request, message or connection, or a method

@@ -291,3 +291,46 @@ def test_a_class_list_every_instance_appends_to_grows_also_through_a_subclass(tm
     assert [(p, line, code) for p, line, code, _ in found] == [("frames.py", 14, "RL306")]
     assert "`self.buffers` (class-level: lives for the process) gains one more item per " \
            "instance made in `__init__()`" in found[0][3]
+
+
+def test_the_callbacks_of_a_parser_or_tree_visitor_read_one_input_and_serve_nothing(tmp_path):
+    found = _check(tmp_path, {"readers.py": """\
+        import ast
+        from html.parser import HTMLParser
+
+        class Captions(HTMLParser):
+            def __init__(self):
+                super().__init__()
+                self.texts = []
+
+            def handle_data(self, data):
+                self.texts.append(data.strip())
+
+        class Calls(ast.NodeVisitor):
+            def __init__(self):
+                self.seen = []
+
+            def visit_Call(self, node):
+                self.seen.append(node.func)
+
+        class Judge:
+            def __init__(self):
+                self.handlers = []
+
+            def visit_Call(self, node):
+                self.handlers.append(node.func)
+
+            def _judge_memory_handler(self, handler):
+                return handler
+
+        class Inbox:
+            def __init__(self):
+                self.messages = []
+
+            def handle_message(self, message):
+                self.messages.append(message.body)
+        """})
+    # only the class that serves messages: a parser reads one document per instance, a
+    # visitor one tree, whatever its helper methods are named
+    assert [(line, code) for _, line, code, _ in found] == [(34, "RL307")]
+    assert "`self.messages` gains one more item per call in `handle_message()`, and a `Inbox` serves many requests" in found[0][3]

@@ -292,7 +292,7 @@ def test_a_stored_exception_shows_the_frame_that_holds_the_object():
     try:
         _fail(holder["engine"])
     except ValueError as e:
-        _last_error.append(e)
+        _last_error.append(e)  # noqa: RL702 - kept on purpose: the test reads the path it makes
     with pytest.raises(RetainedError) as info:
         with expect_released(holder["engine"]):
             holder.clear()
