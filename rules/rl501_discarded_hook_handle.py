@@ -15,6 +15,7 @@ from retainlint.analysis.fix_preconditions import append_at_end
 from retainlint.analysis.heavy import find_param
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
+from retainlint.project.names import TENSOR_FACTORIES
 from retainlint.analysis.hooks import (
     external_attributes,
     external_bases,
@@ -52,7 +53,9 @@ Reports a call that registers a hook and throws away the handle it returns
   an error when registered in a loop or in `__init__` (the registry grows with every pass
   or instance), a warning
   otherwise (once per model, say: what it keeps is as long-lived as the process may keep it);
-- **hooks on an object the instance was handed** (always, as warnings): a per-object hook
+- **hooks on an object the instance was handed** (always; warnings, or info when the
+  instance holds no tensors and the hook stores nothing on it - a profiler's names kept
+  for as long as the model lives cost nothing): a per-object hook
   (the list below) registered by a method on an argument, on an attribute `__init__` set
   from one (`self._encoder = encoder`), or on a submodule or parameter of those
   (`self._encoder.get_submodule(name)`, `for p in model.parameters()`), when the hook keeps
@@ -277,7 +280,7 @@ class Probe:
             # per object (`model.apply(self._hook_one)`), and one attribute keeps the last handle.
             fn = self.ctx.scope.function
             fix = self._fix(node, hook) if fn is not None and fn.name.value == "__init__" else None
-            self.report(call, message, severity=Severity.WARNING, fix=fix)
+            self.report(call, message, severity=self._kept_level(cls, fn, call), fix=fix)
             return
         hook = self._per_object_hook(call)
         if hook is not None:
@@ -329,6 +332,20 @@ class Probe:
         if removers - {"__del__"} or (removers and helper):
             return None
         return call.func.attr.value
+
+    def _kept_level(self, cls: cst.ClassDef, fn: cst.FunctionDef, call: cst.Call) -> Severity:
+        """What the hook keeps is the instance: negligible when the instance holds nothing
+        heavy and the hook adds nothing to it (a profiler's names), a cost when it holds
+        tensors or the hook fills one of its containers on every call (statistics). How long
+        the hooked object lives is the caller's choice: never more than a warning."""
+        bodies = _hook_bodies(self.ctx, cls, fn, hook_argument(call))
+        run = [] if bodies is None else _with_own_callees(self.ctx, cls, bodies)
+        grows = None if bodies is None else any(_fills_own_container(b) for b in run)
+        # what the hook stores on the instance (`self.last = output`) is an activation or
+        # a gradient, kept as long as the instance: heavy
+        heavy = self.ctx.heavy.is_heavy_class(cls) or _makes_tensors(self.ctx, cls) or any(
+            _stores_on_self(b) for b in run)
+        return level(Facts(heavy=heavy, grows=grows))
 
     def _per_object_hook(self, call: cst.Call):
         if not self.ctx.settings.per_object_hooks or not isinstance(call.func, cst.Attribute):
@@ -426,3 +443,88 @@ _TENSOR_HOOKS = frozenset({"register_hook", "register_post_accumulate_grad_hook"
 _ATTRS_SLOTTED = frozenset({
     "attrs.define", "attrs.frozen", "attrs.mutable", "attr.define", "attr.frozen", "attr.mutable",
 })
+
+
+# Calls that add to a container in place.
+_ADDS = frozenset({"append", "extend", "add", "insert", "appendleft", "setdefault", "update",
+                   "__setitem__"})
+
+
+def _hook_bodies(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, hook) -> "list[cst.CSTNode] | None":
+    """The code the installed hook runs: a method of the class (`self.record`), a function
+    nested in `fn`, a lambda, the functions a method of the class makes and returns
+    (`self._make(...)`), what a `partial` wraps. None when it is code we cannot see."""
+    methods = ctx.methods(cls)
+    if isinstance(hook, cst.Attribute) and is_self(hook.value):
+        method = methods.get(hook.attr.value)
+        return None if method is None else [method.body]
+    if isinstance(hook, cst.Name):
+        nested = [n for n in iter_nodes(fn.body) if isinstance(n, cst.FunctionDef) and n.name.value == hook.value]
+        return [nested[0].body] if nested else None
+    if isinstance(hook, cst.Lambda):
+        return [hook.body]
+    if isinstance(hook, cst.Call):
+        func = hook.func
+        if isinstance(func, cst.Attribute) and is_self(func.value):
+            maker = methods.get(func.attr.value)
+            return None if maker is None else [maker.body]  # the closures it returns are in it
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name == "partial" and hook.args:
+            return _hook_bodies(ctx, cls, fn, hook.args[0].value)
+    return None
+
+
+def _with_own_callees(ctx, cls: cst.ClassDef, bodies: "list[cst.CSTNode]") -> "list[cst.CSTNode]":
+    """`bodies` and those of the class's methods they call on `self`, and so on: what the
+    hook runs (`self.expand_frame(...)` from the hook)."""
+    methods = ctx.methods(cls)
+    found, pending, seen = list(bodies), list(bodies), set()
+    while pending:
+        for node in iter_nodes(pending.pop()):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and is_self(node.func.value):
+                name = node.func.attr.value
+                if name in methods and name not in seen:
+                    seen.add(name)
+                    found.append(methods[name].body)
+                    pending.append(methods[name].body)
+    return found
+
+
+def _makes_tensors(ctx, cls: cst.ClassDef) -> bool:
+    """Does a method of the class make tensors (`torch.empty_like(p, device="cpu")`)? What
+    it makes it keeps, in an attribute or a container: a buffer per parameter is heavy
+    even where the index sees no tensor attribute."""
+    return any(isinstance(n, cst.Call) and ctx.qualname(n.func) in TENSOR_FACTORIES
+               for n in iter_nodes(cls.body))
+
+
+def _fills_own_container(body: cst.CSTNode) -> bool:
+    """Does `body` add to a container reached from `self` (`self.stats.append(x)`,
+    `self.seen[k] = v`)?"""
+    for node in iter_nodes(body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _ADDS and _rooted_at_self(node.func.value):
+            return True
+        if isinstance(node, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Subscript) and _rooted_at_self(t.value) for t in targets):
+                return True
+    return False
+
+
+def _stores_on_self(body: cst.CSTNode) -> bool:
+    """Does `body` set an attribute of the instance to a value (not a flag or a number)?"""
+    for node in iter_nodes(body):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            literal = isinstance(node.value, (cst.Integer, cst.Float, cst.SimpleString)) or (
+                isinstance(node.value, cst.Name) and node.value.value in ("True", "False", "None"))
+            if not literal and any(isinstance(t, cst.Attribute) and _rooted_at_self(t) for t in targets):
+                return True
+    return False
+
+
+def _rooted_at_self(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return is_self(expr)

@@ -306,3 +306,45 @@ def test_a_signal_handler_keeps_only_the_latest_light_instance(tree):
         "    def close(self):\n"
         "        pass\n")})
     assert _levels(root, "RL203") == [(6, "info"), (15, "warning")]
+
+
+def test_a_hook_left_on_a_handed_model_is_info_when_it_keeps_a_light_instance_that_stays_the_same(tree):
+    """A profiling helper's bound-method hook on the caller's model keeps the helper, a
+    few names, as long as the model: negligible (vLLM's and sglang's NVTX hooks). A hook
+    that adds to the instance on every forward keeps more each step (timm's activation
+    statistics); a helper holding tensors of its own keeps them (an offloading optimizer)."""
+    root = tree({"m.py": (
+        "import torch\n\n\n"
+        "class Ranges:\n"
+        "    def __init__(self, model):\n"
+        "        self.names = {}\n"
+        "        for name, module in model.named_modules():\n"
+        "            self.names[module] = name\n"
+        "            module.register_forward_pre_hook(self.push)\n\n"
+        "    def push(self, module, args):\n"
+        "        torch.cuda.nvtx.range_push(self.names[module])\n\n\n"
+        "class Stats:\n"
+        "    def __init__(self, model):\n"
+        "        self.stats = []\n"
+        "        for module in model.modules():\n"
+        "            module.register_forward_hook(self._make())\n\n"
+        "    def _make(self):\n"
+        "        def record(module, args, output):\n"
+        "            self.stats.append(output.mean())\n"
+        "        return record\n\n\n"
+        "class Offload:\n"
+        "    def __init__(self, params):\n"
+        "        self.host = [torch.empty_like(p, device='cpu') for p in params]\n"
+        "        for p in params:\n"
+        "            p.register_post_accumulate_grad_hook(self.copy)\n\n"
+        "    def copy(self, p):\n"
+        "        self.host[0].copy_(p.grad)\n\n\n"
+        "class Frames:\n"
+        "    def __init__(self, model):\n"
+        "        self.frames = []\n"
+        "        model.register_forward_hook(self.hook)\n\n"
+        "    def hook(self, module, args, output):\n"
+        "        self.keep(output)\n\n"
+        "    def keep(self, output):\n"
+        "        self.frames.append(output)\n")})
+    assert _levels(root, "RL501") == [(9, "info"), (19, "warning"), (31, "warning"), (40, "warning")]
