@@ -14,7 +14,7 @@ from retainlint.project.ast_facts import LOGGERS, PROPERTIES
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.rules.prefilters.rl101 import CacheKeyBoundMethodPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.severity import Facts, level
 
 

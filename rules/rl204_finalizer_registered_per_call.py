@@ -8,7 +8,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, name_bindings, body_statements
 from retainlint.analysis.heavy import find_param
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
 from retainlint.core.finding import Applicability, Severity

@@ -10,14 +10,9 @@ from retainlint.analysis.cstutil import is_self, proven_module_ref
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.module_caches import (
-    Candidate,
-    ContainerTracker,
-    Event,
-    annotation_text,
-    builds_own,
-    per_object_key,
-    reads_container,
+    Candidate, ContainerTracker, Event, annotation_text, builds_own, per_object_key,
 )
+from retainlint.analysis.cache_ownership import reads_container
 from retainlint.analysis.weight import substantial_value
 from retainlint.project.consequence import key_per_request
 from retainlint.project.names import TENSOR_FACTORIES

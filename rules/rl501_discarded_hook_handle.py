@@ -17,17 +17,10 @@ from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
 from retainlint.project.names import TENSOR_FACTORIES
 from retainlint.analysis.hooks import (
-    external_attributes,
-    external_bases,
-    hook_argument,
-    hook_holds_self,
-    iter_nodes,
-    local_bases,
-    local_subclasses,
-    reaches_passed_in,
-    removes_hooks_by_identity,
-    short,
+    external_attributes, external_bases, hook_argument, hook_holds_self, local_bases,
+    local_subclasses, reaches_passed_in, removes_hooks_by_identity, short,
 )
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.rules.prefilters.rl501 import DiscardedHookHandlePrefilter
 from retainlint.analysis.release import fix_release_method
 from retainlint.analysis.severity import Facts, level

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import is_self
-from retainlint.analysis.hooks import const_str, iter_nodes, target_names
+from retainlint.analysis.hook_exprs import const_str, iter_nodes, target_names
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.core.finding import Applicability, Severity
 from retainlint.rules.prefilters.rl902 import ContainerBackrefKeptPrefilter

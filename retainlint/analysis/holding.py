@@ -9,7 +9,7 @@ import libcst as cst
 from retainlint.project.names import WRAPPING_CALLS
 from retainlint.analysis.cstutil import body_functions
 from retainlint.analysis.heavy import find_param
-from retainlint.analysis.module_caches import FunctionNames, function_bindings
+from retainlint.analysis.function_names import FunctionNames, function_bindings
 from retainlint.analysis.walk import visit
 
 

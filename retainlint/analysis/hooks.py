@@ -21,23 +21,13 @@ from retainlint.analysis.exit_paths import _ExitPaths, _scope_path
 from retainlint.analysis.handle_facts import HandleStore, MethodFacts, method_facts
 from retainlint.analysis.handle_holders import _bindings, _Handle, _nested_function
 from retainlint.analysis.hook_exprs import (
-    const_str,
     hook_name,
     iter_nodes,
-    names_in,
     self_attrs,
     target_names,
 )
 from retainlint.analysis.release import FINALIZER, is_release_method
 
-# What other modules import from here (a few are defined in the sibling modules above).
-__all__ = [
-    "ClassHandles", "HandleStore", "class_methods", "const_str", "external_attributes",
-    "external_bases", "hook_argument", "hook_holds_self", "hook_name", "hook_removed_on_exit",
-    "is_accumulate_grad", "is_property", "iter_nodes", "local_bases", "local_subclasses",
-    "mentions_self", "names_in", "parse_file", "reaches_passed_in", "receiver",
-    "removes_hooks_by_identity", "self_attrs", "short", "target_names", "undone_on_every_exit",
-]
 
 # -- name tables -------------------------------------------------------------------------
 

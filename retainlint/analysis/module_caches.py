@@ -23,19 +23,12 @@ from retainlint.analysis.cache_ownership import (
     _OWN_DEPTH,
     _KeyParts,
     _Ownership,
-    reads_container,
 )
 from retainlint.analysis.container_types import ContainerTypes, first_slice
 from retainlint.analysis.function_names import FunctionNames, function_bindings
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.walk import visit
 
-# What other modules import from here (a few are defined in the sibling modules above).
-__all__ = [
-    "Candidate", "ContainerTracker", "Event", "FunctionNames", "annotation_text", "builds_own",
-    "cache_decorator", "cleared_in_project", "function_bindings", "per_object_key",
-    "reads_container", "removed_in_project",
-]
 
 
 # -- container types ---------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import is_self
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.core.finding import Severity
 from retainlint.project.consequence import facts_of, lives_for_the_process
 from retainlint.project.consequence import made_per_call as consequence_made_per_call

@@ -15,7 +15,7 @@ import libcst.helpers
 
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.analysis.cstutil import body_functions, body_statements, call_args, is_self, self_attribute
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.weight import weigher
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.index import CACHE_DECORATORS, instantiated_in_functions

@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.helpers
 
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.project.retention_shapes import CONTAINER_CALLS
 
 

@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, is_instance_method, is_self, name_bindings
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
 from retainlint.analysis.rule import Rule
 from retainlint.core.finding import Applicability, Severity

@@ -10,7 +10,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import body_statements, call_args, name_bindings
 from retainlint.analysis.heavy import find_param
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
 from retainlint.core.finding import Severity
 from retainlint.rules.prefilters.rl203 import ADDERS

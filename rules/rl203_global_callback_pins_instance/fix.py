@@ -9,7 +9,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import body_statements, is_self
 from retainlint.analysis.fix_preconditions import append_at_end, end_reachable
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import fix_release_method
 from retainlint.core.finding import Applicability
 from retainlint.rules.rl203_global_callback_pins_instance.classes import ClassLookup

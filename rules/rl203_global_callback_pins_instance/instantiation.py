@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import decorator_names
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.rules.rl203_global_callback_pins_instance.facts import FileFacts
 
 

@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, is_self
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.module_caches import removed_in_project
 from retainlint.analysis.release import release_names
 from retainlint.project.index import instantiated_in_functions

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from retainlint.analysis.heavy import find_param
-from retainlint.analysis.hooks import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
 from retainlint.analysis.severity import Facts, instances_meant_to_go, level
 from retainlint.core.finding import Severity

@@ -20,19 +20,10 @@ from retainlint.analysis.cstutil import (
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import AUTOGRAD_HOOKS, GLOBAL_HOOKS
 from retainlint.analysis.hooks import (
-    ClassHandles,
-    HandleStore,
-    hook_argument,
-    hook_name,
-    is_accumulate_grad,
-    iter_nodes,
-    mentions_self,
-    names_in,
-    receiver,
-    self_attrs,
-    short,
-    target_names,
+    ClassHandles, hook_argument, is_accumulate_grad, mentions_self, receiver, short,
 )
+from retainlint.analysis.handle_facts import HandleStore
+from retainlint.analysis.hook_exprs import hook_name, iter_nodes, names_in, self_attrs, target_names
 from retainlint.rules.prefilters.rl502 import HookHandlesNeverRemovedPrefilter
 from retainlint.analysis.release import fix_release_method, is_release_method
 from retainlint.analysis.rule import RelatedNode, Rule

@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.hooks import target_names
+from retainlint.analysis.hook_exprs import target_names
 
 
 def _own_nodes(node: cst.CSTNode):

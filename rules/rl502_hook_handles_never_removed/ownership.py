@@ -11,7 +11,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.hooks import iter_nodes, names_in, target_names
+from retainlint.analysis.hook_exprs import iter_nodes, names_in, target_names
 from retainlint.project.index import qualified_in
 
 

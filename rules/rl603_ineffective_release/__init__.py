@@ -14,7 +14,8 @@ from retainlint.project.names import name_words
 from retainlint.analysis.cstutil import body_functions, body_statements, call_args, is_self
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
-from retainlint.analysis.hooks import iter_nodes, names_in, short
+from retainlint.analysis.hook_exprs import iter_nodes, names_in
+from retainlint.analysis.hooks import short
 from retainlint.rules.prefilters.rl603 import (
     IneffectiveReleasePrefilter,
     CLEANUP_WORDS,

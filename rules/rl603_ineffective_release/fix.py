@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import is_self
-from retainlint.analysis.hooks import iter_nodes, names_in
+from retainlint.analysis.hook_exprs import iter_nodes, names_in
 from retainlint.analysis.rule import Rule
 
 

@@ -16,13 +16,9 @@ from retainlint.core.finding import Applicability, Severity
 from retainlint.project.names import TENSOR_TYPES as _TENSOR_TYPES
 from retainlint.project.hook_names import AUTOGRAD_HOOKS, STATE_DICT_HOOKS
 from retainlint.analysis.hooks import (
-    ClassHandles,
-    class_methods,
-    is_accumulate_grad,
-    is_property,
-    iter_nodes,
-    short,
+    ClassHandles, class_methods, is_accumulate_grad, is_property, short,
 )
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.rules.prefilters.rl701 import (
     SelfCycleCallbackPrefilter,
     MODULE_METHODS,

@@ -12,7 +12,8 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import body_statements, is_self
 from retainlint.analysis.heavy import find_param
-from retainlint.analysis.hooks import ClassHandles, external_bases, iter_nodes, local_bases, parse_file
+from retainlint.analysis.hooks import ClassHandles, external_bases, local_bases, parse_file
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.weight import weightless_layer
 from retainlint.project.index import qualified_in
 from retainlint.project.names import TENSOR_FACTORIES, TENSOR_TYPES as _TENSOR_TYPES

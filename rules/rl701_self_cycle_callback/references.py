@@ -10,7 +10,8 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import is_self
-from retainlint.analysis.hooks import is_accumulate_grad, iter_nodes
+from retainlint.analysis.hooks import is_accumulate_grad
+from retainlint.analysis.hook_exprs import iter_nodes
 
 
 def _on_graph(expr: cst.CSTNode) -> bool:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import is_self
-from retainlint.analysis.hooks import hook_argument, local_bases, mentions_self, target_names
+from retainlint.analysis.hooks import hook_argument, local_bases, mentions_self
+from retainlint.analysis.hook_exprs import target_names
 from retainlint.project.hook_names import HANDLE_HOOKS
 from retainlint.project.names import name_words
 from retainlint.rules.prefilters.rl701 import CALLBACK_WORDS, CONTAINER_ADD, REGISTER_VERBS

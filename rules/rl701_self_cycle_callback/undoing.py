@@ -11,12 +11,9 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import is_self
 from retainlint.analysis.hooks import (
-    ClassHandles,
-    hook_argument,
-    hook_removed_on_exit,
-    iter_nodes,
-    undone_on_every_exit,
+    ClassHandles, hook_argument, hook_removed_on_exit, undone_on_every_exit,
 )
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.rules.rl701_self_cycle_callback.references import _stored_parameters
 from retainlint.rules.rl701_self_cycle_callback.sites import _Sites
 
