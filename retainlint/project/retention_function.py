@@ -12,7 +12,7 @@ from retainlint.project.frames import own_nodes
 from retainlint.project.nodes import dotted
 from retainlint.project.retention_facts import Growth, SelfReference
 from retainlint.project.retention_shapes import (
-    FUNCTIONS, ADD_CALLS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
+    FUNCTIONS, MEMOS, ADD_CALLS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
     names_in, bindings, statements, expressions, stored_names, adds_a_parameter,
     serves_until_stopped, runs_once)
 
@@ -72,6 +72,13 @@ class FunctionFacts:
         if self.outer_me is not None:
             local.discard(self.outer_me)
         return local
+
+    @cached_property
+    def memoised(self) -> bool:
+        """Under a cache decorator (`@functools.cache`, `@lru_cache(maxsize=2)`): the body
+        runs once per distinct argument, like a memo guarded by `if key not in h`."""
+        return any(last_name(d.func if isinstance(d, ast.Call) else d) in MEMOS
+                   for d in getattr(self.node, "decorator_list"))
 
     @cached_property
     def registers(self) -> bool:
@@ -257,7 +264,7 @@ class FunctionFacts:
             ast.unparse(value) if value is not None else "",
             self.name, (self.once and not any(a <= stmt.lineno <= b for a, b in self.loops))
             or any(a <= stmt.lineno <= b for a, b in self.warmup),
-            self.node.name == "__init__", holder in guarded,
+            self.node.name == "__init__", holder in guarded or self.memoised,
             pins, self.registers, False, self.facts.lines.site(stmt, stmt)))
 
     def _pins_self(self, value: ast.AST) -> bool:

@@ -149,6 +149,9 @@ ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "websocket
                      "middleware", "on_event", "exception_handler", "api_route", "handler"})
 
 
+# Decorators that run a function's body once per distinct argument.
+MEMOS = frozenset({"cache", "lru_cache", "cached", "memoize", "memoized"})
+
 # Bases whose methods are called once per tag or node of one input (a document, a syntax
 # tree): an instance reads that input and is made again for the next, whatever its
 # methods are named (`handle_data`, `visit_Call`).

@@ -334,3 +334,26 @@ def test_the_callbacks_of_a_parser_or_tree_visitor_read_one_input_and_serve_noth
     # visitor one tree, whatever its helper methods are named
     assert [(line, code) for _, line, code, _ in found] == [(34, "RL307")]
     assert "`self.messages` gains one more item per call in `handle_message()`, and a `Inbox` serves many requests" in found[0][3]
+
+
+def test_a_memoised_function_adds_once_per_distinct_argument(tmp_path):
+    found = _check(tmp_path, {"libs.py": """\
+        import ctypes
+        import functools
+
+        _handles = []
+        _loaded = []
+
+        @functools.lru_cache(maxsize=2)
+        def preload(flag):
+            for path in find(flag):
+                _handles.append(ctypes.CDLL(str(path)))
+
+        def open_library(path):
+            _loaded.append(ctypes.CDLL(str(path)))
+
+        def find(flag):
+            return []
+        """})
+    # the cached body runs once per distinct `flag`; the plain one on every call
+    assert [(line, code) for _, line, code, _ in found] == [(13, "RL306")]
