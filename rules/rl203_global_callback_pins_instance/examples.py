@@ -63,7 +63,10 @@ are made per call or request and heavy, info when the project makes one for the 
 module level, in an entry point), a warning when how many are made is unknown (a connector a
 factory builds). A signal has one handler slot, so it keeps only the latest instance: info
 when that instance is light, unless each handler keeps the one it replaced (a chain that
-grows by one per instance).
+grows by one per instance). An exit or signal handler that is the instance's own release
+(`atexit.register(self.close)`) is info when that release lets go of every object the
+project built for the instance: after an explicit `close()` the table keeps a closed shell
+(its arguments, flags and closed handles).
 
 ## Why it leaks
 `atexit`'s list, the interpreter's signal-handler table and a module global are GC

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from retainlint.analysis.closed_shell import leaves_a_shell
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
@@ -106,12 +107,28 @@ class Reporter:
         just one for the process. A handler list of the interpreter (atexit, a signal, at-fork)
         keeps one per instance too, but what that costs depends on how many are made."""
         meant = instances_meant_to_go(self.ctx, reg.cls)
+        if reg.kind in ("atexit", "signal") and not heavy and reg.pins_self and meant is not True \
+                and self._releases_itself(reg):
+            # the callback is the instance's own release, which lets go of all the project
+            # built for it, and the owner may call it before exit: what the interpreter's
+            # table keeps after that release is a closed shell. (A project's own handler
+            # list runs its callbacks at the app's shutdown: it keeps instances whole.)
+            return Severity.INFO
         if reg.kind == "append":
             return level(Facts(heavy=heavy, grows=True, meant_to_go=True if meant is None else meant))
         if reg.kind == "signal" and not self._chains_handlers(reg):
             # the table has one slot per signal: it keeps the latest instance, not all of them
             return level(Facts(heavy=heavy, grows=False, meant_to_go=meant))
         return level(Facts(heavy=heavy, meant_to_go=meant))
+
+    def _releases_itself(self, reg: Registration) -> bool:
+        """Is the callback the instance's own release method (`self.close`, or a lambda
+        that only calls it) that leaves it a closed shell (`closed_shell.leaves_a_shell`)?"""
+        callback = reg.callback
+        if isinstance(callback, cst.Lambda) and isinstance(callback.body, cst.Call):
+            callback = callback.body.func
+        return isinstance(callback, cst.Attribute) and isinstance(callback.value, cst.Name) \
+            and callback.value.value == "self" and leaves_a_shell(self.ctx, reg.cls, callback.attr.value)
 
     def _chains_handlers(self, reg: Registration) -> bool:
         """Does the class keep the handler it replaces (`old = signal.signal(...)`,

@@ -348,3 +348,31 @@ def test_a_hook_left_on_a_handed_model_is_info_when_it_keeps_a_light_instance_th
         "    def keep(self, output):\n"
         "        self.frames.append(output)\n")})
     assert _levels(root, "RL501") == [(9, "info"), (19, "warning"), (31, "warning"), (40, "warning")]
+
+
+def test_an_exit_handler_that_is_the_instance_own_release_keeps_a_closed_shell(tree):
+    """`atexit.register(self.close)` keeps every instance until exit, but after `close()`
+    what it keeps is what `close()` left: plain values and closed handles (lmdeploy's
+    event-loop thread, its ZMQ engine front end). When the release leaves something the
+    project built - a manager with a tokenizer - the instance is no shell (sglang's Engine)."""
+    root = tree({"m.py": (
+        "import atexit\n"
+        "import socket\n\n\n"
+        "class Manager:\n"
+        "    def __init__(self):\n"
+        "        self.tokenizer = object()\n\n\n"
+        "class Client:\n"
+        "    def __init__(self, url):\n"
+        "        self.url = url\n"
+        "        self.sock = socket.socket()\n"
+        "        atexit.register(self.close)\n\n"
+        "    def close(self):\n"
+        "        self.sock.close()\n\n\n"
+        "class Engine:\n"
+        "    def __init__(self):\n"
+        "        self.manager = Manager()\n"
+        "        self.sock = socket.socket()\n"
+        "        atexit.register(self.shutdown)\n\n"
+        "    def shutdown(self):\n"
+        "        self.sock.close()\n")})
+    assert _levels(root, "RL203") == [(14, "info"), (24, "warning")]
