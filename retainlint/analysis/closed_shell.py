@@ -55,9 +55,13 @@ class _Stores(OwnScopeVisitor):
 
 def _plain_return(fn: cst.FunctionDef) -> bool:
     """Is `fn` annotated to return a plain value (`-> int`, `-> Optional[str]`)?"""
-    if fn.returns is None:
+    return _plain_annotation(fn.returns)
+
+
+def _plain_annotation(annotation: Optional[cst.Annotation]) -> bool:
+    if annotation is None:
         return False
-    names = [n.value for n in _names(fn.returns.annotation)]
+    names = [n.value for n in _names(annotation.annotation)]
     return bool(names) and all(n in _PLAIN_RETURNS for n in names)
 
 
@@ -104,10 +108,11 @@ def _own_package(ctx: FileContext, qualified: str) -> bool:
 
 
 def _built(ctx: FileContext, cls: cst.ClassDef, value: cst.BaseExpression, stores: list,
-           depth: int = 0) -> bool:
+           params: dict, depth: int = 0) -> bool:
     """Is `value` an object the project built: an instance of one of its classes, what one
-    of its functions returns (unless annotated as a plain value), or a local holding one?
-    Literals, arguments and what library calls make (a thread, a queue, a socket) are not."""
+    of its functions returns (unless annotated as a plain value), an argument not annotated
+    as a plain value, or a local holding one? Literals and what library calls make (a
+    thread, a queue, a socket: the release closes them) are not."""
     if depth > 4:
         return False
     if isinstance(value, cst.Call):
@@ -116,7 +121,10 @@ def _built(ctx: FileContext, cls: cst.ClassDef, value: cst.BaseExpression, store
             return True
         return isinstance(callee, cst.FunctionDef) and not _plain_return(callee)
     if isinstance(value, cst.Name):
-        return any(_built(ctx, cls, v, stores, depth + 1) for k, v in stores if k == value.value)
+        if value.value in params:
+            # what the caller handed in - a server, a client - is kept unless it is a plain value
+            return not _plain_annotation(params[value.value])
+        return any(_built(ctx, cls, v, stores, params, depth + 1) for k, v in stores if k == value.value)
     return False
 
 
@@ -133,8 +141,10 @@ def leaves_a_shell(ctx: FileContext, cls: cst.ClassDef, method: str) -> bool:
     for member in body_functions(cls):
         collector = _Stores()
         visit(member.body, collector)
+        p = member.params
+        params = {q.name.value: q.annotation for q in (*p.posonly_params, *p.params, *p.kwonly_params)}
         for key, value in collector.found:
             if key.startswith("self.") and key[5:] not in drops.objects \
-                    and _built(ctx, cls, value, collector.found):
+                    and _built(ctx, cls, value, collector.found, params):
                 return False
     return True

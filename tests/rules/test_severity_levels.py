@@ -362,7 +362,7 @@ def test_an_exit_handler_that_is_the_instance_own_release_keeps_a_closed_shell(t
         "    def __init__(self):\n"
         "        self.tokenizer = object()\n\n\n"
         "class Client:\n"
-        "    def __init__(self, url):\n"
+        "    def __init__(self, url: str):\n"
         "        self.url = url\n"
         "        self.sock = socket.socket()\n"
         "        atexit.register(self.close)\n\n"
