@@ -16,6 +16,8 @@ from retainlint.analysis.heavy import find_param
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
 from retainlint.project.names import TENSOR_FACTORIES
+from retainlint.project.retention_shapes import ADD_CALLS
+from retainlint.analysis.handle_holders import _nested_function
 from retainlint.analysis.hooks import (
     external_attributes, external_bases, hook_argument, hook_holds_self, local_bases,
     local_subclasses, reaches_passed_in, removes_hooks_by_identity, short,
@@ -438,9 +440,8 @@ _ATTRS_SLOTTED = frozenset({
 })
 
 
-# Calls that add to a container in place.
-_ADDS = frozenset({"append", "extend", "add", "insert", "appendleft", "setdefault", "update",
-                   "__setitem__"})
+# Calls that add to a container in place: the retention model's, and a dict's `update`.
+_ADDS = ADD_CALLS | {"update"}
 
 
 def _hook_bodies(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, hook) -> "list[cst.CSTNode] | None":
@@ -452,8 +453,8 @@ def _hook_bodies(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, hook) -> "list[cst
         method = methods.get(hook.attr.value)
         return None if method is None else [method.body]
     if isinstance(hook, cst.Name):
-        nested = [n for n in iter_nodes(fn.body) if isinstance(n, cst.FunctionDef) and n.name.value == hook.value]
-        return [nested[0].body] if nested else None
+        nested = _nested_function(fn.body, hook.value)
+        return None if nested is None else [nested.body]
     if isinstance(hook, cst.Lambda):
         return [hook.body]
     if isinstance(hook, cst.Call):
@@ -471,16 +472,11 @@ def _with_own_callees(ctx, cls: cst.ClassDef, bodies: "list[cst.CSTNode]") -> "l
     """`bodies` and those of the class's methods they call on `self`, and so on: what the
     hook runs (`self.expand_frame(...)` from the hook)."""
     methods = ctx.methods(cls)
-    found, pending, seen = list(bodies), list(bodies), set()
-    while pending:
-        for node in iter_nodes(pending.pop()):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and is_self(node.func.value):
-                name = node.func.attr.value
-                if name in methods and name not in seen:
-                    seen.add(name)
-                    found.append(methods[name].body)
-                    pending.append(methods[name].body)
-    return found
+    called = {n.func.attr.value for b in bodies for n in iter_nodes(b) if isinstance(n, cst.Call)
+              and isinstance(n.func, cst.Attribute) and is_self(n.func.value)}
+    for name in list(called):
+        called |= ctx.release.called_on_self(cls, name)
+    return [*bodies, *(methods[name].body for name in sorted(called) if name in methods)]
 
 
 def _makes_tensors(ctx, cls: cst.ClassDef) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from retainlint.analysis.closed_shell import leaves_a_shell
+from retainlint.analysis.cstutil import is_self
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
@@ -127,8 +128,8 @@ class Reporter:
         callback = reg.callback
         if isinstance(callback, cst.Lambda) and isinstance(callback.body, cst.Call):
             callback = callback.body.func
-        return isinstance(callback, cst.Attribute) and isinstance(callback.value, cst.Name) \
-            and callback.value.value == "self" and leaves_a_shell(self.ctx, reg.cls, callback.attr.value)
+        return isinstance(callback, cst.Attribute) and is_self(callback.value) \
+            and leaves_a_shell(self.ctx, reg.cls, callback.attr.value)
 
     def _chains_handlers(self, reg: Registration) -> bool:
         """Does the class keep the handler it replaces (`old = signal.signal(...)`,
