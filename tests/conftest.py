@@ -1,3 +1,4 @@
+import contextlib
 import os
 import subprocess
 import sys
@@ -69,6 +70,21 @@ def run_cli(*args, cwd=None, env=None, input=None):
         [sys.executable, "-m", "retainlint", *args],
         cwd=cwd, env=full_env, capture_output=True, text=True, input=input, timeout=120,
     )
+
+
+def check_here(*args, cwd=None, env=None, input=None):
+    """The same command run in this process, for the rule and model tests: what a rule
+    reports does not depend on how the interpreter started, and starting one per case
+    is most of a case's time. The answer has `run_cli`'s shape."""
+    from click.testing import CliRunner
+
+    from retainlint.cli import main
+
+    runner = CliRunner(env={"NO_COLOR": "1", "FORCE_COLOR": None, **(env or {})})
+    with contextlib.chdir(cwd or os.getcwd()):
+        result = runner.invoke(main, list(args), input=input, catch_exceptions=False)
+    return subprocess.CompletedProcess(["retainlint", *args], result.exit_code,
+                                       result.stdout, result.stderr)
 
 
 @pytest.fixture

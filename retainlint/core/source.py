@@ -20,15 +20,22 @@ class WriteError(Exception):
 # (a 50 MB file took tens of GB; 4 MB of dense code, about 3 GB).
 MAX_PARSE_BYTES = 4 << 20
 
-# The project of the current run (`confine`); None: the current directory.
+# The project of the current run (`confined`); None: the current directory.
 _root: Optional[str] = None
 
 
-def confine(root: Union[str, os.PathLike[str]]) -> None:
-    """Keep every later read and fix of this process, and of the pool workers it forks,
-    inside `root`: a symlink that leads out of it is not followed."""
+@contextmanager
+def confined(root: Union[str, os.PathLike[str]]) -> Iterator[None]:
+    """Keep every read and fix of this run, and of the pool workers it forks, inside
+    `root`: a symlink that leads out of it is not followed. The confinement before it
+    comes back after: a process that runs again for another project (the language
+    server, a test) reads that project's configuration against the right folder."""
     global _root
-    _root = os.path.realpath(root)
+    previous, _root = _root, os.path.realpath(root)
+    try:
+        yield
+    finally:
+        _root = previous
 
 
 def _inside(path: str, root: str) -> bool:

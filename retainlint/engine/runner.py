@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 # retainlint.engine.lint and retainlint.engine.fixer (libcst, the rules) are imported where a file is
 # linted: a run answered from the cache never needs them.
-from retainlint.core.source import WriteError, confine, read_source, write_atomic
+from retainlint.core.source import WriteError, confined, read_source, write_atomic
 from retainlint.engine import notebook
 from retainlint.engine.notebook import NotebookError, read_python
 
@@ -364,9 +364,15 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     the project, in the project index but neither checked nor reported. With a cache,
     --fix and --diff start from the findings a check of the tree would report (cached):
     only files with a fix to apply are parsed."""
+    with confined(settings.root):  # this run reads and fixes only inside the project (symlinks too)
+        return _run(paths, codes, settings, mode, jobs, cache_dir, progress, context)
+
+
+def _run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
+         jobs: int | None, cache_dir: Path | None, progress: Progress | None,
+         context: Sequence[str]) -> RunResult:
     codes = [code for code, _ in catalog() if code in set(codes)]
     TALLY.summarized = TALLY.linted = 0
-    confine(settings.root)  # this run reads and fixes only inside the project (symlinks too)
     readable, project, outcomes = _read(paths, context)
     jobs = jobs or os.cpu_count() or 1
     store = None if cache_dir is None or not codes \

@@ -11,7 +11,7 @@ from typing import Sequence
 from retainlint.core.config import Settings
 from retainlint.core.finding import Finding
 from retainlint.core.finding import source_error
-from retainlint.core.source import confine
+from retainlint.core.source import confined
 from retainlint.engine import notebook
 from retainlint.engine.notebook import NotebookError, read_python
 from retainlint.engine.cache import Store, SummaryCache
@@ -24,7 +24,13 @@ def check_source(name: str, data: bytes, codes: Sequence[str], settings: Setting
                  jobs: int | None = None) -> tuple[list[Finding], bytes, int]:
     """The findings left, the source after fixes (`data` itself unless `mode.fix`), and how
     many fixes were applied. Nothing is written."""
-    confine(settings.root)
+    with confined(settings.root):
+        return _check_source(name, data, codes, settings, mode, context, cache_dir, jobs)
+
+
+def _check_source(name: str, data: bytes, codes: Sequence[str], settings: Settings, mode: Mode,
+                  context: Sequence[str], cache_dir: Path | None,
+                  jobs: int | None) -> tuple[list[Finding], bytes, int]:
     codes = [code for code, _ in catalog() if code in set(codes)]
     if notebook.is_notebook(name):  # its code cells are checked; --fix prints the notebook
         try:

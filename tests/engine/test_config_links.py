@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import BUGGY, run_cli
+from conftest import BUGGY, check_here, run_cli
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
 
@@ -31,4 +31,21 @@ def test_a_configuration_linked_inside_the_tree_is_read(tmp_path):
     (tmp_path / "retainlint.toml").symlink_to("configs/rl.toml")
     (tmp_path / "m.py").write_text(BUGGY)
     r = run_cli("check", ".", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_process_that_checks_another_project_next_reads_its_linked_configuration(tmp_path):
+    """One process, two projects one after the other (a language server, an editor's
+    workspace of several folders): the second is confined to its own folder, not to
+    the folder of the run before it."""
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "m.py").write_text(BUGGY)
+    assert check_here("check", ".", "--no-cache", cwd=first).returncode == 1
+    second = tmp_path / "second"
+    (second / "configs").mkdir(parents=True)
+    (second / "configs" / "rl.toml").write_text('ignore = ["RL501"]\n')
+    (second / "retainlint.toml").symlink_to("configs/rl.toml")
+    (second / "m.py").write_text(BUGGY)
+    r = check_here("check", ".", "--no-cache", cwd=second)
     assert r.returncode == 0 and "All checks passed!" in r.stdout, r.stdout + r.stderr
