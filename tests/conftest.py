@@ -48,11 +48,14 @@ SAFE_FIX_LINE = "_compiled: weakref.WeakKeyDictionary[torch.nn.Module, int] = we
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"
 
 # `pytest -m "not slow"` leaves these out (the edit-test loop): each runs for many seconds
-# (pre-commit installs the hook from the package index; the verifier runs models).
+# (pre-commit installs the hook from the package index; the verifier runs models; a run
+# is stopped by a signal mid-file; many runs race over one cache; a watcher waits for edits).
 SLOW_MODULES = {
     "test_precommit.py", "test_precommit_project.py", "test_verify_runtime.py",
     "test_verify_isolation.py", "test_verify_wheel.py", "test_verify_target.py", "test_fuzz.py",
     "test_corpus_fix.py", "test_packaging.py", "test_benchmark_smoke.py", "test_hostile_benchmark_smoke.py",
+    "test_leak_mode.py", "test_leak_mode_options.py", "test_verify.py", "test_cache_security.py",
+    "test_watch.py", "test_budgets.py", "test_fixed_twins_runtime.py",
 }
 
 

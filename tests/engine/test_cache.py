@@ -30,6 +30,7 @@ def _findings(cwd, *args):
                   for f in json.loads(done.stdout))
 
 
+@pytest.mark.slow  # whole trees, several runs
 def test_findings_identical_with_and_without_cache_and_at_any_process_count(tmp_path):
     tree = tmp_path / "fixtures"
     shutil.copytree(FIXTURES, tree)
@@ -210,6 +211,7 @@ def _lint_findings(path, index):
     return [(f.code, f.start, f.message) for f in result.findings]
 
 
+@pytest.mark.slow  # whole trees, several runs
 def test_an_index_restored_from_its_snapshot_gives_the_same_findings():
     paths, summaries, full = _fixtures_as_one_project()
     snapshot = pack(full.snapshot())
@@ -255,6 +257,7 @@ def test_a_run_answered_from_the_cache_imports_neither_libcst_nor_the_rules(tmp_
     assert edited.stdout.splitlines()[-1] == "1 False False", edited.stdout + edited.stderr
 
 
+@pytest.mark.slow  # whole trees, several runs
 def test_project_wide_answers_travel_with_the_snapshot():
     """A file edited since the last run asks the project-wide questions it asked then
     (`is this name used anywhere?`): the snapshot carries the answers, so the re-run

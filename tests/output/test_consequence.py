@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import check_here
 from retainlint.core.finding import Consequence, Finding, Position, Related, Severity
 from retainlint.engine.cache import pack, unpack
 from retainlint.output.github import github_line
@@ -110,7 +110,7 @@ def test_json_carries_the_consequence_of_report_and_report_at(project):
 
 def test_a_rule_that_sets_none_gives_null(tree):
     root = tree({"warn.py": WARNING})
-    r = run_cli("check", "--no-cache", "--output-format", "json", cwd=root)
+    r = check_here("check", "--no-cache", "--output-format", "json", cwd=root)
     [finding] = json.loads(r.stdout)
     assert finding["code"] == "RL602" and finding["consequence"] is None
 
@@ -147,10 +147,10 @@ def test_the_cache_brings_it_back(project, tmp_path):
     # folder), and what was read from them is keyed by it.
     first = run_with(project, "--cache-dir", str(cache), "--no-installed-types", "--output-format", "json")
     assert by_code(json.loads(first.stdout))["RL306"]["consequence"] == expected("grows.py", "RL306")
-    again = run_cli("check", "-j", "1", "--select", "RL306,RL602,RL801", "--cache-dir", str(cache),
+    again = check_here("check", "-j", "1", "--select", "RL306,RL602,RL801", "--cache-dir", str(cache),
                     "--no-installed-types", "--output-format", "json", cwd=project)
     assert json.loads(again.stdout) == json.loads(first.stdout)
-    relinted = run_cli("check", "-j", "1", "--select", "RL306,RL602,RL801", "--no-cache",
+    relinted = check_here("check", "-j", "1", "--select", "RL306,RL602,RL801", "--no-cache",
                        "--output-format", "json", cwd=project)
     relinted_codes = by_code(json.loads(relinted.stdout))
     assert relinted_codes["RL801"]["consequence"] is None

@@ -5,7 +5,7 @@ the summary line count the same findings, through the real CLI."""
 
 import json
 
-from conftest import BUGGY, BUGGY_SAFE_FIX, run_cli
+from conftest import BUGGY, BUGGY_SAFE_FIX, check_here
 
 # Only the two rules these sources are about: another rule's finding would change the counts.
 RULES = ("--select", "RL301,RL501")
@@ -13,7 +13,7 @@ UNSAFE_LINE = "a.py:7:9: RL501 {mark}handle returned by `register_bytecode_hook`
 
 
 def check(root, *flags):
-    return run_cli("check", *RULES, *flags, cwd=root)
+    return check_here("check", *RULES, *flags, cwd=root)
 
 
 def concise(root, *flags):

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import BUGGY, run_cli
+from conftest import BUGGY, check_here
 from retainlint.engine.registry import all_rules
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,8 +32,9 @@ def test_validator_rejects_a_broken_log(validator):
                                                               "results": [{"level": "fatal"}]}]})
 
 
+@pytest.mark.slow  # the whole fixtures folder as one project
 def test_sarif_of_the_fixtures_validates_and_has_what_github_reads(validator):
-    r = run_cli("check", "fixtures", "--output-format", "sarif", cwd=REPO)
+    r = check_here("check", "fixtures", "--output-format", "sarif", cwd=REPO)
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     assert _errors(validator, doc) == []
@@ -74,7 +75,7 @@ def test_sarif_of_the_fixtures_validates_and_has_what_github_reads(validator):
 
 
 def _sarif(root, *args):
-    r = run_cli("check", *args, "--output-format", "sarif", cwd=root)
+    r = check_here("check", *args, "--output-format", "sarif", cwd=root)
     return json.loads(r.stdout)["runs"][0]
 
 
@@ -105,7 +106,7 @@ def test_uri_is_relative_to_the_git_root_and_escaped(tree, validator):
 
 def test_empty_run_is_valid(tree, validator):
     root = tree({"a.py": "x = 1\n"})
-    r = run_cli("check", "--output-format", "sarif", cwd=root)
+    r = check_here("check", "--output-format", "sarif", cwd=root)
     assert r.returncode == 0
     doc = json.loads(r.stdout)
     assert doc["runs"][0]["results"] == [] and _errors(validator, doc) == []
@@ -115,7 +116,7 @@ def test_file_names_that_are_not_utf8_or_odd_are_percent_encoded(tree, validator
     """The URI keeps a name's exact bytes (RFC 3986), whatever they are."""
     root = tree({os.fsdecode(b"bad\xff.py"): BUGGY, "x`](javascript:alert(1))|<img src=x>.py": BUGGY,
                  "esc\x1b[2J.py": BUGGY})
-    r = run_cli("check", "--output-format", "sarif", cwd=root)
+    r = check_here("check", "--output-format", "sarif", cwd=root)
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     assert _errors(validator, doc) == []

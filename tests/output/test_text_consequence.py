@@ -4,7 +4,7 @@ and GitHub annotations carry it; a finding without one shows no such line."""
 
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import check_here
 
 ROOT = Path(__file__).resolve().parents[2]
 GROWS = "_seen = []\n\n\ndef handle_request(request):\n    _seen.append(request)\n    return len(_seen)\n"
@@ -14,7 +14,7 @@ LINE = ("  consequence: keeps `request` of every `handle_request()` call, held b
 
 def _check(tmp_path, source, *args):
     (tmp_path / "app.py").write_text(source)
-    done = run_cli("check", "app.py", "--no-cache", *args, cwd=tmp_path)
+    done = check_here("check", "app.py", "--no-cache", *args, cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     return done.stdout.splitlines()
 

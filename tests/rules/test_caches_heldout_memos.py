@@ -5,11 +5,11 @@ project: a project's own memoizing decorator defined in one file and used in ano
 import json
 import textwrap
 
-from conftest import run_cli
+from conftest import check_here
 
 
 def _findings(root, codes: str) -> list[tuple[str, str, int, str]]:
-    done = run_cli("check", ".", "--no-cache", "--select", codes, "--output-format", "json",
+    done = check_here("check", ".", "--no-cache", "--select", codes, "--output-format", "json",
                    "--exit-zero", cwd=root)
     assert done.returncode == 0, done.stderr
     return sorted((f["code"], f["filename"], f["location"]["row"], f.get("severity", ""))

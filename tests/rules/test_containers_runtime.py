@@ -1,7 +1,7 @@
 """The container rules' new shapes, run for real: the retention each finding names is
 observed in a real interpreter (torch included) before the fix, and gone after it.
 
-- RL301 instance memo keyed by models: `--fix` (a real subprocess) makes the memo a
+- RL301 instance memo keyed by models: `--fix` makes the memo a
   `WeakKeyDictionary`; the model a caller dropped is then collected.
 - RL301 instance memo whose values keep their key (loopy's shape): no fix is offered,
   because a weak key would never die - checked by running upstream's weak-keyed version.
@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from conftest import run_cli
+from conftest import check_here
 
 MEMO = """
 import torch.nn as nn
@@ -55,12 +55,12 @@ def _python(root, script: str) -> str:
 def test_instance_memo_fix_frees_the_model(tree):
     root = tree({"mod.py": textwrap.dedent(MEMO)})
     assert _python(root, ALIVE_AFTER_DROP) == "alive"  # the leak, before the fix
-    r = run_cli("check", "mod.py", "--fix", "--no-cache", "--select", "RL301",
+    r = check_here("check", "mod.py", "--fix", "--no-cache", "--select", "RL301",
                 "--output-format", "concise", cwd=root)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "self._params = weakref.WeakKeyDictionary()" in (root / "mod.py").read_text()
     assert _python(root, ALIVE_AFTER_DROP) == "freed"
-    again = run_cli("check", "mod.py", "--no-cache", "--select", "RL301", cwd=root)
+    again = check_here("check", "mod.py", "--no-cache", "--select", "RL301", cwd=root)
     assert again.returncode == 0, again.stdout
 
 
@@ -83,7 +83,7 @@ class Unit:
 
 def test_memo_whose_values_keep_the_key_gets_no_weak_key_fix(tree):
     root = tree({"mod.py": textwrap.dedent(EXECUTORS)})
-    r = run_cli("check", "mod.py", "--fix", "--unsafe-fixes", "--no-cache", "--select", "RL301",
+    r = check_here("check", "mod.py", "--fix", "--unsafe-fixes", "--no-cache", "--select", "RL301",
                 "--output-format", "concise", cwd=root)
     assert r.returncode == 1, r.stdout + r.stderr
     line = next(l for l in r.stdout.splitlines() if l.startswith("mod.py:"))
@@ -127,7 +127,7 @@ def get_workspace(n):
 
 def test_cached_workspace_outlives_its_users_until_cache_clear(tree):
     root = tree({"mod.py": textwrap.dedent(CACHED)})
-    r = run_cli("check", "mod.py", "--no-cache", "--select", "RL303",
+    r = check_here("check", "mod.py", "--no-cache", "--select", "RL303",
                 "--output-format", "full", cwd=root)
     assert r.returncode == 1 and "mod.py:13:" in r.stdout and "get_workspace.cache_clear()" in r.stdout, r.stdout
     assert _python(root, """

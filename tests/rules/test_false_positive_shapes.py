@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import check_here
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = ROOT.parent / "shared" / "probes" / "false-positives"
@@ -28,7 +28,7 @@ def test_false_positive_probes_are_not_reported():
         pytest.skip("needs the false-positive probes of ../shared/probes/false-positives beside this "
                     f"checkout ({PROBES}); they are not part of the repository")
     assert len(list(PROBES.glob("*.py"))) >= 8
-    done = run_cli("check", ".", "--no-cache", "--output-format", "json", "--exit-zero", cwd=PROBES)
+    done = check_here("check", ".", "--no-cache", "--output-format", "json", "--exit-zero", cwd=PROBES)
     assert done.returncode == 0, done.stderr
     reported = {Path(f["filename"]).parts[0] for f in json.loads(done.stdout)}
     assert reported == STILL_REPORTED & {p.name for p in PROBES.iterdir()}, sorted(reported ^ STILL_REPORTED)
@@ -61,11 +61,11 @@ def test_minor_retention_probes_are_never_errors():
     if not NOT_ERRORS.is_dir():
         pytest.skip(f"needs the severity probes of ../shared/probes/not-errors beside this checkout ({NOT_ERRORS})")
     assert len(list(NOT_ERRORS.glob("*.py"))) >= 5
-    done = run_cli("check", ".", "--no-cache", "--output-format", "json", "--exit-zero",
+    done = check_here("check", ".", "--no-cache", "--output-format", "json", "--exit-zero",
                    "--min-severity", "info", cwd=NOT_ERRORS)
     assert done.returncode == 0, done.stderr
     errors = [(f["filename"], f["location"]["row"], f["code"]) for f in json.loads(done.stdout)
               if f["severity"] == "error"]
     assert errors == []
-    assert run_cli("check", ".", "--no-cache", "--select", "RL1,RL6", "--min-severity", "error",
+    assert check_here("check", ".", "--no-cache", "--select", "RL1,RL6", "--min-severity", "error",
                    cwd=NOT_ERRORS).returncode == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import check_here
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = ROOT.parent / "shared" / "probes" / "fixes"
@@ -47,13 +47,13 @@ def test_fix_keeps_use_working(name, tmp_path):
         shutil.copyfile(folder / part, tmp_path / part)  # copies the text, not the read-only mode
     before = (tmp_path / "case.py").read_text()
     code = name.split("_", 1)[0]
-    plain = run_cli("check", "--no-cache", "--unsafe-fixes", "case.py", cwd=tmp_path)
+    plain = check_here("check", "--no-cache", "--unsafe-fixes", "case.py", cwd=tmp_path)
     if EXPECTED.get(name) == "silent":
         assert f" {code} " not in plain.stdout and plain.returncode == 0, plain.stdout + plain.stderr
         return
     assert f" {code} " in plain.stdout, plain.stdout + plain.stderr  # the probe is reported
 
-    done = run_cli("check", "--no-cache", "--fix", "--unsafe-fixes", "case.py", cwd=tmp_path)
+    done = check_here("check", "--no-cache", "--fix", "--unsafe-fixes", "case.py", cwd=tmp_path)
     assert "RL000" not in done.stdout, done.stdout
     after = (tmp_path / "case.py").read_text()
     used = subprocess.run([sys.executable, "use.py"], cwd=tmp_path, capture_output=True,

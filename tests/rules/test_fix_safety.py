@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import run_cli
+from conftest import check_here
 
 
 def fix(tree, files: dict, code: str, *extra: str):
@@ -17,7 +17,7 @@ def fix(tree, files: dict, code: str, *extra: str):
     files = {name: textwrap.dedent(text) for name, text in files.items()}
     root = tree(files)
     name = next(iter(files))
-    r = run_cli("check", *files, "--fix", "--no-cache", "--select", code,
+    r = check_here("check", *files, "--fix", "--no-cache", "--select", code,
                 "--output-format", "concise", *extra, cwd=root)
     return r, (root / name).read_text(), root
 
@@ -499,7 +499,7 @@ def test_rl101_offers_no_facade_when_the_instance_itself_is_cached(tree):
     r, text, root = fix(tree, {"mod.py": source}, "RL101", "--unsafe-fixes")
     assert text == textwrap.dedent(source)  # nothing rewritten
     assert r.returncode == 1 and "mod.py:5:5: RL101" in r.stdout, r.stdout
-    again = run_cli("check", "mod.py", "--no-cache", "--select", "RL101", cwd=root)
+    again = check_here("check", "mod.py", "--no-cache", "--select", "RL101", cwd=root)
     assert again.returncode == 1 and "All checks passed" not in again.stdout
 
 
@@ -545,7 +545,7 @@ def test_rl501_no_fix_without_a_release_method_to_remove_the_handle(tree):
     source = textwrap.dedent(RL501_PROBE).replace("{release}", "")
     r, text, root = fix(tree, {"mod.py": source}, "RL501", "--unsafe-fixes")
     assert text == source and "RL501" in r.stdout, r.stdout  # reported, not fixed
-    after = run_cli("check", "mod.py", "--no-cache", "--select", "RL501,RL502",
+    after = check_here("check", "mod.py", "--no-cache", "--select", "RL501,RL502",
                     "--output-format", "concise", cwd=root)
     assert [l.split(":")[1] for l in after.stdout.splitlines() if l.startswith("mod.py:")] == ["6"]
 
@@ -556,7 +556,7 @@ def test_rl501_fix_with_a_release_method_leaves_nothing_to_report(tree):
     r, text, root = fix(tree, {"mod.py": source}, "RL501", "--unsafe-fixes")
     assert "self._forward_hook_handle = model.register_forward_hook(self.record)" in text, r.stdout
     assert "        self.seen.clear()\n        self._forward_hook_handle.remove()\n" in text, text
-    after = run_cli("check", "mod.py", "--no-cache", "--select", "RL501,RL502",
+    after = check_here("check", "mod.py", "--no-cache", "--select", "RL501,RL502",
                     "--output-format", "concise", cwd=root)
     assert after.returncode == 0 and "mod.py:6" not in after.stdout, after.stdout
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import check_here
 
 INCIDENTS = Path(__file__).resolve().parents[2] / "fixtures" / "incidents"
 EXPECT = re.compile(r"#.*\bexpect: (RL\d{3})\b")
@@ -40,7 +40,7 @@ CASES = [
 
 
 def _findings(path: Path, code: str) -> list[tuple[int, str, str]]:
-    done = run_cli("check", str(path), "--no-cache", "--no-project", "--select", code,
+    done = check_here("check", str(path), "--no-cache", "--no-project", "--select", code,
                    "--output-format", "json", "--exit-zero", "--min-severity", "info")
     assert done.returncode == 0, done.stderr
     return sorted((f["location"]["row"], f["severity"], f["message"]) for f in json.loads(done.stdout))

@@ -1,7 +1,6 @@
-"""The registry rules' new shapes, run for real: for each, retainlint (a real subprocess)
-reports the buggy module at the line the retention starts, the same code run in a real
-interpreter keeps what the message says it keeps, and the clean twin is silent and lets
-it go.
+"""The registry rules' new shapes, run for real: for each, retainlint reports the buggy
+module at the line the retention starts, the same code run in a real interpreter keeps
+what the message says it keeps, and the clean twin is silent and lets it go.
 
 - RL102 `@property` over `@lru_cache`: the instance stays; `cached_property` frees it.
 - RL202 a finalizer callback made by a wrapper from a bound method: the owner stays.
@@ -17,11 +16,11 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import run_cli
+from conftest import check_here
 
 
 def _findings(root, code: str) -> list[tuple[str, int, str]]:
-    done = run_cli("check", "mod.py", "--no-cache", "--select", code, "--output-format", "json",
+    done = check_here("check", "mod.py", "--no-cache", "--select", code, "--output-format", "json",
                    "--min-severity", "info", "--exit-zero", cwd=root)
     assert done.returncode == 0, done.stdout + done.stderr
     return [(f["code"], f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)]

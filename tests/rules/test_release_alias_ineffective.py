@@ -6,11 +6,11 @@ then fixed the way upstream fixed it."""
 import json
 import textwrap
 
-from conftest import run_cli
+from conftest import check_here
 
 
 def _check(root, code: str) -> tuple[int, list[tuple[str, str, int, str, str]]]:
-    done = run_cli("check", ".", "--select", code, "--output-format", "json", cwd=root)
+    done = check_here("check", ".", "--select", code, "--output-format", "json", cwd=root)
     assert done.returncode in (0, 1), done.stderr
     found = json.loads(done.stdout)
     return done.returncode, sorted(

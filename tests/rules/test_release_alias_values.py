@@ -6,11 +6,11 @@ it. Run as a user runs retainlint, on a small project."""
 import json
 import textwrap
 
-from conftest import run_cli
+from conftest import check_here
 
 
 def _findings(root) -> list[tuple[str, str, int]]:
-    done = run_cli("check", ".", "--select", "RL601", "--no-cache", "--output-format", "json", cwd=root)
+    done = check_here("check", ".", "--select", "RL601", "--no-cache", "--output-format", "json", cwd=root)
     assert done.returncode in (0, 1), done.stderr
     return sorted((f["code"], f["filename"], f["location"]["row"]) for f in json.loads(done.stdout))
 

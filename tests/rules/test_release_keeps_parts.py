@@ -6,7 +6,7 @@ nothing closes - run as a user runs retainlint, on a small project, with the cac
 import json
 import textwrap
 
-from conftest import run_cli
+from conftest import check_here
 
 HANDLER = """
     from contextlib import ExitStack
@@ -36,7 +36,7 @@ SUBCLASS = """
 
 
 def _check(root) -> tuple[int, list[tuple[str, str, int, str]]]:
-    done = run_cli("check", ".", "--select", "RL602", "--output-format", "json", cwd=root)
+    done = check_here("check", ".", "--select", "RL602", "--output-format", "json", cwd=root)
     assert done.returncode in (0, 1), done.stderr
     found = json.loads(done.stdout)
     return done.returncode, sorted(

@@ -5,11 +5,11 @@ in other files - run as a user runs retainlint, on a small project."""
 import json
 import textwrap
 
-from conftest import run_cli
+from conftest import check_here
 
 
 def _findings(root, codes: str) -> list[tuple[str, str, int]]:
-    done = run_cli("check", ".", "--no-cache", "--select", codes, "--output-format", "json",
+    done = check_here("check", ".", "--no-cache", "--select", codes, "--output-format", "json",
                    "--exit-zero", cwd=root)
     assert done.returncode == 0, done.stderr
     return sorted((f["code"], f["filename"], f["location"]["row"]) for f in json.loads(done.stdout))
@@ -91,7 +91,7 @@ def test_an_exception_stored_by_a_base_in_another_file(tmp_path):
                     self.transport = None
         """,
     })
-    done = run_cli("check", ".", "--no-cache", "--select", "RL602", "--output-format", "json",
+    done = check_here("check", ".", "--no-cache", "--select", "RL602", "--output-format", "json",
                    "--exit-zero", cwd=tmp_path)
     [finding] = json.loads(done.stdout)
     assert (finding["filename"], finding["location"]["row"]) == ("proto.py", 8)

@@ -3,12 +3,10 @@
 methods serve requests, and frames that keep their own traceback."""
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "retainlint"]
+from conftest import check_here
 
 
 def _check(root: Path, files: dict[str, str], codes: str = "RL306,RL307,RL703") -> list[tuple[int, str, str, str]]:
@@ -17,9 +15,8 @@ def _check(root: Path, files: dict[str, str], codes: str = "RL306,RL307,RL703") 
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
-    done = subprocess.run([*CLI, "check", "--no-cache", "--select", codes, "--min-severity", "info",
-                           "--output-format", "json", "--exit-zero", str(root)],
-                          capture_output=True, text=True, cwd=root)
+    done = check_here("check", "--no-cache", "--select", codes, "--min-severity", "info",
+                      "--output-format", "json", "--exit-zero", str(root), cwd=root)
     assert done.returncode == 0, done.stderr
     return sorted((f["location"]["row"], f["code"], f["severity"], f["message"]) for f in json.loads(done.stdout))
 

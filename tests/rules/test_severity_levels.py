@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from conftest import check_here
 from retainlint.analysis.severity import Facts, level
 from retainlint.core.finding import Severity
 
@@ -34,7 +34,7 @@ def test_level_follows_the_consequence(facts, expected):
 
 def _levels(root, code: str) -> list[tuple[int, str]]:
     """(line, severity) of each `code` finding on `m.py`, at every level, through the CLI."""
-    done = run_cli("check", "m.py", "--no-cache", "--select", code, "--min-severity", "info",
+    done = check_here("check", "m.py", "--no-cache", "--select", code, "--min-severity", "info",
                    "--output-format", "json", "--exit-zero", cwd=root)
     assert done.returncode == 0, done.stdout + done.stderr
     return [(f["location"]["row"], f["severity"]) for f in json.loads(done.stdout)]
