@@ -55,7 +55,8 @@ SLOW_MODULES = {
     "test_verify_isolation.py", "test_verify_wheel.py", "test_verify_target.py", "test_fuzz.py",
     "test_corpus_fix.py", "test_packaging.py", "test_benchmark_smoke.py", "test_hostile_benchmark_smoke.py",
     "test_leak_mode.py", "test_leak_mode_options.py", "test_verify.py", "test_cache_security.py",
-    "test_watch.py", "test_budgets.py", "test_fixed_twins_runtime.py",
+    "test_watch.py", "test_budgets.py", "test_fixed_twins_runtime.py", "test_signals.py",
+    "test_no_lost_work.py", "test_pytest_plugin.py",
 }
 
 

@@ -129,6 +129,7 @@ print("peak-rss-kib", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
+@pytest.mark.slow  # a generated input of many megabytes or thousands of definitions
 def test_huge_file_is_refused_with_bounded_memory(tree):
     # Dense code, not a literal: libcst needs hundreds of bytes of memory per byte of it.
     lines = [f"value_{i} = compute(alpha_{i}, beta, gamma=[1, 2, 3], key={{'k': {i}}})\n"
@@ -322,6 +323,7 @@ def _codes_of(r, name):
     return [line.split(" ", 2)[1] for line in errors_for(r, name)]
 
 
+@pytest.mark.slow  # a generated input of many megabytes or thousands of definitions
 def test_thousands_of_module_containers_keyed_by_models(tree):
     """RL301: each container's fix looked for `import weakref` through the whole file."""
     source = "import torch\n\n" + "".join(
@@ -332,6 +334,7 @@ def test_thousands_of_module_containers_keyed_by_models(tree):
     assert _codes_of(r, "many.py") == ["RL301"] * 4000, r.stdout[-500:]
 
 
+@pytest.mark.slow  # a generated input of many megabytes or thousands of definitions
 def test_thousands_of_classes_and_their_singleton_functions(tree):
     """RL102: each class looked through every function of the project, every module-level
     statement and every class of its file; RL303's prefilter through every `global`."""
