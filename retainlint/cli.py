@@ -28,6 +28,7 @@ from retainlint.engine.cache import default_cache_dir
 from retainlint.core.errors import ConfigError
 from retainlint.core.source import WriteError, write_output
 from retainlint.engine.discover import excluded
+from retainlint.engine import notebook
 from retainlint.engine.notebook import is_notebook
 from retainlint.engine.projects import (Overrides, Project, ignored_here, plan, project_of,
                                         selection, settings_for)
@@ -248,6 +249,8 @@ def _check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, di
            write_baseline, stdin_filename, no_project, show_settings, verbose, quiet,
            run_summary_file, confirmed_by) -> None:
     """One check; ends with sys.exit and the exit status."""
+    notebook.forget_buffers()  # what a run before this one in the process (a watch, a
+    text.forget_buffers()      # language server, a test) read from standard input
     fix = fix or fix_only
     paths = paths or (".",)
     overrides = _overrides(dict(select=select, extend_select=extend_select, ignore=ignore,

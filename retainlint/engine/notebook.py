@@ -213,6 +213,12 @@ def checked_from_buffer(path: str, data: bytes) -> None:
     _BUFFERS[path] = parse(data)
 
 
+def forget_buffers() -> None:
+    """A new run: positions come from disk again, whatever an earlier run in this process
+    read from standard input under the same name."""
+    _BUFFERS.clear()
+
+
 def _current(path: str) -> Notebook:
     return _BUFFERS.get(path) or _parsed(path, os.stat(path).st_mtime_ns)
 

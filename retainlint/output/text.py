@@ -191,6 +191,11 @@ def shown_from(path: str, data: bytes) -> None:
     _BUFFERS[path] = data
 
 
+def forget_buffers() -> None:
+    """A new run: code frames come from disk again (`notebook.forget_buffers`)."""
+    _BUFFERS.clear()
+
+
 class _Sources:
     def __init__(self) -> None:
         self._lines: dict[str, list[str]] = {}

@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import check_here, run_cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks"
 CLASS_CACHE = "class_cache.ipynb"  # RL301 in cell 2 line 2; `%matplotlib`, `!pip`, `model?`
@@ -259,3 +259,19 @@ def test_a_notebook_past_the_size_cap_is_not_parsed(tmp_path):
     [line] = [x for x in r.stdout.splitlines() if x.startswith("big.ipynb")]
     assert line.startswith("big.ipynb:1:1: RL000 file too large to check (5.0 MB > 4 MB)"), line
     assert f"{CLASS_CACHE}:cell 2:2:" in r.stdout
+
+
+def test_a_buffer_fixed_from_stdin_does_not_place_a_later_runs_findings(tmp_path):
+    """One process (a watch, an editor's server), two runs: an editor's buffer of the
+    notebook fixed on standard input (the fix adds `import weakref`), then the notebook of
+    that name on disk in another folder. The second run's findings are placed in the file
+    it read, not in the buffer the first one printed."""
+    editor = tmp_path / "editor"
+    buffer = copy(editor).read_text()
+    r = check_here("check", "--no-cache", "--fix", "--stdin-filename", CLASS_CACHE, "-",
+                   cwd=editor, input=buffer)
+    assert "weakref.WeakKeyDictionary()" in r.stdout, r.stdout + r.stderr
+    on_disk = tmp_path / "disk"
+    copy(on_disk)
+    r = check_here("check", "--no-cache", "--output-format", "concise", CLASS_CACHE, cwd=on_disk)
+    assert f"{CLASS_CACHE}:cell 2:2:5: RL301" in r.stdout, r.stdout + r.stderr
