@@ -249,8 +249,9 @@ def _check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, di
            write_baseline, stdin_filename, no_project, show_settings, verbose, quiet,
            run_summary_file, confirmed_by) -> None:
     """One check; ends with sys.exit and the exit status."""
-    notebook.forget_buffers()  # what a run before this one in the process (a watch, a
-    text.forget_buffers()      # language server, a test) read from standard input
+    # Not what a run before this one in the process (a test, a watch) read from stdin.
+    notebook.forget_buffers()
+    text.forget_buffers()
     fix = fix or fix_only
     paths = paths or (".",)
     overrides = _overrides(dict(select=select, extend_select=extend_select, ignore=ignore,

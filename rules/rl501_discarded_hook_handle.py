@@ -17,7 +17,7 @@ from retainlint.core.finding import Applicability, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
 from retainlint.project.names import TENSOR_FACTORIES
 from retainlint.project.retention_shapes import ADD_CALLS
-from retainlint.analysis.handle_holders import _nested_function
+from retainlint.analysis.handle_holders import nested_function
 from retainlint.analysis.hooks import (
     external_attributes, external_bases, hook_argument, hook_holds_self, local_bases,
     local_subclasses, reaches_passed_in, removes_hooks_by_identity, short,
@@ -453,7 +453,7 @@ def _hook_bodies(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, hook) -> "list[cst
         method = methods.get(hook.attr.value)
         return None if method is None else [method.body]
     if isinstance(hook, cst.Name):
-        nested = _nested_function(fn.body, hook.value)
+        nested = nested_function(fn.body, hook.value)
         return None if nested is None else [nested.body]
     if isinstance(hook, cst.Lambda):
         return [hook.body]

@@ -53,12 +53,8 @@ class _Stores(OwnScopeVisitor):
             self.found.append((target.value, value))
 
 
-def _plain_return(fn: cst.FunctionDef) -> bool:
-    """Is `fn` annotated to return a plain value (`-> int`, `-> Optional[str]`)?"""
-    return _plain_annotation(fn.returns)
-
-
 def _plain_annotation(annotation: Optional[cst.Annotation]) -> bool:
+    """Is it a plain value's annotation (`int`, `-> Optional[str]`)?"""
     if annotation is None:
         return False
     names = [n.value for n in _names(annotation.annotation)]
@@ -119,7 +115,7 @@ def _built(ctx: FileContext, cls: cst.ClassDef, value: cst.BaseExpression, store
         callee = _project_callee(ctx, cls, value.func)
         if callee is True or callee is None:
             return True
-        return isinstance(callee, cst.FunctionDef) and not _plain_return(callee)
+        return isinstance(callee, cst.FunctionDef) and not _plain_annotation(callee.returns)
     if isinstance(value, cst.Name):
         if value.value in params:
             # what the caller handed in - a server, a client - is kept unless it is a plain value

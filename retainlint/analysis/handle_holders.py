@@ -1,6 +1,6 @@
 """What holds the handle(s) of one hook registration inside a function - locals,
 attributes, containers (`_Handle`) - and whether a statement removes them; with what a
-function binds (`_bindings`) and its nested functions (`_nested_function`), which
+function binds (`_bindings`) and its nested functions (`nested_function`), which
 `retainlint.analysis.hooks` asks too."""
 
 from __future__ import annotations
@@ -127,7 +127,8 @@ def _bindings(scope: cst.CSTNode) -> Iterator[tuple[list[cst.CSTNode], cst.CSTNo
                 yield [node.func.value], arg.value
 
 
-def _nested_function(scope: cst.CSTNode, name: str) -> Optional[cst.FunctionDef]:
+def nested_function(scope: cst.CSTNode, name: str) -> Optional[cst.FunctionDef]:
+    """The first function named `name` defined anywhere inside `scope` (not `scope` itself)."""
     for node in iter_nodes(scope):
         if isinstance(node, cst.FunctionDef) and node is not scope and node.name.value == name:
             return node

@@ -19,7 +19,7 @@ from retainlint.analysis.context import FileContext
 from retainlint.analysis.cstutil import body_functions, decorator_names, is_self
 from retainlint.analysis.exit_paths import _ExitPaths, _scope_path
 from retainlint.analysis.handle_facts import HandleStore, MethodFacts, method_facts
-from retainlint.analysis.handle_holders import _bindings, _Handle, _nested_function
+from retainlint.analysis.handle_holders import _bindings, _Handle, nested_function
 from retainlint.analysis.hook_exprs import (
     hook_name,
     iter_nodes,
@@ -353,7 +353,7 @@ def hook_removed_on_exit(ctx: FileContext, root: cst.CSTNode, call: cst.Call,
     scope = path[0]
     handle = _Handle(ctx, scope, call)
     if isinstance(hook, cst.Name):
-        fn = _nested_function(scope, hook.value)
+        fn = nested_function(scope, hook.value)
         if fn is not None and handle.removed_in(fn.body):
             return True
     # a registration used as a context manager (`with m.register_forward_hook(fn):`)
@@ -471,7 +471,7 @@ def hook_holds_self(method: cst.FunctionDef, hook: cst.CSTNode) -> bool:
     partial over one of those? A plain function called with `self.group` makes a hook
     that holds the group, not the instance."""
     if isinstance(hook, cst.Name):
-        nested = _nested_function(method.body, hook.value)
+        nested = nested_function(method.body, hook.value)
         return nested is not None and mentions_self(nested.body)
     if isinstance(hook, cst.Attribute):
         return is_self(hook.value)

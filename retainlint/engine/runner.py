@@ -365,33 +365,27 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     --fix and --diff start from the findings a check of the tree would report (cached):
     only files with a fix to apply are parsed."""
     with confined(settings.root):  # this run reads and fixes only inside the project (symlinks too)
-        return _run(paths, codes, settings, mode, jobs, cache_dir, progress, context)
-
-
-def _run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mode,
-         jobs: int | None, cache_dir: Path | None, progress: Progress | None,
-         context: Sequence[str]) -> RunResult:
-    codes = [code for code, _ in catalog() if code in set(codes)]
-    TALLY.summarized = TALLY.linted = 0
-    readable, project, outcomes = _read(paths, context)
-    jobs = jobs or os.cpu_count() or 1
-    store = None if cache_dir is None or not codes \
-        else Store.open(cache_dir, config_key(settings, codes))
-    if store is None:
-        found = _run_uncached(readable, project, codes, settings, mode, jobs, progress)
-    else:
-        found, digests = _check_cached(store, readable, project, codes, settings, jobs, progress)
-        if mode.fix or mode.diff:
-            found = _fix_cached(store, found, readable, project, digests, codes, settings, mode,
-                                jobs, progress, context)
-        if not mode.edits:  # kept in the cache, but only json and sarif show them
-            for fix in (f.fix for o in found for f in o.findings):
-                if fix is not None:
-                    fix.edits = None
-    log.info("%d files: %d summarized, %d parsed and linted, the rest answered from %s",
-             len(readable), TALLY.summarized, TALLY.linted,
-             "the cache" if store is not None else "the prefilters")
-    return _result(paths, outcomes + [o for o in found if o.path in readable], readable)
+        codes = [code for code, _ in catalog() if code in set(codes)]
+        TALLY.summarized = TALLY.linted = 0
+        readable, project, outcomes = _read(paths, context)
+        jobs = jobs or os.cpu_count() or 1
+        store = None if cache_dir is None or not codes \
+            else Store.open(cache_dir, config_key(settings, codes))
+        if store is None:
+            found = _run_uncached(readable, project, codes, settings, mode, jobs, progress)
+        else:
+            found, digests = _check_cached(store, readable, project, codes, settings, jobs, progress)
+            if mode.fix or mode.diff:
+                found = _fix_cached(store, found, readable, project, digests, codes, settings, mode,
+                                    jobs, progress, context)
+            if not mode.edits:  # kept in the cache, but only json and sarif show them
+                for fix in (f.fix for o in found for f in o.findings):
+                    if fix is not None:
+                        fix.edits = None
+        log.info("%d files: %d summarized, %d parsed and linted, the rest answered from %s",
+                 len(readable), TALLY.summarized, TALLY.linted,
+                 "the cache" if store is not None else "the prefilters")
+        return _result(paths, outcomes + [o for o in found if o.path in readable], readable)
 
 
 def _read(paths: Sequence[str], context: Sequence[str]

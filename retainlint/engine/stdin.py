@@ -25,28 +25,22 @@ def check_source(name: str, data: bytes, codes: Sequence[str], settings: Setting
     """The findings left, the source after fixes (`data` itself unless `mode.fix`), and how
     many fixes were applied. Nothing is written."""
     with confined(settings.root):
-        return _check_source(name, data, codes, settings, mode, context, cache_dir, jobs)
-
-
-def _check_source(name: str, data: bytes, codes: Sequence[str], settings: Settings, mode: Mode,
-                  context: Sequence[str], cache_dir: Path | None,
-                  jobs: int | None) -> tuple[list[Finding], bytes, int]:
-    codes = [code for code, _ in catalog() if code in set(codes)]
-    if notebook.is_notebook(name):  # its code cells are checked; --fix prints the notebook
-        try:
-            source = notebook.parse(data).source.encode("utf-8")
-        except NotebookError as e:
-            return [source_error(name, str(e))], data, 0
-        findings, fixed, count = _check_python(name, source, codes, settings, mode, context,
-                                               cache_dir, jobs)
-        try:
-            out = notebook.rebuild(data, fixed.decode("utf-8")) if count else data
-        except NotebookError as e:
-            findings.append(source_error(name, f"cannot write fix: {e} (left unchanged)"))
-            out, count = data, 0
-        notebook.checked_from_buffer(name, out)  # where the findings are, for the output
-        return findings, out, count
-    return _check_python(name, data, codes, settings, mode, context, cache_dir, jobs)
+        codes = [code for code, _ in catalog() if code in set(codes)]
+        if notebook.is_notebook(name):  # its code cells are checked; --fix prints the notebook
+            try:
+                source = notebook.parse(data).source.encode("utf-8")
+            except NotebookError as e:
+                return [source_error(name, str(e))], data, 0
+            findings, fixed, count = _check_python(name, source, codes, settings, mode, context,
+                                                   cache_dir, jobs)
+            try:
+                out = notebook.rebuild(data, fixed.decode("utf-8")) if count else data
+            except NotebookError as e:
+                findings.append(source_error(name, f"cannot write fix: {e} (left unchanged)"))
+                out, count = data, 0
+            notebook.checked_from_buffer(name, out)  # where the findings are, for the output
+            return findings, out, count
+        return _check_python(name, data, codes, settings, mode, context, cache_dir, jobs)
 
 
 def _check_python(name: str, data: bytes, codes: Sequence[str], settings: Settings, mode: Mode,
