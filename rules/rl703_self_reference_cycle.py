@@ -25,19 +25,31 @@ class SelfReferenceCycle(RetentionRule):
 ## What it does
 Reports an object that stores, on itself or on something it owns, a reference back to
 itself - a bound method (`self._on_done = self.done`), a lambda or nested function using
-`self`, a `functools.partial` of `self` or of a bound method, or a child object whose
-`__init__` keeps the argument it is given (`self.reader = Reader(self)`) - when such
+`self`, a `functools.partial` of `self` or of a bound method, itself
+(`self.tracker.owner = self`), or an object made with any of these that keeps what it is
+handed: a class of the module whose `__init__` stores the argument (`self.reader =
+Reader(self)`), or a class from elsewhere handed a callback (`self._cache =
+Cache(on_remove=self._evict)`, `CFUNCTYPE(...)(self.next)`; the instance itself handed to
+such a class is not counted: owners and senders are often kept weakly) - when such
 objects are made per call: the module creates them inside functions, or the class is a
-request, response, connection, protocol, stream, session, job, task or the like.
+request, response, connection, protocol, stream, session, job, task or the like. The
+finding points at the argument that closes the cycle.
 
-An `info` finding (hidden by default): a cycle of a light object costs little while the
-collector runs. A warning when the project disables the collector (`gc.disable()`): then such objects
+A warning when the object keeps an OS resource or bulk data (an attribute named for a
+transport, socket, connection, stream, file, process, channel, buffer, tensor, array or
+frame; not a flag or a count about one, `enable_buffer`, `num_streams`): each one made per
+call keeps it open or allocated until the collector runs. An
+`info` finding (hidden by default) for a light object, whose cycle costs the collector a
+little work. A warning also when the project disables the collector (`gc.disable()`): then such objects
 are freed late, or never (`gc.freeze()` does not count: it exempts only what exists when
 it runs, not the objects made per call afterwards; nor does a pause, a function that turns the
 collector back on with `gc.enable()`).
 
-Not reported: weak references (`weakref.ref(self)`, `WeakMethod`, `weakref.proxy`), and
-classes with no sign of being made per call (a cycle in a singleton costs nothing).
+Not reported: weak references (`weakref.ref(self)`, `WeakMethod`, `weakref.proxy`); a
+thread or process made with a bound method (it drops its target when it has run); a cycle
+another method breaks when the object is done (`self.parser = None` or `del self.parser` in
+`connection_lost()` or `close()`); classes with no sign of being made per call (a cycle in a
+singleton costs nothing).
 RL701 covers heavy classes (models, tensors) whatever their lifetime.
 
 It also reports a function's frame that keeps its own traceback, the cycle the interpreter
@@ -143,7 +155,6 @@ def handle_request():
         # A cycle of a light object costs little while the collector runs: info, unless
         # the project disables the collector (then it is freed late, or never).
         off = collector_off_anywhere(self.ctx.index)
-        severity = Severity.WARNING if off else Severity.INFO
         later = "the next cyclic collection" + (" (the project disables the collector)" if off else "")
         for ref in facts.self_references:
             if not cycle_matters(ref, facts) or self.ctx.index.is_heavy_class(ref.cls):
@@ -153,10 +164,15 @@ def handle_request():
                     "closure": f"a function over `self` (`{ref.shown}`)",
                     "partial": f"a partial over itself (`{ref.shown}`)",
                     "back-reference": f"a child that keeps it (`{ref.shown}`)"}[ref.how]
+            kept = f" with `{ref.keeps}`" if ref.keeps else ""
+            # Made per call, so meant to go; what it keeps open or allocated (a socket, a
+            # stream, bulk data) waits for the collector with it.
+            found = level(Facts(heavy=bool(ref.keeps), meant_to_go=True, collected=not off))
             yield (ref.site,
-                   f"`{ref.attr}` keeps {what}: each `{name}`, made per call, is freed only "
-                   f"when the cyclic collector runs, not when its last use ends", severity,
-                   Consequence(f"each `{name}` and what it references", "its own reference cycle",
+                   f"`{ref.attr}` keeps {what}: each `{name}`, made per call, is freed{kept} only "
+                   f"when the cyclic collector runs, not when its last use ends",
+                   found,  # type: ignore[arg-type]
+                   Consequence(f"each `{name}`{kept} and what it references", "its own reference cycle",
                                later, "one per call"))
         for frame in facts.frames:
             yield self._frame(frame, off, later)

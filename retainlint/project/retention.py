@@ -32,7 +32,7 @@ from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
     DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, PER_CALL_FUNCTIONS, READERS, bindings,
-    last_name, runs_once, serve_loop, serves, statements, walks_a_tree)
+    last_name, process_entry, runs_once, serve_loop, serves, statements, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts
 
@@ -206,7 +206,7 @@ class ModuleBuilder:
                     (loop.lineno, loop.end_lineno or loop.lineno))  # type: ignore[attr-defined]
         for call, made in calls:
             function = self._function_around(call)
-            if function is None or getattr(function, "name") in ENTRY_POINTS:
+            if function is None or getattr(function, "name") in ENTRY_POINTS or process_entry(getattr(function, "name")):
                 long_lived.add(made)
                 continue
             fname = getattr(function, "name")

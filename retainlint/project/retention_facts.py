@@ -53,6 +53,7 @@ class SelfReference:
     how: str  # "bound method", "closure", "partial", "back-reference"
     shown: str  # the value's code
     function: str
+    keeps: str  # an attribute of the class holding an OS resource or bulk data (`self._transport`), or ""
     site: Site
 
 

@@ -14,7 +14,8 @@ from retainlint.project.retention_facts import Growth, SelfReference
 from retainlint.project.retention_shapes import (
     FUNCTIONS, MEMOS, ADD_CALLS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
     names_in, bindings, statements, expressions, stored_names, adds_a_parameter,
-    serves_until_stopped, runs_once)
+    serves_until_stopped, runs_once, keeps_what_it_is_handed, resource_kept,
+    cycle_broken, used_on_release)
 
 if TYPE_CHECKING:
     from retainlint.project.retention import ModuleBuilder
@@ -280,20 +281,43 @@ class FunctionFacts:
         base = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
         while isinstance(base, (ast.Attribute, ast.Subscript)):
             base = base.value
-        if not (isinstance(base, ast.Name) and base.id == self.me):
+        if not (isinstance(base, ast.Name) and base.id == self.me) or self._on_the_class():
             return
         how = self._refers_back(value)
-        if how:
-            assert self.cls is not None
+        if not how:
+            return
+        assert self.cls is not None
+        cls = self.facts.holders.classes.get(self.cls)  # None: a class defined under an `if`
+        spelled = ast.unparse(target)
+        if cls is not None and not cycle_broken(cls, spelled, self.node) and not used_on_release(cls, spelled):
             self.facts.self_references.append(SelfReference(
                 f"{self.facts.holders.module}.{self.cls}", ast.unparse(target), how,
-                ast.unparse(value), self.name, self.facts.lines.site(stmt, stmt)))
+                ast.unparse(value), self.name, resource_kept(cls),
+                self.facts.lines.site(self._culprit(stmt, value), stmt)))
+
+    def _on_the_class(self) -> bool:
+        """A classmethod, `__init_subclass__` or `__new__`: its first parameter is the class
+        (`cls._registry[name] = cls` registers the class, no instance)."""
+        return self.node.name in ("__init_subclass__", "__new__", "__class_getitem__") or any(
+            last_name(d) == "classmethod" for d in self.node.decorator_list)
+
+    def _culprit(self, stmt: ast.stmt, value: ast.AST) -> ast.AST:
+        """Where the cycle closes: the argument that hands the instance (or a callback into
+        it) to the object made (`on_remove=self._gc`, often lines below the statement's
+        start); the whole statement otherwise."""
+        if isinstance(value, ast.Call) and last_name(value.func) not in ("partial", "MethodType", "partialmethod"):
+            for arg in [*value.args, *value.keywords]:
+                if self._is_me_or_mine(arg.value if isinstance(arg, ast.keyword) else arg):
+                    return arg
+        return stmt
 
     def _refers_back(self, value: ast.AST) -> str:
         """How `value` references the instance: "bound method", "closure", "partial",
         "back-reference"; "" when it does not (or only weakly)."""
         me, cls = self.me, self.cls
         assert cls is not None
+        if isinstance(value, ast.Name) and value.id == me:
+            return "back-reference"  # `self.child.parent = self`
         if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == me:
             return "bound method" if value.attr in self.facts.holders.methods.get(cls, ()) else ""
         if isinstance(value, ast.Lambda) and me in names_in(value.body):
@@ -315,6 +339,22 @@ class FunctionFacts:
             for position, keyword in self.facts.kept_params(other):
                 passed = (value.args[position] if position is not None and position < len(value.args)
                           else next((k.value for k in value.keywords if k.arg == keyword), None))
-                if isinstance(passed, ast.Name) and passed.id == me:
+                if passed is not None and self._is_me_or_mine(passed):
                     return "back-reference"
+            return ""
+        # A class from elsewhere: a callback it is handed is kept (what else is it for), the
+        # instance itself may be kept weakly (an owner or sender often is), so not counted.
+        if keeps_what_it_is_handed(value.func) and any(self._calls_back(a) for a in args):
+            return "back-reference"
         return ""
+
+    def _calls_back(self, value: ast.AST) -> bool:
+        """A bound method of the instance, a lambda or nested function over it, a partial."""
+        return self._refers_back(value) in ("bound method", "closure", "partial")
+
+    def _is_me_or_mine(self, value: ast.AST) -> bool:
+        """The instance itself, or something that calls back into it (a bound method, a
+        lambda or nested function over it, a partial of either)."""
+        if isinstance(value, ast.Starred):
+            value = value.value
+        return (isinstance(value, ast.Name) and value.id == self.me) or self._calls_back(value)

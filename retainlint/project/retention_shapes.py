@@ -36,6 +36,91 @@ REGISTERS = ("register", "add_", "subscribe", "attach", "install", "declare")
 
 
 
+# Classes made with a callback that drop it once it has run: a thread or process forgets
+# its target when `run()` returns.
+RUNS_ONCE_CLASSES = ("Thread", "Process", "Greenlet")
+
+
+def keeps_what_it_is_handed(func: ast.AST) -> bool:
+    """Does calling `func` make an object that keeps its arguments: a class from elsewhere
+    (`Parser(self)`, `PeriodicCallback(self.tick, 100)`: a constructor stores what it is
+    handed) or what a factory made (`CFUNCTYPE(None)(self.next)`)? Not a plain function,
+    whose result may keep nothing."""
+    if isinstance(func, ast.Call):
+        return True
+    name = last_name(func)
+    return name[:1].isupper() and not name.isupper() and not name.endswith(RUNS_ONCE_CLASSES) \
+        and name not in WEAK
+
+
+# Last words of an attribute's name that say it holds an OS resource or bulk data (`_transport`,
+# `recv_sock`, not `stream_interval`): what an object freed late keeps open or allocated
+# until the collector runs.
+RESOURCE_WORDS = frozenset({"transport", "sock", "socket", "conn", "connection", "stream",
+                            "file", "fp", "fd", "pipe", "proc", "process", "subprocess",
+                            "channel", "reader", "writer", "buffer", "buf", "tensor", "tensors",
+                            "array", "arrays", "dataframe", "df", "frame", "frames", "image",
+                            "images"})
+
+
+def resource_kept(cls: ast.ClassDef) -> str:
+    """`self.<attr>` that a method of `cls` assigns and whose name says it holds an OS
+    resource or bulk data (`self._transport`, `self.sock`, `self.buffer`); "" if none."""
+    for method in cls.body:
+        if not isinstance(method, FUNCTIONS) or not method.args.args:
+            continue
+        me = method.args.args[0].arg
+        for node in ast.walk(method):
+            for target, _ in bindings(node):
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == me \
+                        and _names_a_resource(target.attr):
+                    return f"{me}.{target.attr}"
+    return ""
+
+
+def _names_a_resource(attr: str) -> bool:
+    """`_transport`, `recv_sock`, `input_buffer`; not a flag or a size about one
+    (`enable_extra_buffer`, `num_streams`)."""
+    words = attr.lower().strip("_").split("_")
+    return words[-1] in RESOURCE_WORDS and words[0] not in FLAG_WORDS
+
+
+# First words of a flag's or a count's name.
+FLAG_WORDS = frozenset({"is", "has", "use", "enable", "enabled", "disable", "disabled", "num",
+                        "max", "min", "should", "can", "with", "no"})
+
+
+def used_on_release(cls: ast.ClassDef, target: str) -> bool:
+    """Does a release method of `cls` (`close()`, `stop()`) use `target` (`self._timer`)
+    and keep it? That cycle outlives the release: RL701's finding, whatever the weight."""
+    attr = target.partition(".")[2]
+    for method in cls.body:
+        if isinstance(method, FUNCTIONS) and method.name.lstrip("_") in TEARDOWN and method.args.args:
+            mine = f"{method.args.args[0].arg}.{attr}"
+            if any(isinstance(n, ast.Attribute) and ast.unparse(n) == mine for n in ast.walk(method)):
+                return True
+    return False
+
+
+def cycle_broken(cls: ast.ClassDef, target: str, storing: ast.AST) -> bool:
+    """Does a method of `cls` other than `storing` let go of `target` (`self.parser`, as
+    the code spells it with the method's own first parameter): `= None` or `del`, as a
+    `close()` or `connection_lost()` does to break the cycle once the object is done?"""
+    spelled = target.partition(".")
+    for method in cls.body:
+        if method is storing or not isinstance(method, FUNCTIONS) or not method.args.args:
+            continue
+        mine = method.args.args[0].arg + spelled[1] + spelled[2]
+        for node in ast.walk(method):
+            dropped = [t for t, v in bindings(node) if isinstance(v, ast.Constant) and v.value is None]
+            if isinstance(node, ast.Delete):
+                dropped += node.targets
+            if any(ast.unparse(t) == mine for t in dropped):
+                return True
+    return False
+
+
 # Tests true only while CUDA graphs are captured or code is compiled.
 WARMUP_TESTS = frozenset({"is_current_stream_capturing", "is_capturing", "is_compiling",
                            "is_dynamo_compiling"})
@@ -207,6 +292,12 @@ def serves_until_stopped(loop: ast.While) -> bool:
 def serve_loop(function: ast.AST) -> bool:
     """A serve loop in the method: it serves until stopped."""
     return any(isinstance(sub, ast.While) and serves_until_stopped(sub) for sub in own_nodes(function))
+
+
+def process_entry(name: str) -> bool:
+    """A function named as the body of a process (`run_scheduler_process`, `worker_main`):
+    it runs once per process, so what it makes lives for the process."""
+    return name.endswith(("_process", "_main")) and not name.lstrip("_").startswith("process")
 
 
 def runs_once(name: str) -> bool:

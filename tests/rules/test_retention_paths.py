@@ -286,3 +286,143 @@ def test_growth_only_while_a_cuda_graph_is_captured_is_bounded(tmp_path):
             return x * 2
         """})
     assert [(line, code) for line, code, _, _ in found] == [(11, "RL306")]
+
+
+def test_an_object_made_per_call_handing_itself_to_what_it_keeps_is_a_cycle(tmp_path):
+    # The cycle closes through another object: a cache made with a bound method of its
+    # owner, a child told who its parent is, a C callback made from a bound method. The
+    # finding points at the argument that closes it; a warning when the object keeps a
+    # socket, a stream or bulk data open until the collector runs, info when it is light.
+    # The instance itself handed to a class from elsewhere (`HttpRequestParser(self)`) may
+    # be kept weakly (aio-pika's `CallbackCollection(self)` is): not counted.
+    found = _check(tmp_path, {"conn.py": """\
+        import ctypes
+        import threading
+
+        class Connection:
+            def __init__(self, transport):
+                self._transport = transport
+                self._stmt_cache = StatementCache(
+                    max_size=100,
+                    on_remove=self._maybe_gc_stmt,
+                )
+                self._worker = threading.Thread(target=self._maybe_gc_stmt)
+
+            def _maybe_gc_stmt(self, stmt=None):
+                pass
+
+        class RequestParserProtocol:
+            def __init__(self):
+                self.parser = HttpRequestParser(self)
+                self.tracker = Tracker()
+                self.tracker.owner = self
+                self._next = ctypes.CFUNCTYPE(ctypes.c_int)(self.next)
+
+            def next(self):
+                return 0
+
+        class Config:
+            def __init__(self):
+                self.watcher = Watcher(on_change=self.reload)
+
+            def reload(self):
+                pass
+
+        CONFIG = Config()
+        """})
+    assert [(line, code, severity) for line, code, severity, _ in found] == [
+        (9, "RL703", "warning"), (20, "RL703", "info"), (21, "RL703", "info")]
+    assert "`self._stmt_cache` keeps a child that keeps it (`StatementCache(max_size=100, " \
+           "on_remove=self._maybe_gc_stmt)`): each `Connection`, made per call, is freed with " \
+           "`self._transport` only when the cyclic collector runs" in found[0][3]
+
+
+def test_a_cycle_broken_when_the_object_is_done_is_not_reported(tmp_path):
+    # uvicorn's protocol drops its parser in `connection_lost()`: the cycle ends with the
+    # connection.
+    assert _check(tmp_path, {"proto.py": """\
+        class HttpProtocol:
+            def __init__(self, transport):
+                self.transport = transport
+                self.parser = HttpRequestParser(self)
+                self.on_done = self.finish
+
+            def finish(self):
+                pass
+
+            def connection_lost(self, exc):
+                self.parser = None
+                del self.on_done
+        """}) == []
+
+
+def test_a_cycle_kept_past_the_release_method_is_reported_once(tmp_path):
+    # `close()` stops the timer but keeps it: RL701's finding (the instance stays in the
+    # cycle after its release); RL703 does not report the same cycle again.
+    found = _check(tmp_path, {"session.py": """\
+        class PeerSession:
+            def __init__(self, transport):
+                self._transport = transport
+                self._timer = PeriodicCallback(self._tick, 500)
+
+            def _tick(self):
+                pass
+
+            def close(self):
+                self._timer.stop()
+
+        def connect(transport):
+            return PeerSession(transport)
+        """}, codes="RL701,RL703")
+    assert [(line, code) for line, code, _, _ in found] == [(4, "RL701")]
+
+
+def test_a_class_defined_under_an_if_leaves_the_modules_other_findings(tmp_path):
+    # xformers defines fallback classes under `if`/`else`; reading them must not cost the
+    # module its frame findings.
+    found = _check(tmp_path, {"overlap.py": """\
+        import sys
+
+        if sys.version_info >= (3, 12):
+            class Handle:
+                def __init__(self, transport):
+                    self.transport = transport
+                    self.on_done = self.finish
+
+                def finish(self):
+                    pass
+
+        def poll(queue):
+            try:
+                return queue.get()
+            except OSError as e:
+                tb = e.__traceback__
+                return tb.tb_lineno
+        """})
+    assert [(line, code) for line, code, _, _ in found] == [(16, "RL703")]
+
+
+
+def test_a_class_registering_itself_and_a_flag_named_for_a_buffer_are_no_cycle_of_note(tmp_path):
+    # `cls` in `__init_subclass__` is the class, not an instance (lmdeploy's state
+    # registry); `enable_extra_buffer` is a flag about a buffer, not one (sglang).
+    found = _check(tmp_path, {"states.py": """\
+        class StateBase:
+            _registry = {}
+
+            def __init_subclass__(cls, **kwargs):
+                cls._registry[cls.status] = cls
+
+            @classmethod
+            def register(cls):
+                cls.self_ref = cls
+
+        class StreamRequest:
+            def __init__(self, args):
+                self.enable_extra_buffer = args.enable_extra_buffer
+                self.on_done = self.finish
+
+            def finish(self):
+                pass
+        """})
+    assert [(line, code, severity) for line, code, severity, _ in found] == [(14, "RL703", "info")]
