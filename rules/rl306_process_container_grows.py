@@ -39,9 +39,10 @@ registers), `__init_subclass__` and other once-per-class hooks, adds under
 `if torch.cuda.is_current_stream_capturing():` or `torch.compiler.is_compiling()` (start-up
 only), `deque(maxlen=n)`, weak containers.
 
-A removal that only the successful path of an `async` function reaches (after an
-`await`, outside `finally` and `except`), or only a shutdown function (`close()`,
-`stop()`, `shutdown()`), does not count: entries of calls that fail or are cancelled stay,
+A removal that only the successful path of an `async` function or a context manager's
+generator reaches (after an `await`, or the `yield` every path reaches, outside `finally`
+and `except`), or only a shutdown function (`close()`, `stop()`, `shutdown()`), does not
+count: entries of calls that fail or are cancelled stay,
 and the container grows until the end.
 
 ## Why it leaks
@@ -122,8 +123,9 @@ class Session:
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
                     else f"`{g.value}` of every `{function}()` call" if g.value
                     else f"what every `{function}()` call adds")
-            removal = {"success": "it is removed from only once an `await` has returned, outside "
-                                  "`finally`, so a call that fails or is cancelled there leaves its entry",
+            removal = {"success": "it is removed from only once an `await` (or a context manager's "
+                                  "`yield`) has returned, outside `finally`, so a call that fails or is "
+                                  "cancelled there leaves its entry",
                        "teardown": "it is emptied only at shutdown",
                        None: "nothing in the project removes one"}[how_dropped(self.ctx.index, g.holder)]
             yield (g.site,

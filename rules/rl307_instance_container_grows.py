@@ -33,9 +33,11 @@ a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also a function nested 
 method, or a method decorated as a route), a method runs a serve loop (`while True:`,
 `while not self.stopped:`), or the class has both `start()` and `stop()`/`shutdown()`.
 
-Removals count by path. A removal in an `async` method after an `await`, outside
-`finally` and `except`, runs only when the call gets that far: a call that fails or is
-cancelled there (a client gone, the server stopping) leaves its entry - reported, as is
+Removals count by path. A removal in an `async` method after an `await`, or in a
+context manager's generator after the `yield` every path reaches, outside `finally` and
+`except`, runs only when the call gets that far: a call that fails or is cancelled there,
+or a `with` block that raises (a client gone, the server stopping) leaves its entry -
+reported, as is
 an entry a method adds and itself removes that way. A removal only in `close()`,
 `stop()`, `shutdown()`, `__exit__` or the like empties the container once, at the end:
 while the object serves, it grows.
@@ -129,8 +131,9 @@ SERVER = JobServer()
             else:
                 continue
             how = how_dropped(index, g.holder)
-            removal = {"success": "its entries are removed only once an `await` has returned, outside "
-                                  "`finally`, so a call that fails or is cancelled there leaves its entry",
+            removal = {"success": "its entries are removed only once an `await` (or a context manager's "
+                                  "`yield`) has returned, outside `finally`, so a call that fails or is "
+                                  "cancelled there leaves its entry",
                        "teardown": f"it is emptied only when the `{owner}` is closed or stopped",
                        None: "nothing in the project removes an entry"}[how]
             kept = f"`{g.value}` of every `{method}()` call" if g.value else f"what every `{method}()` call adds"

@@ -56,8 +56,9 @@ class FunctionFacts:
         required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - (1 if cls is not None else 0)
         self.teardown = (node.name.lstrip("_").startswith(TEARDOWN) and required <= 0) \
             or node.name in ("__exit__", "__aexit__", "__del__")
-        # Path-sensitive drops (async functions only: cancellation reaches every `await`):
-        # the lines of the awaits, and the statements under `finally` or an `except`.
+        # Path-sensitive drops: in an async function cancellation reaches every `await`; in a
+        # context manager's generator the `with` block's exception is raised at the `yield`.
+        # The lines of those points, and the statements under `finally` or an `except`.
         self.awaits: list[int] = []
         self.covered: set[int] = set()
         self.fragile = False  # the statement being read runs only if the awaits before it return
@@ -111,7 +112,7 @@ class FunctionFacts:
 
     def scan(self) -> None:
         guarded = self._looked_up()
-        if isinstance(self.node, ast.AsyncFunctionDef):
+        if isinstance(self.node, ast.AsyncFunctionDef) or self._context_manager:
             self._paths()
         first = len(self.facts.growth)
         for stmt in statements(self.node.body):
@@ -125,7 +126,15 @@ class FunctionFacts:
                     and any(g.site.line < a < line for a in self.awaits):
                 self.facts.growth[i] = replace(g, undone_on_success=True)
 
+    @cached_property
+    def _context_manager(self) -> bool:
+        """A generator made a context manager (`@contextmanager`, `@asynccontextmanager`)."""
+        return any(last_name(d.func if isinstance(d, ast.Call) else d) in ("contextmanager", "asynccontextmanager")
+                   for d in self.node.decorator_list)
+
     def _paths(self) -> None:
+        if self._context_manager:
+            self.awaits += _unconditional_yields(self.node.body)
         for sub in own_nodes(self.node):
             # Not `async with lock:`: a removal right under it runs once the lock is held.
             if isinstance(sub, (ast.Await, ast.AsyncFor)):
@@ -358,3 +367,19 @@ class FunctionFacts:
         if isinstance(value, ast.Starred):
             value = value.value
         return (isinstance(value, ast.Name) and value.id == self.me) or self._calls_back(value)
+
+
+def _unconditional_yields(body: list[ast.stmt]) -> list[int]:
+    """Lines of a context manager's `yield` statements that run on every path (not under an
+    `if` or a loop: a generator that yields early in one branch and returns removes, in the
+    others, before its own `yield`)."""
+    found: list[int] = []
+    for stmt in body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)) or \
+                isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
+            found.append(stmt.lineno)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            found += _unconditional_yields(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            found += _unconditional_yields(stmt.body)
+    return found

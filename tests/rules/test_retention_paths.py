@@ -426,3 +426,53 @@ def test_a_class_registering_itself_and_a_flag_named_for_a_buffer_are_no_cycle_o
                 pass
         """})
     assert [(line, code, severity) for line, code, severity, _ in found] == [(14, "RL703", "info")]
+
+
+def test_a_removal_after_a_context_managers_yield_runs_only_when_the_block_succeeds(tmp_path):
+    # The `with` block's exception is raised at the `yield`: what comes after it, outside
+    # `finally`, never runs then (broadcaster's subscribers, before its fix).
+    buggy = """\
+        from contextlib import contextmanager
+
+        class Runner:
+            def __init__(self):
+                self._running = set()
+
+            @contextmanager
+            def track(self, job):
+                self._running.add(job)
+                yield job
+                self._running.discard(job)
+
+        RUNNER = Runner()
+        """
+    found = _check(tmp_path / "buggy", {"run.py": buggy})
+    assert [(line, code, severity) for line, code, severity, _ in found] == [(9, "RL307", "warning")]
+    assert "one entry per call that fails or is cancelled before it removes its own" in found[0][3]
+    fixed = buggy.replace("                yield job\n                self._running.discard(job)",
+                          "                try:\n                    yield job\n"
+                          "                finally:\n                    self._running.discard(job)")
+    assert fixed != buggy and _check(tmp_path / "fixed", {"run.py": fixed}) == []
+    # A `yield` in one branch that returns right after it does not precede the removal on
+    # the other path (sglang's compile-warmup offload clears its list before its own yield).
+    early = """\
+        from contextlib import contextmanager
+
+        class Runner:
+            def __init__(self):
+                self._offloaded = []
+
+            def submit(self, module):
+                self._offloaded.append(module)
+
+            @contextmanager
+            def settle(self, warmup):
+                if warmup:
+                    yield
+                    return
+                self._offloaded.clear()
+                yield
+
+        RUNNER = Runner()
+        """
+    assert _check(tmp_path / "early", {"run.py": early}) == []
