@@ -7,7 +7,9 @@ from typing import Iterator
 from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
-from retainlint.project.consequence import grows_per_call, how_dropped, released_anywhere, short
+from retainlint.project.consequence import (
+    grows_per_call, how_dropped, keyed_by_each_request, released_anywhere, short,
+)
 from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl306 import ProcessContainerGrowsPrefilter
 
@@ -44,6 +46,11 @@ generator reaches (after an `await`, or the `yield` every path reaches, outside 
 and `except`), or only a shutdown function (`close()`, `stop()`, `shutdown()`), does not
 count: entries of calls that fail or are cancelled stay,
 and the container grows until the end.
+
+An error when the entries are every instance made (`Cls._instances.append(self)`) or are
+keyed by the identity of the request or response the call handles (`request.request_id`,
+`response.id`: a new key per request served) and nothing removes one; a warning otherwise
+(a bare key the caller hands in, `sender_id`, may name one of a few senders).
 
 ## Why it leaks
 The container lives as long as the process, so everything it holds does too: one
@@ -118,8 +125,10 @@ class Session:
                 continue
             where = "module-level" if g.kind == "module" else "class-level"
             function = g.function.rpartition(".")[2]
-            # Every instance, kept for the process: a maintainer would merge the fix.
-            severity = Severity.ERROR if g.in_init and g.pins_self else Severity.WARNING
+            # Every instance, or an entry per request served, kept for the process: a
+            # maintainer would merge the fix.
+            per_request = keyed_by_each_request(g) and how_dropped(self.ctx.index, g.holder) is None
+            severity = Severity.ERROR if g.in_init and g.pins_self or per_request else Severity.WARNING
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
                     else f"`{g.value}` of every `{function}()` call" if g.value
                     else f"what every `{function}()` call adds")

@@ -8,7 +8,7 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import (
-    grows_per_call, how_dropped, lives_for_the_process, made_per_call, released_anywhere, serves_requests)
+    grows_per_call, how_dropped, keyed_by_each_request, lives_for_the_process, made_per_call, released_anywhere, serves_requests)
 from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter
 
@@ -41,6 +41,11 @@ reported, as is
 an entry a method adds and itself removes that way. A removal only in `close()`,
 `stop()`, `shutdown()`, `__exit__` or the like empties the container once, at the end:
 while the object serves, it grows.
+
+An error when the entries are keyed by the identity of the request or response the call
+handles (`self.store[response.id] = response`: a new key per request served) and nothing
+removes one; a warning otherwise (a bare key the caller hands in may name one of a few
+senders, actors or functions).
 
 Growth per call is judged as for RL306: one more item per call, or a slot per key that
 names something made per request (`request_id`, `id(obj)`, `conn`, a uuid), also in a
@@ -137,8 +142,10 @@ SERVER = JobServer()
                        "teardown": f"it is emptied only when the `{owner}` is closed or stopped",
                        None: "nothing in the project removes an entry"}[how]
             kept = f"`{g.value}` of every `{method}()` call" if g.value else f"what every `{method}()` call adds"
+            # An entry per request served that nothing removes: a maintainer would merge the fix.
+            per_request = keyed_by_each_request(g) and how is None
             yield (g.site,
                    f"`{g.shown}` gains {why} in `{method}()`, and {lifetime}; {removal}, so "
-                   f"every one stays alive", Severity.WARNING,
+                   f"every one stays alive", Severity.ERROR if per_request else Severity.WARNING,
                    Consequence(kept, f"`{g.shown}` of a `{owner}`",
                                f"as long as the `{owner}` ({lifetime})", why))

@@ -137,6 +137,16 @@ def key_per_request(key: str) -> bool:
     return bool(words) and (words[-1] in _PER_REQUEST_WORDS or key == "self")
 
 
+def keyed_by_each_request(g: Growth) -> bool:
+    """Is each entry keyed by the identity of an object the adding call handles
+    (`request.request_id`, `response.id`): one entry per request or response made, never
+    the same key twice? A bare key the caller hands in (`sender_id`) may name one of a few
+    senders, and `id(x)` may be that of an object that lives on: growth not proven."""
+    owner, dot, attr = g.key.partition(".")
+    return bool(dot) and owner.isidentifier() and owner != "self" and attr.isidentifier() \
+        and key_per_request(g.key)
+
+
 def _role(name: str, roles: tuple[str, ...]) -> bool:
     short = name.rpartition(".")[2]
     return any(short.endswith(role) for role in roles)

@@ -476,3 +476,30 @@ def test_a_removal_after_a_context_managers_yield_runs_only_when_the_block_succe
         RUNNER = Runner()
         """
     assert _check(tmp_path / "early", {"run.py": early}) == []
+
+
+def test_an_entry_keyed_by_each_requests_own_id_is_an_error_and_a_bare_key_a_warning(tmp_path):
+    # `request.request_id` names the request this call handles: one entry per request served,
+    # never the same key twice (vLLM's and sglang's response stores). A bare key the caller
+    # hands in (`sender_id`) may name one of a few senders: growth not proven.
+    server = """\
+        _RESPONSES = {}
+
+        class ResponsesServer:
+            def __init__(self):
+                self.store = {}
+                self.senders = {}
+
+            async def handle_request(self, request, sender_id, sender):
+                response = await generate(request)
+                self.store[response.id] = response
+                self.senders[sender_id] = sender
+                _RESPONSES[request.request_id] = response
+                return response
+
+        SERVER = ResponsesServer()
+        """
+    found = _check(tmp_path, {"serve.py": server})
+    assert [(line, code, severity) for line, code, severity, _ in found] == [
+        (10, "RL307", "error"), (11, "RL307", "warning"), (12, "RL306", "error")]
+    assert "one entry per distinct `response.id`" in found[0][3]
