@@ -7,6 +7,7 @@ breaking the cycle again), `examples` (its documentation and examples)."""
 from __future__ import annotations
 
 import re
+import sys
 from typing import Optional
 
 import libcst as cst
@@ -155,6 +156,24 @@ class SelfCycleCallback(Rule):
                             # the caller's model: dropping it frees nothing until a collection
                             severity=level(facts))
 
+    def _unseen_holder(self, cls: cst.ClassDef, site, how: str) -> bool:
+        """Is the object keeping the callback made by a class of a library neither the
+        project nor the standard library is (`pycurl.CurlMulti()`, a Qt object)? A C type
+        hides its references from the cyclic collector, and nothing here shows which it is."""
+        call = site.value if how == "constructed" else None
+        if how == "setter":  # `self._multi.setopt(key, self._cb)`: what `self._multi` was made by
+            holder = self.ctx.code(site.func.value)
+            call = next((n.value for n in iter_nodes(cls.body) if isinstance(n, cst.Assign)
+                         and any(self.ctx.code(t.target) == holder for t in n.targets)), None)
+        if not isinstance(call, cst.Call):
+            return False
+        qualified = self.ctx.absolute(self.ctx.qualname(call.func))
+        if not qualified or "." not in qualified:
+            return False
+        parts = (self.ctx.index.resolve(qualified) or qualified).split(".")
+        return parts[0] not in sys.stdlib_module_names and not any(
+            ".".join(parts[:i]) in self.ctx.index.modules for i in range(1, len(parts)))
+
     def _a_model(self, params, name: str) -> bool:
         """Is parameter `name` annotated as a model - `nn.Module`, a pretrained model, a
         configured heavy type, or a project class derived from one? A model is what a process
@@ -276,6 +295,8 @@ class SelfCycleCallback(Rule):
                 break
         if through_cpp and where not in STATE_DICT_HOOKS:
             facts = Facts(heavy=True, meant_to_go=True)  # never freed: every release defeated
+        elif how in ("constructed", "setter") and self._unseen_holder(cls, site, how):
+            facts = Facts(heavy=True)  # whether the collector can free it at all is unknown
         else:  # a module's state-dict hook dict is a Python dict: a plain cycle
             facts = Facts(heavy=True, collected=collector_frees(self.ctx, cls))
         self.report(site, message,

@@ -86,7 +86,10 @@ caller, who frees it by dropping it - fairscale's `checkpoint_wrapper` - and a c
 is triggered by the count of Python objects made, not by the GPU memory the model pins),
 otherwise info (real but negligible, shown with `--min-severity info`): an object made once
 keeps only itself, and so does an optimizer or engine handed in (built once per run) or a
-`torch.fx.GraphModule` (cyclic through its graph already).
+`torch.fx.GraphModule` (cyclic through its graph already). A callback kept by an object of
+a library that is neither the project's nor the standard library's (`pycurl.CurlMulti()`,
+tornado's `PeriodicCallback`) is a warning: whether the collector can traverse it (a C type
+cannot) is unknown.
 
 ## Why it leaks
 The object becomes part of a reference cycle, so reference counting can never free it:

@@ -376,3 +376,34 @@ def test_an_exit_handler_that_is_the_instance_own_release_keeps_a_closed_shell(t
         "    def shutdown(self):\n"
         "        self.sock.close()\n")})
     assert _levels(root, "RL203") == [(14, "info"), (24, "warning")]
+
+
+def test_a_callback_kept_by_an_object_of_an_unseen_library_is_not_taken_as_collected(tree):
+    """tornado's curl client (07983e35): bound methods handed to a `pycurl.CurlMulti`, which
+    the release method closes but keeps. Whether the collector can traverse an object of
+    a library the project does not show (a C type, here) is unknown: shown. The same cycle
+    through a standard-library executor or the project's own class is a plain Python cycle
+    the collector frees: info."""
+    root = tree({"m.py": (
+        "from concurrent.futures import ThreadPoolExecutor\n\n"
+        "import pycurl\n\n\n"
+        "class Role:\n"
+        "    def __init__(self, send):\n"
+        "        self.send = send\n\n\n"
+        "class Client:\n"
+        "    def initialize(self):\n"
+        "        self._multi = pycurl.CurlMulti()\n"
+        "        self._multi.setopt(pycurl.M_TIMERFUNCTION, self._set_timeout)\n"
+        "        self._pool = ThreadPoolExecutor(initializer=self._bind)\n"
+        "        self._role = Role(send=self._send)\n\n"
+        "    def close(self):\n"
+        "        self._multi.close()\n"
+        "        self._pool.shutdown()\n"
+        "        self._role.send(None)\n\n"
+        "    def _set_timeout(self, msecs):\n"
+        "        pass\n\n"
+        "    def _bind(self):\n"
+        "        pass\n\n"
+        "    def _send(self, data):\n"
+        "        pass\n")})
+    assert _levels(root, "RL701") == [(14, "warning"), (15, "info"), (16, "info")]
