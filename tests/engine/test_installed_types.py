@@ -304,6 +304,7 @@ def test_the_shipped_table_knows_major_libraries_that_are_not_installed(tmp_path
     assert [c for c in _codes(done.stdout)][:2] == ["user.py:4:1: RL301", "user.py:15:1: RL301"], done.stdout
 
 
+@pytest.mark.slow  # reads every package installed beside retainlint, torch included, afresh
 def test_the_bench_project_is_clean_where_its_libraries_are_not_installed(tmp_path):
     """fixtures/installed_types/imagegen derives from diffusers/timm/peft classes that are
     not in the table: its findings need those packages installed (a bench venv, not CI)."""

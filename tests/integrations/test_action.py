@@ -159,6 +159,7 @@ def run_composite(env, action_path, with_=None, python=None):
     return logs, context
 
 
+@pytest.mark.slow  # installs the action into a new virtual environment
 def test_composite_action_on_a_pull_request_annotates_exactly_the_new_line(pr_run):
     """The whole action: installs retainlint from the action's own checkout (pip, from
     PyPI), runs the changed-lines check, annotates, writes the summary."""

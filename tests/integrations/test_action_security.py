@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from markdown_it import MarkdownIt
 
 from conftest import BUGGY
@@ -60,6 +62,7 @@ def test_run_step_imports_nothing_from_the_checkout(tmp_path):
     assert context["steps.check.outputs.findings"] == "1"
 
 
+@pytest.mark.slow  # installs the action into a new virtual environment
 def test_install_step_imports_nothing_from_the_checkout(tmp_path):
     """The whole action, its install step included (`python3 -m venv`, `python -m pip`)."""
     run, markers = hostile_pr(tmp_path)
