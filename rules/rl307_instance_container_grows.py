@@ -8,7 +8,7 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import (
-    grows_per_call, how_dropped, keyed_by_each_request, lives_for_the_process, made_per_call, released_anywhere, serves_requests)
+    grows_per_call, how_dropped, instance_outlives_its_adds, keyed_by_each_request, released_anywhere)
 from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter
 
@@ -122,19 +122,17 @@ SERVER = JobServer()
         for g in facts.growth:
             if g.kind != "instance" or g.in_init:
                 continue
-            cls = g.holder.partition("()")[0]
             why = grows_per_call(g)
             if why is None or released_anywhere(index, g.holder):
                 continue
-            owner, _, method = g.function.partition(".")
-            if lives_for_the_process(index, cls):
-                lifetime = f"a `{owner}` lives for the process"
-            elif serves_requests(index, cls):
-                lifetime = f"a `{owner}` serves many requests (its methods are handlers, a serve loop, or start and stop)"
-            elif g.undone_on_success and not made_per_call(cls, facts):
-                lifetime = f"a `{owner}` outlives the calls that add to it"
-            else:
+            outlives = instance_outlives_its_adds(index, facts, g)
+            if outlives is None:
                 continue
+            owner, _, method = g.function.partition(".")
+            lifetime = {"process": f"a `{owner}` lives for the process",
+                        "serves": f"a `{owner}` serves many requests (its methods are handlers, a serve "
+                                  "loop, or start and stop)",
+                        "outlives": f"a `{owner}` outlives the calls that add to it"}[outlives]
             how = how_dropped(index, g.holder)
             removal = {"success": "its entries are removed only once an `await` (or a context manager's "
                                   "`yield`) has returned, outside `finally`, so a call that fails or is "

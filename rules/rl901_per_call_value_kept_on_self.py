@@ -13,10 +13,7 @@ from retainlint.analysis.heavy import find_param
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
 from retainlint.core.finding import Applicability, Severity
-from retainlint.rules.prefilters.rl901 import PerCallValueKeptOnSelfPrefilter
-
-# Calls that take an item out of a container: the call now owns it.
-_TAKERS = frozenset({"pop", "popleft"})
+from retainlint.rules.prefilters.rl901 import TAKERS, PerCallValueKeptOnSelfPrefilter
 
 
 class PerCallValueKeptOnSelf(Rule):
@@ -187,7 +184,7 @@ class _PerCallStores(OwnScopeVisitor):
 
     def _per_call(self, value: cst.BaseExpression) -> Optional[tuple[bool, str]]:
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                and value.func.attr.value in _TAKERS:
+                and value.func.attr.value in TAKERS:
             return False, "the item"
         if isinstance(value, cst.Name):
             param = find_param(self.method, value.value)

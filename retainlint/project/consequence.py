@@ -172,6 +172,21 @@ def made_per_call(cls: str, facts: ModuleFacts) -> bool:
     return cls in facts.made_per_call or _role(cls, _PER_CALL_ROLES)
 
 
+def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Growth) -> Optional[str]:
+    """Why the instance holding `g`'s container outlives the calls that add to it: "process"
+    (one is made for the process), "serves" (its methods serve requests), "outlives" (the
+    adding call removes its entry only when it succeeds, and instances are not made per
+    call); None when none of these is shown (RL307 then says nothing)."""
+    cls = g.holder.partition("()")[0]
+    if lives_for_the_process(index, cls):
+        return "process"
+    if serves_requests(index, cls):
+        return "serves"
+    if g.undone_on_success and not made_per_call(cls, facts):
+        return "outlives"
+    return None
+
+
 def grows_per_call(g: Growth) -> Optional[str]:
     """Why each call of `g.function` adds an entry nothing reuses, or None when the
     growth is bounded in practice (a memo over a small domain, registration)."""

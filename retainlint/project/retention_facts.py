@@ -57,6 +57,11 @@ class SelfReference:
     site: Site
 
 
+def growth_of(plain: tuple[Any, ...]) -> Growth:
+    """A growth as `ModuleFacts.plain()` stores it, decoded."""
+    return Growth(*plain[:-1], Site(*plain[-1]))
+
+
 # Positions in `ModuleFacts.plain()`, for questions that read every file's facts without
 # decoding them; a plain growth holds `Growth`'s fields in order.
 GROWTH, DROPS, BOUNDED, SELF_REFERENCES, LONG_LIVED, PER_CALL, COLLECTOR_OFF, FRAMES, \
@@ -94,7 +99,7 @@ class ModuleFacts:
     def from_plain(cls, plain: tuple[Any, ...]) -> "ModuleFacts":
         (growth, drops, bounded, refs, long_lived, per_call, collector_off, frames,
          success, teardown, serving) = plain
-        return cls([Growth(*g[:-1], Site(*g[-1])) for g in growth],  # type: ignore[call-arg]
+        return cls([growth_of(g) for g in growth],
                    set(drops), set(bounded),
                    [SelfReference(*r[:-1], Site(*r[-1])) for r in refs],  # type: ignore[call-arg]
                    set(long_lived), set(per_call), collector_off,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from retainlint.project.retention_facts import GROWTH, GROWTH_KIND
+from retainlint.project.consequence import grows_per_call
+from retainlint.project.retention_facts import GROWTH, growth_of
 from retainlint.project.retention_prefilter import RetentionPrefilter
 
 
@@ -17,4 +18,6 @@ class ProcessContainerGrowsPrefilter(RetentionPrefilter):
 
     @classmethod
     def candidates(cls, facts: tuple[Any, ...]) -> bool:
-        return any(g[GROWTH_KIND] in ("module", "class") for g in facts[GROWTH])
+        # the check's first questions, asked of the facts alone: most adds are set-up or memos
+        return any(g.kind in ("module", "class") and grows_per_call(g) is not None
+                   for g in map(growth_of, facts[GROWTH]))

@@ -3,9 +3,14 @@ a method adds to (see `rules/rl307_instance_container_grows.py`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from retainlint.project.retention_facts import GROWTH, GROWTH_KIND
+from retainlint.project.consequence import grows_per_call, instance_outlives_its_adds
+from retainlint.project.retention_facts import GROWTH, ModuleFacts, growth_of
+
+if TYPE_CHECKING:
+    from retainlint.core.config import Settings
+    from retainlint.project.index import ProjectIndex
 from retainlint.project.retention_prefilter import RetentionPrefilter
 
 
@@ -17,4 +22,16 @@ class InstanceContainerGrowsPrefilter(RetentionPrefilter):
 
     @classmethod
     def candidates(cls, facts: tuple[Any, ...]) -> bool:
-        return any(g[GROWTH_KIND] == "instance" for g in facts[GROWTH])
+        # the check's first questions, asked of the facts alone: most adds are set-up or memos
+        return any(g.kind == "instance" and not g.in_init and grows_per_call(g) is not None
+                   for g in map(growth_of, facts[GROWTH]))
+
+    @classmethod
+    def might_match(cls, data: bytes, settings: "Settings", index: "ProjectIndex") -> bool:
+        """...and of the project: the instance outlives the calls that add to it."""
+        if not super().might_match(data, settings, index):
+            return False
+        plain = data.summary.retention  # type: ignore[attr-defined]
+        facts = ModuleFacts.from_plain(plain)
+        return any(g.kind == "instance" and not g.in_init and grows_per_call(g) is not None
+                   and instance_outlives_its_adds(index, facts, g) is not None for g in facts.growth)
