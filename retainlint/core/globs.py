@@ -53,6 +53,7 @@ class _Name:
 
 
 _ANY = None  # a `**` part
+_GLOB_CHARS = re.compile(r"[*?\[\\]")  # a part with none of these matches only itself
 
 
 class Pattern:
@@ -65,13 +66,18 @@ class Pattern:
         self.include: Optional[bool] = parsed.include
         self.trivial = parsed.regex if parsed.regex is not None and parsed.regex.pattern in _TRIVIAL else None
         self.parts: list[Optional[_Name]] = []
+        self.literals: frozenset[str] = frozenset()
         self.directory = False
         if self.include is not None and self.trivial is None:
             text = line if line.endswith("\\ ") else line.rstrip()
             text = text[1:] if text.startswith("!") else text
             parts = text.split("/")
             self.directory = not parts[-1]
-            self.parts = [_ANY if p == "**" else _Name(p) for p in _normalized(parts)]
+            normalized = _normalized(parts)
+            self.parts = [_ANY if p == "**" else _Name(p) for p in normalized]
+            # Names the path must hold as whole parts for a match (`build` in `**/build`):
+            # most paths of a tree hold none, and are answered without the walk.
+            self.literals = frozenset(p for p in normalized if p != "**" and not _GLOB_CHARS.search(p))
 
     def match(self, path: str) -> Optional[bool]:
         if self.include is None:
@@ -80,6 +86,8 @@ class Pattern:
             found = self.trivial.search(path)
             return None if found is None else bool(found.groupdict().get("ps_d"))
         names = path.split("/")
+        if not self.literals.issubset(names):
+            return None
         memo: dict[tuple[int, int], Optional[bool]] = {}
         return self._from(0, 0, names, memo)
 

@@ -59,7 +59,7 @@ class SelfReference:
 
 def growth_of(plain: tuple[Any, ...]) -> Growth:
     """A growth as `ModuleFacts.plain()` stores it, decoded."""
-    return Growth(*plain[:-1], Site(*plain[-1]))
+    return Growth(*plain[:-1], Site(*plain[-1]))  # type: ignore[call-arg]
 
 
 # Positions in `ModuleFacts.plain()`, for questions that read every file's facts without
