@@ -7,12 +7,14 @@ prefilters (`rules/prefilters/`), which do not import libcst either."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
+import importlib.util
 import pkgutil
 import re
 from types import ModuleType
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from retainlint.core.config import did_you_mean
 from retainlint.core.errors import ConfigError
@@ -44,6 +46,31 @@ def catalog() -> tuple[tuple[str, str], ...]:
         code, _, name = info.name.partition("_")
         found.append((code.upper(), name.replace("_", "-")))
     return tuple(sorted(found))
+
+
+@functools.lru_cache(maxsize=None)
+def summary_of(code: str) -> Optional[str]:
+    """A rule's one-line summary, read from its module's source (the class body's
+    `summary = "..."`) instead of importing the module: a run answered from the cache that
+    prints findings imports neither the rules nor libcst. None when it is not written so
+    (the house tests check every rule's against its class)."""
+    import retainlint.rules as package
+
+    for info in _rule_modules(package):
+        if info.name.partition("_")[0].upper() != code:
+            continue
+        spec = importlib.util.find_spec(f"{package.__name__}.{info.name}")
+        if spec is None or spec.origin is None:
+            return None
+        with open(spec.origin, "rb") as source:
+            tree = ast.parse(source.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    if isinstance(stmt, ast.Assign) and [getattr(t, "id", None) for t in stmt.targets] == ["summary"] \
+                            and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                        return stmt.value.value
+    return None
 
 
 @functools.lru_cache(maxsize=1)

@@ -123,10 +123,11 @@ def _last_aside(message: str) -> tuple[int, int] | None:
 
 def _about(code: str) -> str | None:
     """A rule's one-line summary (None for RL000/RL999/RL100, which are not rules)."""
-    from retainlint.engine.registry import all_rules
+    from retainlint.engine.registry import catalog, summary_of
 
-    rule = next((r for r in all_rules() if r.code == code), None)
-    return f"{rule.summary} (`retainlint rule {rule.name}` explains it)" if rule is not None else None
+    name = dict(catalog()).get(code)
+    summary = summary_of(code) if name is not None else None
+    return f"{summary} (`retainlint rule {name}` explains it)" if summary is not None else None
 
 
 CONSEQUENCE_MAX = 144  # characters of the consequence line: with its label, as concise's 160

@@ -245,6 +245,11 @@ def test_a_run_answered_from_the_cache_imports_neither_libcst_nor_the_rules(tmp_
                            text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
     assert "m.py:5:9: RL501" in again.stdout
     assert again.stdout.splitlines()[-1] == "1 False False", again.stdout + again.stderr
+    # The full text output says what each code it shows is about, read from the rule's source.
+    full = subprocess.run([sys.executable, "-c", probe.replace("'concise'", "'full'")], cwd=tmp_path,
+                          capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
+    assert "The removal handle of a registered hook is thrown away" in " ".join(full.stdout.split())
+    assert full.stdout.splitlines()[-1] == "1 False False", full.stdout + full.stderr
 
     # An edit no rule can match (the pre-commit case): the prefilters decide it from the
     # file's `ast` without importing libcst or the rules; the other file's finding stays.

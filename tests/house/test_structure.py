@@ -171,3 +171,11 @@ def test_no_module_exceeds_the_line_limit():
     long = sorted(f"{name}: {n} lines" for name, path in _modules().items()
                   if (n := len(path.read_text().splitlines())) > MAX_LINES)
     assert long == []
+
+
+def test_each_rule_summary_is_read_from_its_source_as_its_class_has_it():
+    """A run answered from the cache prints the summaries without importing the rules."""
+    from retainlint.engine.registry import all_rules, catalog, summary_of
+
+    assert {r.code: (r.name, r.summary) for r in all_rules()} == {
+        code: (name, summary_of(code)) for code, name in catalog()}
