@@ -7,11 +7,9 @@ from typing import Iterator
 from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
-from retainlint.project.consequence import (
-    grows_per_call, how_dropped, keyed_by_each_request, released_anywhere, short,
-)
+from retainlint.project.consequence import how_dropped, keyed_by_each_request, released_anywhere, short
 from retainlint.project.retention_facts import ModuleFacts, Site
-from retainlint.rules.prefilters.rl306 import ProcessContainerGrowsPrefilter
+from retainlint.rules.prefilters.rl306 import ProcessContainerGrowsPrefilter, process_growth
 
 
 class ProcessContainerGrows(RetentionRule):
@@ -118,16 +116,15 @@ class Session:
 
     def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
         for g in facts.growth:
-            if g.kind not in ("module", "class"):
-                continue
-            why = grows_per_call(g)
+            why = process_growth(g)
             if why is None or released_anywhere(self.ctx.index, g.holder):
                 continue
             where = "module-level" if g.kind == "module" else "class-level"
             function = g.function.rpartition(".")[2]
             # Every instance, or an entry per request served, kept for the process: a
             # maintainer would merge the fix.
-            per_request = keyed_by_each_request(g) and how_dropped(self.ctx.index, g.holder) is None
+            how = how_dropped(self.ctx.index, g.holder)
+            per_request = keyed_by_each_request(g) and how is None
             severity = Severity.ERROR if g.in_init and g.pins_self or per_request else Severity.WARNING
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
                     else f"`{g.value}` of every `{function}()` call" if g.value
@@ -136,7 +133,7 @@ class Session:
                                   "`yield`) has returned, outside `finally`, so a call that fails or is "
                                   "cancelled there leaves its entry",
                        "teardown": "it is emptied only at shutdown",
-                       None: "nothing in the project removes one"}[how_dropped(self.ctx.index, g.holder)]
+                       None: "nothing in the project removes one"}[how]
             yield (g.site,
                    f"`{g.shown}` ({where}: lives for the process) gains {why} in `{function}()`; "
                    f"{removal}, so every entry stays alive "

@@ -8,9 +8,9 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import (
-    grows_per_call, how_dropped, instance_outlives_its_adds, keyed_by_each_request, released_anywhere)
+    how_dropped, instance_outlives_its_adds, keyed_by_each_request, released_anywhere)
 from retainlint.project.retention_facts import ModuleFacts, Site
-from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter
+from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter, instance_growth
 
 
 class InstanceContainerGrows(RetentionRule):
@@ -120,9 +120,7 @@ SERVER = JobServer()
     def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
         index = self.ctx.index
         for g in facts.growth:
-            if g.kind != "instance" or g.in_init:
-                continue
-            why = grows_per_call(g)
+            why = instance_growth(g)
             if why is None or released_anywhere(index, g.holder):
                 continue
             outlives = instance_outlives_its_adds(index, facts, g)

@@ -375,11 +375,8 @@ def _unconditional_yields(body: list[ast.stmt]) -> list[int]:
     others, before its own `yield`)."""
     found: list[int] = []
     for stmt in body:
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)) or \
-                isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
+        if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
             found.append(stmt.lineno)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            found += _unconditional_yields(stmt.body)
-        elif isinstance(stmt, ast.Try):
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
             found += _unconditional_yields(stmt.body)
     return found

@@ -3,11 +3,17 @@ that something adds to (see `rules/rl306_process_container_grows.py`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from retainlint.project.consequence import grows_per_call
-from retainlint.project.retention_facts import GROWTH, growth_of
+from retainlint.project.retention_facts import GROWTH, Growth, growth_of
 from retainlint.project.retention_prefilter import RetentionPrefilter
+
+
+def process_growth(g: Growth) -> Optional[str]:
+    """Why each call or instance adds to a module- or class-level container (RL306's first
+    question, asked of the facts alone: most adds are set-up or memos), or None."""
+    return grows_per_call(g) if g.kind in ("module", "class") else None
 
 
 class ProcessContainerGrowsPrefilter(RetentionPrefilter):
@@ -18,6 +24,4 @@ class ProcessContainerGrowsPrefilter(RetentionPrefilter):
 
     @classmethod
     def candidates(cls, facts: tuple[Any, ...]) -> bool:
-        # the check's first questions, asked of the facts alone: most adds are set-up or memos
-        return any(g.kind in ("module", "class") and grows_per_call(g) is not None
-                   for g in map(growth_of, facts[GROWTH]))
+        return any(process_growth(growth_of(g)) is not None for g in facts[GROWTH])

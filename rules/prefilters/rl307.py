@@ -3,15 +3,21 @@ a method adds to (see `rules/rl307_instance_container_grows.py`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from retainlint.project.consequence import grows_per_call, instance_outlives_its_adds
-from retainlint.project.retention_facts import GROWTH, ModuleFacts, growth_of
+from retainlint.project.retention_facts import GROWTH, Growth, ModuleFacts, growth_of
 
 if TYPE_CHECKING:
     from retainlint.core.config import Settings
     from retainlint.project.index import ProjectIndex
 from retainlint.project.retention_prefilter import RetentionPrefilter
+
+
+def instance_growth(g: Growth) -> Optional[str]:
+    """Why each call of a method adds to a container an instance keeps (RL307's first
+    question, asked of the facts alone: most adds are set-up or memos), or None."""
+    return grows_per_call(g) if g.kind == "instance" and not g.in_init else None
 
 
 class InstanceContainerGrowsPrefilter(RetentionPrefilter):
@@ -22,9 +28,7 @@ class InstanceContainerGrowsPrefilter(RetentionPrefilter):
 
     @classmethod
     def candidates(cls, facts: tuple[Any, ...]) -> bool:
-        # the check's first questions, asked of the facts alone: most adds are set-up or memos
-        return any(g.kind == "instance" and not g.in_init and grows_per_call(g) is not None
-                   for g in map(growth_of, facts[GROWTH]))
+        return any(instance_growth(growth_of(g)) is not None for g in facts[GROWTH])
 
     @classmethod
     def might_match(cls, data: bytes, settings: "Settings", index: "ProjectIndex") -> bool:
@@ -33,5 +37,5 @@ class InstanceContainerGrowsPrefilter(RetentionPrefilter):
             return False
         plain = data.summary.retention  # type: ignore[attr-defined]
         facts = ModuleFacts.from_plain(plain)
-        return any(g.kind == "instance" and not g.in_init and grows_per_call(g) is not None
-                   and instance_outlives_its_adds(index, facts, g) is not None for g in facts.growth)
+        return any(instance_growth(g) is not None and instance_outlives_its_adds(index, facts, g) is not None
+                   for g in facts.growth)
