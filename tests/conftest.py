@@ -1,5 +1,7 @@
+import atexit
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -9,8 +11,9 @@ from pathlib import Path
 import pytest
 
 # The cache and its signing key live in the user cache directory: the tests (and every
-# retainlint they start) get one of their own, never the user's.
+# retainlint they start) get one of their own, never the user's, removed when they end.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="retainlint-test-cache-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 BUGGY = textwrap.dedent(
     """\

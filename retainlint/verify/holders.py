@@ -200,24 +200,38 @@ def edge_text(p: Any, c: Any) -> tuple[str, str]:
     return "", "?"
 
 
-def _extra_referents(o: Any) -> list:
-    """Edges gc does not report: the autograd graph behind a tensor."""
-    torch = _torch()
-    out = []
-    if torch is not None and isinstance(o, torch.Tensor):
-        try:
-            if o.grad_fn is not None:
-                out.append(o.grad_fn)
-        except Exception:
-            pass
-    elif _is_grad_node(o):
-        for fn, _ in getattr(o, "next_functions", ()):
-            if fn is not None:
-                out.append(fn)
-        var = getattr(o, "variable", None)
-        if var is not None:
-            out.append(var)
-    return out
+class _ExtraEdges:
+    """Edges gc does not report: the autograd graph behind a tensor. Whether a type can have
+    any is asked once per type: a heap walk meets hundreds of thousands of objects of a few
+    thousand types."""
+
+    def __init__(self) -> None:
+        torch = _torch()
+        self._tensor = torch.Tensor if torch is not None else None
+        self._kind: dict[type, str] = {}
+
+    def __call__(self, o: Any) -> list:
+        t = type(o)
+        kind = self._kind.get(t)
+        if kind is None:
+            kind = "tensor" if self._tensor is not None and issubclass(t, self._tensor) \
+                else "grad" if _is_grad_node(o) else ""
+            self._kind[t] = kind
+        out: list = []
+        if kind == "tensor":
+            try:
+                if o.grad_fn is not None:
+                    out.append(o.grad_fn)
+            except Exception:
+                pass
+        elif kind == "grad":
+            for fn, _ in getattr(o, "next_functions", ()):
+                if fn is not None:
+                    out.append(fn)
+            var = getattr(o, "variable", None)
+            if var is not None:
+                out.append(var)
+        return out
 
 
 def render(root_label: str, path: list, root_kind: str = "") -> tuple[str, list]:
@@ -344,10 +358,14 @@ def _bfs_many(target_ids: set, root_list: list, skip: set) -> dict:
         root_of[id(r)] = idx
         q.append(r)
     left = {t for t in target_ids if t not in parent}
+    extra_edges = _ExtraEdges()
     while q and left and len(parent) < MAX_VISIT:
         o = q.popleft()
         try:
-            children = gc.get_referents(o) + _extra_referents(o)
+            children = gc.get_referents(o)
+            more = extra_edges(o)
+            if more:
+                children += more
             if isinstance(o, types.FrameType):  # a running frame does not traverse its locals
                 children += list(o.f_locals.values())
         except Exception:

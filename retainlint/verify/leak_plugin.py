@@ -6,10 +6,10 @@ and arguments), the fixtures of wider scope that ended with it are checked first
 made since their setup), then the test (what it made, less what a still-live fixture of
 wider scope holds: theirs until their own teardown).
 
-tracemalloc is restarted before each test (unless something else started it), so the first
-object of a holder chain that has an allocation traceback is one the test made: its line is
-where the chain was tied to its root. One heap scan per test: the scan that ends a test's
-check is the next test's "before".
+tracemalloc is restarted before each test and stopped after its check (unless something
+else started it), so the first object of a holder chain that has an allocation traceback is
+one the test made: its line is where the chain was tied to its root. One heap scan per test:
+the scan that ends a test's check is the next test's "before".
 """
 
 from __future__ import annotations
@@ -54,9 +54,14 @@ class LeakPlugin:
             tracemalloc.stop()
             tracemalloc.start(TRACE_FRAMES)
 
-    def pytest_unconfigure(self) -> None:
+    def _stop_trace(self) -> None:
+        """Between tests nothing is traced: what pytest and its plugins do after the last
+        test (an import at the summary) would run ten times slower."""
         if self.own_trace and tracemalloc.is_tracing():
             tracemalloc.stop()
+
+    def pytest_unconfigure(self) -> None:
+        self._stop_trace()
 
     # -- fixtures of wider scope -----------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
@@ -96,6 +101,7 @@ class LeakPlugin:
         try:
             self._check(item.nodeid)
         finally:
+            self._stop_trace()
             self.seconds += time.perf_counter() - start
 
     def _check(self, nodeid: str) -> None:

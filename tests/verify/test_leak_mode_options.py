@@ -77,6 +77,20 @@ def test_fail_mode_exits_1_only_on_a_leak(tmp_path):
     assert clean.returncode == 0, clean.stdout
 
 
+def test_nothing_is_traced_after_the_last_test(tmp_path):
+    """What runs after the tests (the summary, other plugins' imports) is not slowed by
+    allocation tracing that only the tests need."""
+    make(tmp_path, 'leaks = { types = ["app.Session"] }')
+    (tmp_path / "conftest.py").write_text(
+        "import tracemalloc\n\n\n"
+        "def pytest_sessionfinish(session):\n"
+        "    with open('tracing.txt', 'w') as f:\n"
+        "        f.write(str(tracemalloc.is_tracing()))\n")
+    done = run_pytest(tmp_path, "--retainlint-leaks")
+    assert "1 object(s) outlived their test" in done.stdout, done.stdout
+    assert (tmp_path / "tracing.txt").read_text() == "False"
+
+
 def test_off_on_the_command_line_wins_over_pyproject(tmp_path):
     make(tmp_path, 'leaks = { mode = "fail", types = ["app.Session"] }')
     assert run_pytest(tmp_path).returncode == 1
