@@ -61,7 +61,9 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
 
 
 # visitor class -> node type -> (its visit_<Node>, its leave_<Node>): libcst's
-# `on_visit` looks the method up by name at every node.
+# `on_visit` looks the method up by name at every node. Only classes of a module's top
+# level are kept: a class defined in a function is a new class at each call, and its
+# methods' closures hold what that call was given (a file's context and tree).
 _HANDLERS: dict[type, dict[type, tuple]] = {}
 
 
@@ -71,7 +73,9 @@ def _handlers(visitor_type: type) -> dict[type, tuple]:
         if (visitor_type.on_visit is not cst.CSTVisitor.on_visit
                 or visitor_type.on_leave is not cst.CSTVisitor.on_leave):
             raise TypeError(f"{visitor_type.__name__}: write visit_<Node>/leave_<Node> methods")
-        table = _HANDLERS[visitor_type] = {}
+        table = {}
+        if "<locals>" not in visitor_type.__qualname__:
+            _HANDLERS[visitor_type] = table
     return table
 
 

@@ -25,15 +25,11 @@ _MAX_DEPTH = 8
 class _Sources:
     def __init__(self, index) -> None:
         self.index = index
-        self.parsed: dict[str, Optional[tuple[ast.Module, list[str]]]] = {}
         self.functions: dict[tuple[str, int], Optional[cst.FunctionDef]] = {}
 
-    def tree(self, path: str) -> Optional[tuple[ast.Module, list[str]]]:
-        if path not in self.parsed:
-            found = self.index.source(path)  # read once per index, as the run reads files
-            self.parsed[path] = None if found is None else (
-                found[0], found[1].decode("utf-8", "replace").splitlines(True))
-        return self.parsed[path]
+    def tree(self, path: str) -> Optional[ast.Module]:
+        found = self.index.source(path)  # the index keeps the files read last
+        return None if found is None else found[0]
 
     def function(self, path: str, line: int) -> Optional[cst.FunctionDef]:
         """The libcst tree of the function defined at `path`:`line`."""
@@ -43,10 +39,10 @@ class _Sources:
         return self.functions[key]
 
     def _function(self, path: str, line: int) -> Optional[cst.FunctionDef]:
-        parsed = self.tree(path)
-        if parsed is None:
+        found = self.index.source(path)
+        if found is None:
             return None
-        tree, lines = parsed
+        tree, lines = found[0], found[1].decode("utf-8", "replace").splitlines(True)
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == line:
                 start = min([d.lineno for d in node.decorator_list] + [node.lineno])
@@ -214,7 +210,7 @@ class _Weigher:
         file = self.index.files.get(summary.path)
         if parsed is None or file is None:
             return True
-        node = _classes_by_line(parsed[0]).get(summary.line)
+        node = _classes_by_line(parsed).get(summary.line)
         if node is None:
             return True
         methods = [fn for fn in node.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]

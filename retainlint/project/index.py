@@ -266,6 +266,9 @@ class Consulted:
     answers: dict = field(default_factory=dict)
 
 
+# Other files' parsed sources kept by `ProjectIndex.source`.
+SOURCES_KEPT = 16
+
 _TABLES = ("files", "modules", "classes", "functions")
 # Derived facts a snapshot carries, so that a restored index need not recompute them.
 _FACTS = ("heavy_types", "heavy_factories", "bound_callers", "instance_callers", "heavy_classes", "cache_decorators", "freezers",
@@ -330,7 +333,8 @@ class ProjectIndex:
         for name in _TABLES:
             getattr(self, name).name = name
         self._memos: dict[str, object] = {}  # see `memo`
-        self._sources: dict[str, Optional[tuple[ast.Module, bytes]]] = {}  # see `source`
+        # see `source`: the least recently read first (a dict keeps insertion order)
+        self._sources: dict[str, Optional[tuple[ast.Module, bytes]]] = {}
         self._offered: dict[str, bytes] = {}  # see `offer_source`
 
     # -- what analyses work out once per index ------------------------------------------
@@ -345,19 +349,26 @@ class ProjectIndex:
 
     def source(self, path: str) -> Optional[tuple[ast.Module, bytes]]:
         """The `ast` and bytes of a project file, for analyses that read another file's
-        code (what a callee does with its argument); read once per index, as the run reads
-        files (no link out of the project, nothing over the size cap). None if it cannot
-        be read or parsed."""
-        if path not in self._sources:
+        code (what a callee does with its argument), read as the run reads files (no link
+        out of the project, nothing over the size cap). None if it cannot be read or
+        parsed. The last `SOURCES_KEPT` files read are kept: a process checking a
+        thousand files asks for a few hundred others, and their trees weigh ten times
+        their text."""
+        if path in self._sources:
+            found = self._sources.pop(path)
+        else:
             try:
                 offered = self._offered.pop(os.path.abspath(path), None)
                 data = offered if offered is not None else read_source(path)
                 if len(data) > MAX_PARSE_BYTES:
                     raise ValueError("too large")
-                self._sources[path] = (ast.parse(data), data)
+                found = (ast.parse(data), data)
             except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-                self._sources[path] = None
-        return self._sources[path]
+                found = None
+            if len(self._sources) >= SOURCES_KEPT:
+                del self._sources[next(iter(self._sources))]
+        self._sources[path] = found  # the most recent last
+        return found
 
     def offer_source(self, path: str, data: bytes) -> None:
         """The bytes a lint of `path` reads (an editor's buffer, a test's source): `source`

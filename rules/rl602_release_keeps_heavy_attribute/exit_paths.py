@@ -197,7 +197,7 @@ def _function_node(index, function):
     parsed = sources(index).tree(function.path)
     if parsed is None:
         return None
-    return next((n for n in ast.walk(parsed[0]) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    return next((n for n in ast.walk(parsed) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and n.lineno == function.line), None)
 
 

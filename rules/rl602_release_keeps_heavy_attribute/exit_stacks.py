@@ -101,7 +101,7 @@ def _closed_by_subclasses_elsewhere(ctx, cls: cst.ClassDef, attrs: set[str],
         if parsed is None:
             closed |= attrs  # unreadable: it may close them
             continue
-        for node in ast.walk(parsed[0]):
+        for node in ast.walk(parsed):
             if isinstance(node, ast.Attribute) and node.attr in closers \
                     and isinstance(node.value, ast.Attribute) and node.value.attr in attrs:
                 closed.add(node.value.attr)

@@ -107,7 +107,7 @@ def _fills_container(index, qualified: str) -> bool:
     parsed = sources(index).tree(info.path)
     if parsed is None:
         return False
-    node = next((n for n in ast.walk(parsed[0]) if isinstance(n, ast.ClassDef) and n.lineno == info.line), None)
+    node = next((n for n in ast.walk(parsed) if isinstance(n, ast.ClassDef) and n.lineno == info.line), None)
     if node is None:
         return False
     functions = [fn for fn in node.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
