@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 
 from conftest import BUGGY
 from retainlint.engine.registry import catalog
+from retainlint.engine.runner import POOL_THRESHOLD
 from test_action import NEW_LINE, ROOT, commands, git, outputs, pr_checkout, run_composite, run_script
 
 _LINES = BUGGY.splitlines(keepends=True)
@@ -180,14 +181,16 @@ def test_a_pull_request_deleting_a_cleanup_line_is_annotated(tmp_path):
 
 def test_python_m_retainlint_imports_nothing_from_the_checked_tree(tmp_path):
     """`python -m retainlint check .` run inside a tree (as people do) must not import the
-    tree's `multiprocessing/` or `json.py` in place of the standard library's."""
+    tree's `multiprocessing/` or `json.py` in place of the standard library's, nor may
+    the processes it starts (a tree of many files is checked by a pool of workers)."""
     marker = tmp_path / "imported"
     tree = tmp_path / "tree"
     (tree / "multiprocessing").mkdir(parents=True)
     plant = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
     (tree / "multiprocessing" / "__init__.py").write_text(plant)
     (tree / "json.py").write_text(plant)
-    (tree / "m.py").write_text("import gc\n\nclass E:\n    def start(self):\n        gc.freeze()\n")
+    for name in ["m", *(f"m{i}" for i in range(POOL_THRESHOLD + 4))]:
+        (tree / f"{name}.py").write_text("import gc\n\nclass E:\n    def start(self):\n        gc.freeze()\n")
     done = subprocess.run([sys.executable, "-m", "retainlint", "check", ".", "--no-cache",
                            "--output-format", "concise", "-j", "2"],
                           cwd=tree, capture_output=True, text=True, timeout=120)
