@@ -161,12 +161,11 @@ class Watch:
         (the inline attributes of a project object); one in a list or tuple only is missed."""
         kinds: dict = {}  # this scan's type -> kind: a plain dict, faster than the weak one
         out = []
-        arrays: list = []
+        holders: list = []  # what may hold an array: dicts and watched objects
         with warnings.catch_warnings():  # touching some torch objects warns
             warnings.simplefilter("ignore")
             np = sys.modules.get("numpy")
             nd = np.ndarray if np is not None else None
-            floor = self.settings.min_bytes
             for o in gc.get_objects():
                 cls = type(o)
                 try:
@@ -177,12 +176,15 @@ class Watch:
                     if kind != "tensor" or self.kind(o) is not None:
                         out.append(o)
                 if nd is not None and (kind is not None or cls is dict):
-                    arrays += [r for r in gc.get_referents(o) if type(r) is nd and r.base is None
-                               and r.nbytes >= floor]
+                    holders.append(o)
+            # one call for all the holders' referents: a call per dict took most of the scan
+            arrays = [r for r in gc.get_referents(*holders) if type(r) is nd] if holders else []
+            holders.clear()
         if arrays:
+            floor = self.settings.min_bytes
             seen = {id(o) for o in out}
             for a in arrays:
-                if id(a) not in seen:
+                if id(a) not in seen and a.base is None and a.nbytes >= floor:
                     seen.add(id(a))
                     out.append(a)
         return out
