@@ -281,17 +281,17 @@ class Traces:
         out: dict = {}
         if not tracemalloc.is_tracing():
             return out
-        get = tracemalloc.get_object_traceback
-        for o in gc.get_objects():
-            tb = get(o)
-            if tb is not None:
-                out[id(o)] = tb
-            if type(o) is dict:  # values kept in old dicts (a count, a size) are not gc-tracked
-                for v in o.values():
-                    if not gc.is_tracked(v) and id(v) not in out:
-                        tb = get(v)
-                        if tb is not None:
-                            out[id(v)] = tb
+        objects = gc.get_objects()
+        # values kept in dicts (a count, a size) are not gc-tracked: asked too, with the keys
+        held = gc.get_referents(*[o for o in objects if type(o) is dict])
+        untracked = [v for v, tracked in zip(held, map(gc.is_tracked, held)) if not tracked]
+        held.clear()
+        for many in (objects, untracked):
+            # map: one traceback asked per object, without a Python call each
+            for o, frames in zip(many, map(tracemalloc.get_object_traceback, many)):
+                if frames is not None:
+                    out.setdefault(id(o), frames)
+        objects.clear()
         if self.owned:
             tracemalloc.stop()
         return out
