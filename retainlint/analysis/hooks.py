@@ -256,15 +256,9 @@ class ClassHandles:
 
 # -- removal in project classes of other files (read with `ast`, only when needed) -------
 
-def parse_file(index, path: str) -> Optional[ast.Module]:
-    """The `ast` of a project file in another file, read once per index (`ProjectIndex.source`)."""
-    found = index.source(path)
-    return found[0] if found is not None else None
-
-
 def _class_node(index, summary) -> Optional[ast.ClassDef]:
     """The `ast` of a project class in another file."""
-    tree = parse_file(index, summary.path)
+    tree = index.tree(summary.path)
     if tree is not None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and node.lineno == summary.line:

@@ -19,17 +19,13 @@ _MAX_DEPTH = 8
 
 # -- source of other files ------------------------------------------------------------
 # The project index knows where a class or method is; its source is read with `ast`
-# (and one method re-parsed with libcst) only when a rule needs it. Kept per index: a
-# new run sees the files as they are then. What the rule learns this way depends on
+# (and one method re-parsed with libcst) only when a rule needs it (`ProjectIndex.source`).
+# Kept per index: a new run sees the files as they are then. What the rule learns this way depends on
 # the files the index lookups named, which a recording index notes.
 class _Sources:
     def __init__(self, index) -> None:
         self.index = index
         self.functions: dict[tuple[str, int], Optional[cst.FunctionDef]] = {}
-
-    def tree(self, path: str) -> Optional[ast.Module]:
-        found = self.index.source(path)  # the index keeps the files read last
-        return None if found is None else found[0]
 
     def function(self, path: str, line: int) -> Optional[cst.FunctionDef]:
         """The libcst tree of the function defined at `path`:`line`."""
@@ -206,7 +202,7 @@ class _Weigher:
         return result
 
     def _body_substantial(self, summary, depth: int) -> bool:
-        parsed = sources(self.index).tree(summary.path)
+        parsed = self.index.tree(summary.path)
         file = self.index.files.get(summary.path)
         if parsed is None or file is None:
             return True

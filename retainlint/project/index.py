@@ -370,6 +370,11 @@ class ProjectIndex:
         self._sources[path] = found  # the most recent last
         return found
 
+    def tree(self, path: str) -> Optional[ast.Module]:
+        """The `ast` of a project file (see `source`)."""
+        found = self.source(path)
+        return found[0] if found is not None else None
+
     def offer_source(self, path: str, data: bytes) -> None:
         """The bytes a lint of `path` reads (an editor's buffer, a test's source): `source`
         parses these rather than the file on disk, so that what an analysis reads of the

@@ -287,10 +287,9 @@ class Traces:
         untracked = [v for v, tracked in zip(held, map(gc.is_tracked, held)) if not tracked]
         held.clear()
         for many in (objects, untracked):
-            # map: one traceback asked per object, without a Python call each
-            for o, frames in zip(many, map(tracemalloc.get_object_traceback, many)):
-                if frames is not None:
-                    out.setdefault(id(o), frames)
+            for o, tb in zip(many, map(tracemalloc.get_object_traceback, many)):
+                if tb is not None:
+                    out.setdefault(id(o), tb)
         objects.clear()
         if self.owned:
             tracemalloc.stop()

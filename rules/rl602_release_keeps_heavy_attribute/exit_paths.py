@@ -12,7 +12,6 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.walk import visit
-from retainlint.analysis.weight import sources
 from retainlint.project.index import qualified_in
 from retainlint.rules.rl602_release_keeps_heavy_attribute.common import _DUNDER_RELEASE
 
@@ -194,7 +193,7 @@ def _ends_with_release(index, function, variable: str, name: str) -> bool:
 
 
 def _function_node(index, function):
-    parsed = sources(index).tree(function.path)
+    parsed = index.tree(function.path)
     if parsed is None:
         return None
     return next((n for n in ast.walk(parsed) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))

@@ -11,7 +11,6 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, self_attribute
-from retainlint.analysis.weight import sources
 
 
 _STACK_TYPES = frozenset({"contextlib.ExitStack", "contextlib.AsyncExitStack"})
@@ -97,7 +96,7 @@ def _closed_by_subclasses_elsewhere(ctx, cls: cst.ClassDef, attrs: set[str],
     # looked up one by one, so that a cached result depends on those files' contents
     found = (index.classes.get(name) for name in index.ask(subclasses_elsewhere, (qualified, here)))
     for path in sorted({c.path for c in found if c is not None}):
-        parsed = sources(index).tree(path)
+        parsed = index.tree(path)
         if parsed is None:
             closed |= attrs  # unreadable: it may close them
             continue

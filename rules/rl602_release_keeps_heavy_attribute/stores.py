@@ -11,7 +11,6 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import OwnScopeVisitor, is_self
 from retainlint.analysis.walk import visit
-from retainlint.analysis.weight import sources
 from retainlint.rules.rl602_release_keeps_heavy_attribute.common import _MAX_DEPTH
 from retainlint.rules.rl602_release_keeps_heavy_attribute.freeing import _attributes_called, _handed_methods
 from retainlint.rules.rl602_release_keeps_heavy_attribute.owned import _built_parts
@@ -104,7 +103,7 @@ def _fills_container(index, qualified: str) -> bool:
     info = index.classes.get(qualified)
     if info is None:
         return False
-    parsed = sources(index).tree(info.path)
+    parsed = index.tree(info.path)
     if parsed is None:
         return False
     node = next((n for n in ast.walk(parsed) if isinstance(n, ast.ClassDef) and n.lineno == info.line), None)

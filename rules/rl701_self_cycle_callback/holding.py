@@ -12,7 +12,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import body_statements, is_self
 from retainlint.analysis.heavy import find_param
-from retainlint.analysis.hooks import ClassHandles, external_bases, local_bases, parse_file
+from retainlint.analysis.hooks import ClassHandles, external_bases, local_bases
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.weight import weightless_layer
 from retainlint.project.index import qualified_in
@@ -39,7 +39,7 @@ def _external_holds(index, qualified: Optional[str], depth: int = 0) -> bool:
     file = index.files.get(os.path.abspath(summary.path))
 
     found = False
-    tree = parse_file(index, summary.path)
+    tree = index.tree(summary.path)
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.ClassDef) and node.lineno == summary.line:
             for sub in ast.walk(node):
