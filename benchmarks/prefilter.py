@@ -18,6 +18,7 @@ from retainlint.engine.discover import discover
 from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_rules
 from retainlint.engine.runner import build_index
+from retainlint.engine.workers import Workers
 from retainlint.core.source import read_source
 
 
@@ -33,7 +34,8 @@ def main() -> None:
     paths = discover([str(args.tree)], args.tree.resolve(), (), False)
     data = {p: read_source(p) for p in paths}
     start = time.perf_counter()
-    index = build_index(paths, settings, args.jobs, data)
+    with Workers(args.jobs) as workers:
+        index = build_index(paths, settings, workers, data)
     indexed = time.perf_counter()
     passing = {r.code: 0 for r in rules}
     union = 0

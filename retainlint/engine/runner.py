@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import multiprocessing
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -18,10 +17,11 @@ from retainlint.core.gcpause import gc_paused
 from retainlint.core.finding import Applicability, Finding, INTERNAL_ERROR, Position, Severity, source_error
 from retainlint.engine.cache import Entry, FindingsCache, Store, SummaryCache, config_key, pack, unpack
 from retainlint.engine.installed_facts import installed_types
-from retainlint.engine.interrupts import (_Flag, _Interrupted, _OverBudget, _analysing, _end_workers,
+from retainlint.engine.interrupts import (_Interrupted, _OverBudget, _analysing, _end_workers,
                                           _interrupts_between_files, _writing, file_budget)
 from retainlint.engine.progress import TALLY, Progress, _no_progress
-from retainlint.engine.workers import _batches, _become_worker, _summarize_many
+from retainlint.engine.workers import (Workers, _batches, _init_worker,
+                                       _summarize_many, index_of, stopped)
 from retainlint.project.index import Consulted, FileSummary, ProjectIndex, summarize
 from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_prefilters, all_rules, catalog
@@ -38,9 +38,6 @@ from retainlint.engine import notebook
 from retainlint.engine.notebook import NotebookError, read_python
 
 log = logging.getLogger("retainlint.runner")
-
-# Below this many files to parse, a pool costs more than it saves.
-POOL_THRESHOLD = 8
 
 
 @dataclass(frozen=True)
@@ -228,27 +225,20 @@ def _check_guarded(path: str, codes: Sequence[str], settings: Settings, mode: Mo
     return outcome
 
 
-_WORKER_INDEX: ProjectIndex | None = None
-_WORKER_STOP: _Flag | None = None  # an Event the main process sets when interrupted
-
-
-def _init_worker(index: ProjectIndex, stop: _Flag | None = None) -> None:
-    global _WORKER_INDEX, _WORKER_STOP
-    _become_worker()
-    _WORKER_INDEX, _WORKER_STOP = index, stop
-
-
-def _check_many(args: tuple[list[tuple[str, bytes]], Sequence[str], Settings, Mode]) -> list[FileOutcome]:
-    items, codes, settings, mode = args
+def _check_many(args: tuple[list[tuple[str, bytes]], Sequence[str], Settings, Mode, int]
+                ) -> list[FileOutcome]:
+    """In a worker. The last item: the number the project index was published under."""
+    items, codes, settings, mode, published = args
+    index = index_of(published)
     outcomes: list[FileOutcome] = []
     for p, data in items:
-        if _WORKER_STOP is not None and _WORKER_STOP.is_set():
+        if stopped():
             break  # interrupted: finish the file in hand (written whole or not at all), no more
-        outcomes.append(_check_guarded(p, codes, settings, mode, _WORKER_INDEX, data))
+        outcomes.append(_check_guarded(p, codes, settings, mode, index, data))
     return outcomes
 
 
-def build_index(paths: Sequence[str], settings: Settings, jobs: int,
+def build_index(paths: Sequence[str], settings: Settings, workers: Workers,
                 contents: dict[str, bytes] | None = None,
                 cache: SummaryCache | None = None, progress: "Progress | None" = None,
                 unsaved: dict[str, bytes] | None = None) -> ProjectIndex:
@@ -271,23 +261,18 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
     advance = (progress or _no_progress)("Indexing", len(missing))
     TALLY.summarized += len(missing)
     fresh: list[tuple[str, FileSummary | None]] = []
-    if jobs > 1 and len(missing) > POOL_THRESHOLD:
-        # The prefilters are imported once, here: forked workers inherit them instead of
-        # importing them each (their scans run with every summary).
-        all_prefilters()
+    if workers.pooled(len(missing)):
+        pool = workers.pool()
         # No cyclic collection here while the summaries pile up (each full collection
-        # walked all of them), nor in the workers, which inherit the pause: a file's tree
-        # is freed as soon as it is summarized, and what little garbage is cyclic can wait.
+        # walked all of them); the workers pause it per batch.
         with gc_paused():
-            pool = ProcessPoolExecutor(max_workers=jobs, initializer=_become_worker)
             try:
-                for summarized in pool.map(_summarize_many, _batches(missing, jobs)):
+                for summarized in pool.map(_summarize_many, _batches(missing, workers.jobs)):
                     fresh.extend(summarized)
                     advance(len(summarized))
             except BrokenProcessPool:  # a worker crashed: summarize here, one by one
+                workers.discard()
                 fresh = _summarize_many(missing)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
     else:
         for batch in _batches(missing, 1):
             fresh.extend(_summarize_many(batch))
@@ -304,12 +289,12 @@ def build_index(paths: Sequence[str], settings: Settings, jobs: int,
 
 
 def _check_all(contents: dict[str, bytes], paths: list[str], codes: Sequence[str],
-               settings: Settings, mode: Mode, index: ProjectIndex, jobs: int,
+               settings: Settings, mode: Mode, index: ProjectIndex, workers: Workers,
                progress: "Progress | None" = None) -> list[FileOutcome]:
     """`contents`: what this run read of `paths`. Each file is checked as read, never
     read again: its findings are cached under that content's digest."""
-    pooled = jobs > 1 and len(paths) > POOL_THRESHOLD
-    stop = multiprocessing.Event() if pooled else threading.Event()
+    pooled = workers.pooled(len(paths))
+    stop = threading.Event()
     advance = (progress or _no_progress)("Fixing" if mode.fix else "Checking", len(paths))
     TALLY.linted += len(paths)
     outcomes: list[FileOutcome] = []
@@ -324,33 +309,32 @@ def _check_all(contents: dict[str, bytes], paths: list[str], codes: Sequence[str
                     break  # `_interrupts_between_files` raises KeyboardInterrupt
                 advance(1)
         return outcomes
-    # The index goes to each worker once, not with every batch; the rules (and
-    # libcst) are imported once, here, and inherited.
-    all_rules()
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
-                               initargs=(index, stop))
-    with _interrupts_between_files(stop, lambda: _end_workers(pool)):
+    pool = workers.pool()
+    with _interrupts_between_files(workers.stop, lambda: _end_workers(pool)):
         try:
+            published = workers.publish(index)  # to each worker once, not with every batch
             items = [(p, contents[p]) for p in paths]
-            for batch in pool.map(_check_many, [(b, codes, settings, mode)
-                                                for b in _batches(items, jobs)]):
+            for batch in pool.map(_check_many, [(b, codes, settings, mode, published)
+                                                for b in _batches(items, workers.jobs)]):
                 outcomes.extend(batch)
                 advance(len(batch))
         except BrokenProcessPool:  # a worker died (say, a native crash): isolate the file
+            workers.discard()
             done = {o.path for o in outcomes}
-            outcomes.extend(_check_alone(p, contents[p], codes, settings, mode, index)
-                            for p in paths if p not in done and not stop.is_set())
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            outcomes.extend(_check_alone(p, contents[p], codes, settings, mode, workers)
+                            for p in paths if p not in done and not workers.stop.is_set())
         return outcomes
 
 
 def _check_alone(path: str, data: bytes, codes: Sequence[str], settings: Settings,
-                 mode: Mode, index: ProjectIndex) -> FileOutcome:
+                 mode: Mode, workers: Workers) -> FileOutcome:
     """One file in a process of its own, so that a crash loses only that file."""
-    with ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(index,)) as pool:
+    published = workers.published()
+    with ProcessPoolExecutor(max_workers=1, initializer=_init_worker,
+                             initargs=(None, None, published)) as pool:
         try:
-            [outcome] = pool.submit(_check_many, ([(path, data)], codes, settings, mode)).result()
+            [outcome] = pool.submit(_check_many, ([(path, data)], codes, settings, mode,
+                                                  published[0])).result()
             return outcome
         except BrokenProcessPool:
             return FileOutcome(path, [_internal(path, "internal error: the process checking "
@@ -364,20 +348,20 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     the project, in the project index but neither checked nor reported. With a cache,
     --fix and --diff start from the findings a check of the tree would report (cached):
     only files with a fix to apply are parsed."""
-    with confined(settings.root):  # this run reads and fixes only inside the project (symlinks too)
+    # This run reads and fixes only inside the project (symlinks too).
+    with confined(settings.root), Workers(jobs or os.cpu_count() or 1) as workers:
         codes = [code for code, _ in catalog() if code in set(codes)]
         TALLY.summarized = TALLY.linted = 0
         readable, project, outcomes = _read(paths, context)
-        jobs = jobs or os.cpu_count() or 1
         store = None if cache_dir is None or not codes \
             else Store.open(cache_dir, config_key(settings, codes))
         if store is None:
-            found = _run_uncached(readable, project, codes, settings, mode, jobs, progress)
+            found = _run_uncached(readable, project, codes, settings, mode, workers, progress)
         else:
-            found, digests = _check_cached(store, readable, project, codes, settings, jobs, progress)
+            found, digests = _check_cached(store, readable, project, codes, settings, workers, progress)
             if mode.fix or mode.diff:
                 found = _fix_cached(store, found, readable, project, digests, codes, settings, mode,
-                                    jobs, progress, context)
+                                    workers, progress, context)
             if not mode.edits:  # kept in the cache, but only json and sarif show them
                 for fix in (f.fix for o in found for f in o.findings):
                     if fix is not None:
@@ -416,7 +400,7 @@ _CACHED_CHECK = Mode(edits=True)
 
 
 def _check_cached(store: Store, readable: dict[str, bytes], project: dict[str, bytes],
-                  codes: Sequence[str], settings: Settings, jobs: int,
+                  codes: Sequence[str], settings: Settings, workers: Workers,
                   progress: Progress | None) -> tuple[list[FileOutcome], dict[str, str]]:
     """Every file checked (no fixes), from the cache as far as it is valid; saves what
     this run learnt. Returns the outcomes and each file's digest (absolute path)."""
@@ -433,7 +417,7 @@ def _check_cached(store: Store, readable: dict[str, bytes], project: dict[str, b
         index = store.run["index"]
     else:
         found, snapshot = _run_cached(store, readable, project, digests, config, codes,
-                                      settings, mode, jobs, progress)
+                                      settings, mode, workers, progress)
         index = pack(snapshot)
     crashed = any(o.abandoned or f.code == INTERNAL_ERROR[0] for o in found for f in o.findings)
     last = dict(  # a crash is not a result to keep: the next run starts afresh
@@ -450,7 +434,7 @@ def _check_cached(store: Store, readable: dict[str, bytes], project: dict[str, b
 
 def _fix_cached(store: Store, found: list[FileOutcome], readable: dict[str, bytes],
                 project: dict[str, bytes], digests: dict[str, str], codes: Sequence[str],
-                settings: Settings, mode: Mode, jobs: int, progress: Progress | None,
+                settings: Settings, mode: Mode, workers: Workers, progress: Progress | None,
                 context: Sequence[str]) -> list[FileOutcome]:
     """--fix or --diff, given what a check of the tree found (`found`): a file none of
     whose findings has a fix to apply is not parsed again."""
@@ -461,22 +445,22 @@ def _fix_cached(store: Store, found: list[FileOutcome], readable: dict[str, byte
                      key=lambda p: -len(readable[p]))  # largest first, as in a check
     if not fixable:
         return found
-    if len(fixable) > POOL_THRESHOLD and jobs > 1:  # the workers need an index of their own
-        index = build_index(list(project), settings, jobs, project, SummaryCache(store))
+    if workers.pooled(len(fixable)):  # the workers need an index they can read
+        index = build_index(list(project), settings, workers, project, SummaryCache(store))
     else:  # the index of the check just made, reading only the summaries it is asked for
         summaries = SummaryCache(store)
         index = ProjectIndex.restore(unpack(store.run["index"]),
                                      lambda path: summaries.stored(
                                          path, digests.get(os.path.abspath(path), "")) or None)
     fixing = {o.path: o for o in _check_all(readable, fixable, codes, settings, mode, index,
-                                            jobs, progress)}
+                                            workers, progress)}
     if not (mode.fix and any(o.fixed for o in fixing.values())):
         return [fixing.get(o.path, o) for o in found]
     # Fixes may change what other files see (a cached function made uncached), so what
     # remains is reported from a fresh check of the tree as it is now (from the cache but
     # for the files fixed and those that consulted them).
     now, project_now, _ = _read(list(readable), context)
-    again = {o.path: o for o in _check_cached(store, now, project_now, codes, settings, jobs,
+    again = {o.path: o for o in _check_cached(store, now, project_now, codes, settings, workers,
                                               None)[0]}
     outcomes = []
     for o in found:
@@ -546,7 +530,7 @@ def _since_last_run(store: Store, readable: dict[str, bytes], project: dict[str,
                                  lambda path: summaries.stored(
                                      path, digests.get(os.path.abspath(path), "")) or None)
     fresh = _prefilter_and_check({p: readable[p] for p in again}, codes, settings, mode,
-                                 index, 1, None)
+                                 index, Workers(1), None)  # a few files, one restored index
     for o in fresh:
         if o.consulted is not None:
             own = absolute[o.path]
@@ -555,22 +539,22 @@ def _since_last_run(store: Store, readable: dict[str, bytes], project: dict[str,
 
 
 def _run_uncached(readable: dict[str, bytes], project: dict[str, bytes], codes: Sequence[str],
-                  settings: Settings, mode: Mode, jobs: int, progress: Progress | None,
+                  settings: Settings, mode: Mode, workers: Workers, progress: Progress | None,
                   summaries: SummaryCache | None = None) -> list[FileOutcome]:
-    index = build_index(list(project), settings, jobs, project, summaries, progress) \
+    index = build_index(list(project), settings, workers, project, summaries, progress) \
         if codes and readable else ProjectIndex([])
-    return _prefilter_and_check(readable, codes, settings, mode, index, jobs, progress,
+    return _prefilter_and_check(readable, codes, settings, mode, index, workers, progress,
                                 list(project), summaries)
 
 
 def _run_cached(store: Store, readable: dict[str, bytes], project: dict[str, bytes],
                 digests: dict[str, str], config: str, codes: Sequence[str], settings: Settings,
-                mode: Mode, jobs: int,
+                mode: Mode, workers: Workers,
                 progress: Progress | None) -> tuple[list[FileOutcome], dict[str, Any]]:
     """Per file: reuse the cached findings while nothing they depend on changed. Also
     returns a snapshot of the project index."""
     results = FindingsCache(store)
-    index = build_index(list(project), settings, jobs, project, SummaryCache(store), progress)
+    index = build_index(list(project), settings, workers, project, SummaryCache(store), progress)
     facts = index.fingerprint()
     reused: list[FileOutcome] = []
     left: dict[str, bytes] = {}
@@ -580,7 +564,7 @@ def _run_cached(store: Store, readable: dict[str, bytes], project: dict[str, byt
             reused.append(FileOutcome(path, entry.findings, consulted=entry.consulted))
         else:
             left[path] = data
-    fresh = _prefilter_and_check(left, codes, settings, mode, index, jobs, progress)
+    fresh = _prefilter_and_check(left, codes, settings, mode, index, workers, progress)
     _remember(results, fresh, digests, config, facts)
     snapshot = index.snapshot()
     for o in reused + fresh:  # answers worked out in the workers, or in earlier runs
@@ -590,7 +574,7 @@ def _run_cached(store: Store, readable: dict[str, bytes], project: dict[str, byt
 
 
 def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], settings: Settings,
-                         mode: Mode, index: ProjectIndex, jobs: int,
+                         mode: Mode, index: ProjectIndex, workers: Workers,
                          progress: Progress | None, project: Sequence[str] = (),
                          summaries: SummaryCache | None = None) -> list[FileOutcome]:
     """`project`: the files of the index (default: `readable`'s), read again after fixes."""
@@ -611,7 +595,7 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
     # Largest first: the few big files (model runners, engines) take most of the time,
     # and one of them taken last would leave the other workers idle.
     to_check.sort(key=lambda p: -len(readable[p]))
-    checked = _check_all(readable, to_check, codes, settings, mode, index, jobs, progress)
+    checked = _check_all(readable, to_check, codes, settings, mode, index, workers, progress)
     fixed = sum(o.fixed for o in checked)
     if mode.fix and fixed:
         # Fixes may change what other files see (a cached function made uncached), so
@@ -622,9 +606,9 @@ def _prefilter_and_check(readable: dict[str, bytes], codes: Sequence[str], setti
                 now[path] = read_python(path)
             except (OSError, NotebookError):
                 continue
-        index = build_index(list(now), settings, jobs, now, summaries)
+        index = build_index(list(now), settings, workers, now, summaries)
         again = {o.path: o for o in _check_all(now, [p for p in to_check if p in now], codes,
-                                               settings, Mode(edits=mode.edits), index, jobs)}
+                                               settings, Mode(edits=mode.edits), index, workers)}
         for o in checked:
             fresh = again[o.path].findings if o.path in again else []  # gone meanwhile
             crashed = [f for f in o.findings if f.code == INTERNAL_ERROR[0] and f not in fresh]

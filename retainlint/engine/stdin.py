@@ -17,6 +17,7 @@ from retainlint.engine.notebook import NotebookError, read_python
 from retainlint.engine.cache import Store, SummaryCache
 from retainlint.engine.registry import all_rules, catalog
 from retainlint.engine.runner import FileOutcome, Mode, build_index, check_file, fix_bytes
+from retainlint.engine.workers import Workers
 
 
 def check_source(name: str, data: bytes, codes: Sequence[str], settings: Settings, mode: Mode,
@@ -56,8 +57,9 @@ def _check_python(name: str, data: bytes, codes: Sequence[str], settings: Settin
                 continue
     store = Store.open(cache_dir) if cache_dir is not None else None
     summaries = SummaryCache(store) if store is not None else None
-    index = build_index(list(contents), settings, jobs or os.cpu_count() or 1, contents, summaries,
-                        unsaved={name: data})
+    with Workers(jobs or os.cpu_count() or 1) as workers:
+        index = build_index(list(contents), settings, workers, contents, summaries,
+                            unsaved={name: data})
     if store is not None:
         store.save()
     if not mode.fix:

@@ -1,20 +1,133 @@
-"""The pool's worker processes: how one starts (leaving interrupts to the main process,
-ending with it), the batches work is sent in, and the project index's task of
-summarizing files."""
+"""The pool's worker processes: when they are forked, how one starts (leaving interrupts
+to the main process, ending with it), how it gets the project index, the batches work is
+sent in, and the project index's task of summarizing files."""
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
-from typing import TypeVar
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Optional, TypeVar
 
 from retainlint.core.gcpause import gc_paused
+from retainlint.engine.interrupts import _Flag
 from retainlint.engine.notebook import read_python
-from retainlint.engine.registry import all_prefilters
-from retainlint.project.index import FileSummary, summarize
+from retainlint.engine.registry import all_prefilters, all_rules
+from retainlint.project.index import FileSummary, ProjectIndex, summarize
+
+# Below this many files to summarize or parse, a pool costs more than it saves.
+POOL_THRESHOLD = 8
+
+
+class Workers:
+    """The worker processes of one run: forked once, by the first phase with more than
+    POOL_THRESHOLD files to summarize or check, and kept for the later phases. Forked
+    before the project index is built, they do not carry the index as the main process
+    builds it (the largest part of its memory on a big tree, and copied into every
+    worker by a fork): each is sent the index as one pickle (`publish`), half that size
+    once loaded."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.stop: _Flag = threading.Event()  # a multiprocessing Event once there is a pool
+        self._pool: Optional[ProcessPoolExecutor] = None
+        self._barrier: Any = None  # a multiprocessing Barrier of the workers
+        self._published: Optional[tuple[ProjectIndex, int, bytes]] = None
+        self._generation = 0
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def pooled(self, files: int) -> bool:
+        return self.jobs > 1 and files > POOL_THRESHOLD
+
+    def pool(self) -> ProcessPoolExecutor:
+        """The pool, its processes started now (by fork: nothing of the checked tree is
+        imported, and the rules and libcst are imported once, here, and inherited)."""
+        if self._pool is None:
+            all_prefilters()
+            all_rules()
+            self.stop = multiprocessing.Event()
+            self._barrier = multiprocessing.Barrier(self.jobs)
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_worker,
+                                             initargs=(self.stop, self._barrier))
+            self._pool.submit(int).result()  # a fork starts every worker at the first task
+            self._published = None
+        return self._pool
+
+    def discard(self) -> None:
+        """After a worker crashed: the pool is broken, a later phase forks a new one."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        self.discard()
+        self._published = None
+
+    def publish(self, index: ProjectIndex) -> int:
+        """Sends `index` to every worker of the pool (once per index); returns the number
+        the tasks name it by."""
+        if self._published is not None and self._published[0] is index:
+            return self._published[1]
+        self._generation += 1
+        data = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+        self._published = (index, self._generation, data)
+        # One task per worker: each waits for the others before it returns, so none takes two.
+        for _ in self.pool().map(_receive_index, [(self._generation, data, True)] * self.jobs):
+            pass
+        return self._generation
+
+    def published(self) -> tuple[int, bytes, bool]:
+        """What a process of its own needs to receive the index last published."""
+        assert self._published is not None
+        return self._published[1], self._published[2], False
+
+
+_STOP: Optional[_Flag] = None  # set by the main process when interrupted
+_BARRIER: Any = None  # every worker of the pool meets here when an index is published
+_INDEX: Optional[tuple[int, ProjectIndex]] = None  # the index received last, and its number
+
+
+def _init_worker(stop: Optional[_Flag] = None, barrier: Any = None,
+                 index: Optional[tuple[int, bytes, bool]] = None) -> None:
+    global _STOP, _BARRIER
+    _become_worker()
+    gc.enable()  # forked while a phase paused collection: each task pauses it itself
+    _STOP, _BARRIER = stop, barrier
+    if index is not None:
+        _receive_index(index)
+
+
+def _receive_index(published: tuple[int, bytes, bool]) -> None:
+    global _INDEX
+    generation, data, meet = published
+    _INDEX = None  # the last one goes first
+    with gc_paused():
+        _INDEX = (generation, pickle.loads(data))
+    if meet:
+        _BARRIER.wait(timeout=600)
+
+
+def stopped() -> bool:
+    """Has the main process been interrupted?"""
+    return _STOP is not None and _STOP.is_set()
+
+
+def index_of(generation: int) -> ProjectIndex:
+    """The project index published under that number."""
+    if _INDEX is None or _INDEX[0] != generation:
+        raise RuntimeError(f"index {generation} was not received")  # a crash, reported per file
+    return _INDEX[1]
 
 
 def _become_worker() -> None:

@@ -18,6 +18,7 @@ from retainlint.engine.cache import default_cache_dir, pack, unpack
 from retainlint.engine.lint import lint_bytes
 from retainlint.core.config import Settings
 from retainlint.engine.registry import all_prefilters, all_rules
+from retainlint.engine.workers import Workers
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CODES = [r.code for r in all_rules()]
@@ -296,7 +297,7 @@ def test_files_edited_while_a_run_reads_them_are_indexed_and_checked_as_first_re
     read = {p: Path(p).read_bytes() for p in paths}
     read[str(helper)] = cached.encode()  # what the run read before the edit
     settings = Settings(root=tmp_path)
-    index = runner.build_index(paths, settings, 1, read)
-    outcomes = runner._check_all(read, paths, CODES, settings, runner.Mode(), index, 1)
+    index = runner.build_index(paths, settings, Workers(1), read)
+    outcomes = runner._check_all(read, paths, CODES, settings, runner.Mode(), index, Workers(1))
     found = sorted((Path(o.path).name, f.start.line, f.code) for o in outcomes for f in o.findings)
     assert found == [("helpers.py", 4, "RL101"), ("runner.py", 5, "RL101")]

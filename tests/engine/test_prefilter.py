@@ -15,6 +15,7 @@ from retainlint.engine.lint import FileResult, lint_module, parse
 from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_prefilters, all_rules
 from retainlint.engine.runner import Mode, build_index, run
+from retainlint.engine.workers import Workers
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -70,7 +71,7 @@ def test_prefilter_hides_no_fixture_finding(folder):
     rule = RULES[folder.name]
     for settings, files in _groups(folder):
         paths = [str(p) for p in files]
-        index = build_index(paths, settings, jobs=1)
+        index = build_index(paths, settings, Workers(1))
         everything = sorted((f.path, f.start.line, f.code)
                             for p in paths for f in _unfiltered(p, rule, settings, index))
         prefiltered = run(paths, [rule.code], settings, Mode(), jobs=1).findings

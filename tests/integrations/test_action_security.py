@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 
 from conftest import BUGGY
 from retainlint.engine.registry import catalog
-from retainlint.engine.runner import POOL_THRESHOLD
+from retainlint.engine.workers import POOL_THRESHOLD
 from test_action import NEW_LINE, ROOT, commands, git, outputs, pr_checkout, run_composite, run_script
 
 _LINES = BUGGY.splitlines(keepends=True)
