@@ -79,19 +79,39 @@ _LIST_KEYS = {
 }
 
 
-def find_config(start: Path) -> Optional[tuple[Path, dict[str, Any]]]:
-    """Walk up from `start`; a pyproject.toml without [tool.retainlint] is skipped."""
+Found = Optional[tuple[Path, dict[str, Any]]]
+
+
+def find_config(start: Path, known: Optional[dict[Path, Found]] = None) -> Found:
+    """Walk up from `start`; a pyproject.toml without [tool.retainlint] is skipped.
+    `known`: what earlier walks found for each directory (read and filled in), so that a
+    tree's directories are each searched once."""
     start = start.resolve()
+    walked: list[Path] = []
+    found: Found = None
     for directory in (start, *start.parents):
-        for name in ("retainlint.toml", ".retainlint.toml"):
-            candidate = directory / name
-            if _is_config(candidate):
-                return candidate, _read_toml(candidate)
-        candidate = directory / "pyproject.toml"
+        if known is not None and directory in known:
+            found = known[directory]
+            break
+        walked.append(directory)
+        found = _config_in(directory)
+        if found is not None:
+            break
+    if known is not None:
+        known.update(dict.fromkeys(walked, found))
+    return found
+
+
+def _config_in(directory: Path) -> Found:
+    for name in ("retainlint.toml", ".retainlint.toml"):
+        candidate = directory / name
         if _is_config(candidate):
-            table = _retainlint_table(_read_toml(candidate), candidate)
-            if table is not None:
-                return candidate, table
+            return candidate, _read_toml(candidate)
+    candidate = directory / "pyproject.toml"
+    if _is_config(candidate):
+        table = _retainlint_table(_read_toml(candidate), candidate)
+        if table is not None:
+            return candidate, table
     return None
 
 

@@ -131,11 +131,24 @@ class GitIgnore:
 
     def __init__(self, lines: Iterable[Union[str, Pattern]]) -> None:
         self.patterns = [p if isinstance(p, Pattern) else _pattern(p) for p in lines]
+        # A pattern with a literal name matches only paths holding that name, and most
+        # paths hold none of them (28 default excludes, one path in a few thousand): the
+        # patterns to try are looked up by the path's names, by position (last first).
+        self.always: list[int] = []
+        self.by_name: dict[str, list[int]] = {}
+        for k, pattern in enumerate(self.patterns):
+            if pattern.literals:
+                self.by_name.setdefault(min(pattern.literals), []).append(k)
+            else:
+                self.always.append(k)
 
     def match_file(self, path: str) -> bool:
+        names = path.split("/")
+        tried = self.always + [k for name in set(names).intersection(self.by_name)
+                               for k in self.by_name[name]]
         include: Optional[bool] = None
         weight = 0
-        for pattern in reversed(self.patterns):
+        for pattern in (self.patterns[k] for k in sorted(tried, reverse=True)):
             mark = pattern.match(path)
             if mark is None:
                 continue

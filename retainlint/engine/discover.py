@@ -58,7 +58,7 @@ def _excludes(root: Path, patterns: tuple[str, ...]) -> _Excludes:
     return _Excludes(root, patterns)
 
 
-def _git_visible(directory: Path) -> Optional[set[Path]]:
+def _git_visible(directory: Path) -> Optional[set[str]]:
     """Files git does not ignore under `directory`, or None outside a git work tree."""
     repo = git.find_repository(directory)
     if repo is None:
@@ -76,8 +76,8 @@ def _git_visible(directory: Path) -> Optional[set[Path]]:
     visible = set()
     for p in out.stdout.split(b"\0"):
         if p:
-            path = real_directory / p.decode("utf-8", "surrogateescape")
-            visible.add(_real(path) if path.is_symlink() else path)
+            path = os.path.join(real_directory, os.fsdecode(p))
+            visible.add(os.path.realpath(path) if os.path.islink(path) else path)
     return visible
 
 
@@ -114,7 +114,7 @@ def _discover(
         visible = _git_visible(path)
         for file, real in _walk(path, excludes):
             if visible is None or real in visible:
-                add(os.path.normpath(str(file)), str(real))
+                add(os.path.normpath(file), real)
     return found
 
 
@@ -156,8 +156,8 @@ def _inside(path: str, root: Path) -> bool:
     return _real(Path(path)) == root or str(_real(Path(path))).startswith(str(root) + os.sep)
 
 
-def _walk(top: Path, excludes: _Excludes) -> Iterable[tuple[Path, Path]]:
-    """Each file, with its real path."""
+def _walk(top: Path, excludes: _Excludes) -> Iterable[tuple[str, str]]:
+    """Each file, with its real path (strings: a tree has thousands)."""
     # Symlinked directories are not followed: no loops, nothing outside the tree.
     # Every directory on the way was checked whole, so a file needs only its own name
     # and its relative path checked.
@@ -165,14 +165,16 @@ def _walk(top: Path, excludes: _Excludes) -> Iterable[tuple[Path, Path]]:
         return
     # No linked directory on the way: a file that is not a link is where the walk says,
     # below the real top (cheaper than asking realpath, a system call per component).
-    real_top = _real(top)
+    real_top = str(_real(top))
+    top_relative = excludes.relative(top)
     for dirpath, dirnames, filenames in os.walk(top):
-        base = Path(dirpath)
-        real_base = real_top / os.path.relpath(dirpath, top)
-        relative = excludes.relative(base)
+        below = os.path.relpath(dirpath, top)
+        real_base = real_top if below == "." else os.path.join(real_top, below)
+        relative = top_relative if below == "." else \
+            below.replace(os.sep, "/") if top_relative == "." else f"{top_relative}/{below.replace(os.sep, '/')}"
         prefix = "" if relative == "." else relative + "/"
         dirnames[:] = sorted(d for d in dirnames if not excludes.glob(prefix + d, directory=True))
         for name in sorted(filenames):
             if name.endswith(PYTHON_SUFFIXES) and not excludes.glob(prefix + name):
-                file = base / name
-                yield file, _real(file) if file.is_symlink() else real_base / name
+                file = os.path.join(dirpath, name)
+                yield file, os.path.realpath(file) if os.path.islink(file) else os.path.join(real_base, name)

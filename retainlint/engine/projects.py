@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from retainlint.core.config import (Settings, find_config, glob_matches, load_settings,
+from retainlint.core.config import (Found, Settings, find_config, glob_matches, load_settings,
                                      settings_from_table)
 from retainlint.engine.discover import discover, excluded, project_context, project_root
 from retainlint.engine.registry import codes_for, select_rules, validate_selectors
@@ -47,11 +47,12 @@ class _Configs:
         self.overrides = overrides
         self.by_directory: dict[str, Settings] = {}
         self.by_source: dict[Optional[Path], Settings] = {}
+        self.found: dict[Path, Found] = {}  # directory -> the configuration that applies
 
     def closest(self, directory: str) -> Settings:
         settings = self.by_directory.get(directory)
         if settings is None:
-            found = find_config(Path(directory))
+            found = find_config(Path(directory), self.found)
             source = found[0] if found else None
             settings = self.by_source.get(source)
             if settings is None:
