@@ -63,14 +63,26 @@ def summary_of(code: str) -> Optional[str]:
         if spec is None or spec.origin is None:
             return None
         with open(spec.origin, "rb") as source:
-            tree = ast.parse(source.read())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                for stmt in node.body:
-                    if isinstance(stmt, ast.Assign) and [getattr(t, "id", None) for t in stmt.targets] == ["summary"] \
-                            and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
-                        return stmt.value.value
+            text = source.read().decode("utf-8")
+        # Only the statement is parsed (the whole module would take most of a warm run's
+        # output time): from its line to the first line where it is complete.
+        found = _CLASS_SUMMARY.search(text)
+        if found is None:
+            return None
+        lines = text[found.start():].splitlines()
+        for end in range(1, min(len(lines), 12) + 1):
+            try:
+                [stmt] = ast.parse("\n".join(lines[:end]).strip()).body
+            except SyntaxError:
+                continue
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) \
+                    and isinstance(stmt.value.value, str):
+                return stmt.value.value
+            return None
     return None
+
+
+_CLASS_SUMMARY = re.compile(r"^    summary = ", re.MULTILINE)  # in a class body, at the top level
 
 
 @functools.lru_cache(maxsize=1)

@@ -52,6 +52,7 @@ def _project_root(directory: str) -> Optional[str]:
     return None if parent == directory else _project_root(parent)
 
 
+@lru_cache(maxsize=4096)
 def _source_root(directory: str) -> Optional[str]:
     """The folder on `sys.path` that namespace packages are found from: the project root,
     or its `src/` for a file below it (unless `src` is itself a regular package)."""
