@@ -11,7 +11,7 @@ import hmac
 import hashlib
 import marshal
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -100,4 +100,4 @@ def installed_types(settings: Settings,
     if not settings.installed_types:
         return None
     store: SignedFacts | NoFacts = SignedFacts() if kept else NoFacts()
-    return lambda names, decorators: installed_verdicts(names, decorators, store)
+    return partial(installed_verdicts, store=store)  # picklable: it may run in another process

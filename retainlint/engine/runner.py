@@ -284,8 +284,9 @@ def build_index(paths: Sequence[str], settings: Settings, workers: Workers,
             cache.put(path, contents[path], summary or False)  # False: does not parse
     # Without a cache (`--no-cache`) the facts of installed packages are read afresh too.
     (progress or _no_progress)("Reading installed packages", 0)
-    return ProjectIndex(summaries, settings.heavy_types,
-                        installed_types(settings, kept=cache is not None))
+    installed = installed_types(settings, kept=cache is not None)
+    return ProjectIndex(summaries, settings.heavy_types, installed and (
+        lambda names, decorators: workers.apart(installed, names, decorators)))
 
 
 def _check_all(contents: dict[str, bytes], paths: list[str], codes: Sequence[str],

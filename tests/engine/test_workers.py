@@ -1,14 +1,16 @@
 """The worker processes of a run: forked once, before the project index is built, sent the
 index once per check phase; a worker that dies loses only the file it was checking."""
 
+import functools
 import os
 import textwrap
 from pathlib import Path
 
 from retainlint.core.config import Settings
-from retainlint.engine import runner, workers
+from retainlint.engine import installed_facts, runner, workers
 from retainlint.engine.runner import Mode, run
 from retainlint.engine.workers import POOL_THRESHOLD
+from retainlint.project.installed_types import installed_verdicts
 
 CACHED_METHOD = textwrap.dedent("""\
     import functools
@@ -76,5 +78,25 @@ def test_the_workers_are_forked_once_before_the_index_is_built(tmp_path, monkeyp
     monkeypatch.setattr(workers, "ProcessPoolExecutor", forking)
     monkeypatch.setattr(runner, "ProjectIndex", indexing)
     result = run(paths, ["RL102"], Settings(root=tmp_path), Mode(), jobs=2)
-    assert events == ["fork", "index"]
+    assert events == ["fork", "fork", "index"]  # the pool, and the process `apart`
     assert len(_found(result)) == len(paths)
+
+
+def _reading_in(names, decorators, store, *, record):
+    Path(record).write_text(str(os.getpid()))
+    return installed_verdicts(names, decorators, store)
+
+
+def test_installed_packages_are_read_in_a_process_apart(tmp_path, monkeypatch):
+    """astroid's trees (~120 MB over vLLM's imports) would stay in the main process."""
+    (tmp_path / "tree").mkdir()
+    paths = _tree(tmp_path / "tree")
+    record = tmp_path / "pid"
+    monkeypatch.setattr(installed_facts, "installed_verdicts",
+                        functools.partial(_reading_in, record=str(record)))
+    result = run(paths, ["RL102"], Settings(root=tmp_path), Mode(), jobs=2)
+    assert len(_found(result)) == len(paths)
+    assert int(record.read_text()) != os.getpid()
+    alone = run(paths, ["RL102"], Settings(root=tmp_path), Mode(), jobs=1)
+    assert _found(alone) == _found(result)
+    assert int(record.read_text()) == os.getpid()  # no pool: no process apart either
