@@ -6,6 +6,7 @@ import difflib
 import logging
 import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from retainlint.engine.progress import TALLY, Progress, _no_progress
 from retainlint.engine.workers import (Workers, _batches, _init_worker,
                                        _summarize_many, index_of, stopped)
 from retainlint.project.index import Consulted, FileSummary, ProjectIndex, summarize
+from retainlint.project.module_names import module_name
 from retainlint.project.prefilter import rules_triggered
 from retainlint.engine.registry import all_prefilters, all_rules, catalog
 from retainlint.engine.suppress import unknown_noqa_codes, unused_in
@@ -353,13 +355,20 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
     with confined(settings.root), Workers(jobs or os.cpu_count() or 1) as workers:
         codes = [code for code, _ in catalog() if code in set(codes)]
         TALLY.summarized = TALLY.linted = 0
-        readable, project, outcomes = _read(paths, context)
         store = None if cache_dir is None or not codes \
             else Store.open(cache_dir, config_key(settings, codes))
+        if store is not None and not (mode.fix or mode.diff):
+            same = _unchanged(store, paths, context)
+            if same is not None:
+                return same
+        stats: dict[str, Stat] = {}
+        readable, project, outcomes = _read(paths, context, stats)
+        noqa = unknown_noqa(readable)
         if store is None:
             found = _run_uncached(readable, project, codes, settings, mode, workers, progress)
         else:
-            found, digests = _check_cached(store, readable, project, codes, settings, workers, progress)
+            found, digests = _check_cached(store, readable, project, codes, settings, workers,
+                                           progress, stats, noqa)
             if mode.fix or mode.diff:
                 found = _fix_cached(store, found, readable, project, digests, codes, settings, mode,
                                     workers, progress, context)
@@ -370,16 +379,70 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
         log.info("%d files: %d summarized, %d parsed and linted, the rest answered from %s",
                  len(readable), TALLY.summarized, TALLY.linted,
                  "the cache" if store is not None else "the prefilters")
-        return _result(paths, outcomes + [o for o in found if o.path in readable], readable)
+        return _result(paths, outcomes + [o for o in found if o.path in readable], noqa)
 
 
-def _read(paths: Sequence[str], context: Sequence[str]
+# What stands for a file's content from one run to the next, as in git's index and ruff's
+# cache: size, modification and change times, inode, device.
+Stat = tuple[int, int, int, int, int]
+# A file changed this long before a run may change again within the same tick of the
+# file system's clock after it was read, and keep its stat: it is read again next run.
+RACY_NS = 2_000_000_000
+
+
+def _stat(path: str) -> Optional[Stat]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+
+
+def _unchanged(store: Store, paths: Sequence[str], context: Sequence[str]) -> Optional[RunResult]:
+    """The last run's result when no file of the project changed since (by its stat, and
+    the module name its folders give it), read from the cache without reading any file;
+    None otherwise."""
+    last = store.run
+    stats: dict[str, Stat] = last.get("stats") or {}
+    if not stats or last.get("config") != store.config:
+        return None
+    project = sorted({*paths, *context})
+    if last.get("paths") != project or not set(last.get("checked", ())).issuperset(paths):
+        return None
+    digests: dict[str, str] = last["digests"]
+    for path in project:
+        absolute = os.path.abspath(path)
+        kept = stats.get(absolute)
+        if kept is None or tuple(kept) != _stat(path) \
+                or digests.get(absolute, "").partition(" ")[2] != module_name(path):
+            return None
+    findings: dict[str, bytes] = last["findings"]
+    noqa: dict[str, list[tuple[int, str]]] = last.get("noqa", {})
+    outcomes = [FileOutcome(p, unpack(findings[p]) if p in findings else []) for p in paths]
+    store.save()  # nothing new, but this configuration is now the most recently used
+    log.info("%d files: none changed since the last run, answered from the cache", len(paths))
+    return _result(paths, outcomes, {p: noqa[p] for p in paths if p in noqa})
+
+
+def _read(paths: Sequence[str], context: Sequence[str], stats: Optional[dict[str, Stat]] = None
           ) -> tuple[dict[str, bytes], dict[str, bytes], list[FileOutcome]]:
     """(the files to check that could be read, every file of the project index, the
-    outcomes of those that could not be read)."""
+    outcomes of those that could not be read). `stats`: filled with each file's stat, taken
+    before it is read (a change after the read changes it), when it may stand for the
+    content next run (see RACY_NS)."""
     outcomes: list[FileOutcome] = []
     readable: dict[str, bytes] = {}
+    racy = time.time_ns() - RACY_NS
+
+    def stat(path: str) -> None:
+        if stats is None:
+            return
+        found = _stat(path)
+        if found is not None and max(found[1], found[2]) < racy:
+            stats[os.path.abspath(path)] = found
+
     for path in paths:
+        stat(path)
         try:
             readable[path] = read_python(path)  # a notebook: its code cells as one module
         except OSError as e:
@@ -388,8 +451,11 @@ def _read(paths: Sequence[str], context: Sequence[str]
             outcomes.append(FileOutcome(path, [source_error(path, str(e))]))
     project = dict(readable)  # every file the index covers
     for path in context:
+        if path in project:
+            continue
+        stat(path)
         try:
-            project.setdefault(path, read_python(path))
+            project[path] = read_python(path)
         except (OSError, NotebookError):
             continue  # not reported: an unreadable neighbour only leaves the index
     return readable, project, outcomes
@@ -402,9 +468,12 @@ _CACHED_CHECK = Mode(edits=True)
 
 def _check_cached(store: Store, readable: dict[str, bytes], project: dict[str, bytes],
                   codes: Sequence[str], settings: Settings, workers: Workers,
-                  progress: Progress | None) -> tuple[list[FileOutcome], dict[str, str]]:
+                  progress: Progress | None, stats: dict[str, Stat],
+                  noqa: dict[str, list[tuple[int, str]]]) -> tuple[list[FileOutcome], dict[str, str]]:
     """Every file checked (no fixes), from the cache as far as it is valid; saves what
-    this run learnt. Returns the outcomes and each file's digest (absolute path)."""
+    this run learnt, with the files' `stats` and `noqa` notes, which let a run over an
+    unchanged tree read no file (`_unchanged`). Returns the outcomes and each file's digest
+    (absolute path)."""
     mode = _CACHED_CHECK
     # A file's identity is its content and its module name (an `__init__.py` deleted
     # elsewhere renames it, and every lookup of its names).
@@ -427,7 +496,7 @@ def _check_cached(store: Store, readable: dict[str, bytes], project: dict[str, b
         findings={o.path: pack(o.findings) for o in found if o.findings},
         depends={absolute[o.path]: sorted(o.consulted.files)
                  for o in found if o.consulted is not None and o.consulted.files},
-        index=index)
+        index=index, stats=stats, noqa=noqa)
     store.set_run(last)
     store.save()
     return found, digests
@@ -460,9 +529,10 @@ def _fix_cached(store: Store, found: list[FileOutcome], readable: dict[str, byte
     # Fixes may change what other files see (a cached function made uncached), so what
     # remains is reported from a fresh check of the tree as it is now (from the cache but
     # for the files fixed and those that consulted them).
-    now, project_now, _ = _read(list(readable), context)
+    stats: dict[str, Stat] = {}
+    now, project_now, _ = _read(list(readable), context, stats)
     again = {o.path: o for o in _check_cached(store, now, project_now, codes, settings, workers,
-                                              None)[0]}
+                                              None, stats, unknown_noqa(now))[0]}
     outcomes = []
     for o in found:
         fresh = again[o.path].findings if o.path in again else []  # gone meanwhile
@@ -627,12 +697,18 @@ def _remember(results: FindingsCache, outcomes: list[FileOutcome], digests: dict
         results.put(o.path, Entry(digests[own], config, facts, o.consulted, o.findings))
 
 
+def unknown_noqa(readable: dict[str, bytes]) -> dict[str, list[tuple[int, str]]]:
+    """(line, code) of each RL code a `# noqa` names that is no rule's, per file that has one."""
+    found = {path: unknown_noqa_codes(data, catalog()) for path, data in readable.items()}
+    return {path: codes for path, codes in found.items() if codes}
+
+
 def _result(paths: Sequence[str], outcomes: list[FileOutcome],
-            readable: dict[str, bytes]) -> RunResult:
+            noqa: dict[str, list[tuple[int, str]]]) -> RunResult:
     findings = sorted((f for o in outcomes for f in o.findings), key=Finding.sort_key)
     diffs = [o.diff for o in sorted(outcomes, key=lambda o: o.path) if o.diff]
     notes = [f"{path}:{line}: `# noqa` names no rule of retainlint: {code}"
-             for path, data in readable.items() for line, code in unknown_noqa_codes(data, catalog())]
+             for path, codes in noqa.items() for line, code in codes]
     return RunResult(len(paths), findings, sum(o.fixed for o in outcomes), diffs, notes,
                      {o.path: o.fixed_codes for o in outcomes if o.fixed_codes},
                      [rank for o in outcomes for rank in o.before])
