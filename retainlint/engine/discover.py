@@ -6,6 +6,7 @@ and refused when read (`source.read_source`)."""
 from __future__ import annotations
 
 import os
+import posixpath
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
@@ -169,9 +170,8 @@ def _walk(top: Path, excludes: _Excludes) -> Iterable[tuple[str, str]]:
     top_relative = excludes.relative(top)
     for dirpath, dirnames, filenames in os.walk(top):
         below = os.path.relpath(dirpath, top)
-        real_base = real_top if below == "." else os.path.join(real_top, below)
-        relative = top_relative if below == "." else \
-            below.replace(os.sep, "/") if top_relative == "." else f"{top_relative}/{below.replace(os.sep, '/')}"
+        real_base = os.path.normpath(os.path.join(real_top, below))
+        relative = posixpath.normpath(posixpath.join(top_relative, below.replace(os.sep, "/")))
         prefix = "" if relative == "." else relative + "/"
         dirnames[:] = sorted(d for d in dirnames if not excludes.glob(prefix + d, directory=True))
         for name in sorted(filenames):

@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from retainlint.core.config import Settings
 from retainlint.core.gcpause import gc_paused
@@ -362,7 +362,7 @@ def run(paths: Sequence[str], codes: Sequence[str], settings: Settings, mode: Mo
             if same is not None:
                 return same
         stats: dict[str, Stat] = {}
-        readable, project, outcomes = _read(paths, context, stats)
+        readable, project, outcomes = _read(paths, context, stats if store is not None else None)
         noqa = unknown_noqa(readable)
         if store is None:
             found = _run_uncached(readable, project, codes, settings, mode, workers, progress)
@@ -402,13 +402,11 @@ def _unchanged(store: Store, paths: Sequence[str], context: Sequence[str]) -> Op
     """The last run's result when no file of the project changed since (by its stat, and
     the module name its folders give it), read from the cache without reading any file;
     None otherwise."""
-    last = store.run
-    stats: dict[str, Stat] = last.get("stats") or {}
-    if not stats or last.get("config") != store.config:
-        return None
     project = sorted({*paths, *context})
-    if last.get("paths") != project or not set(last.get("checked", ())).issuperset(paths):
+    last = _last_run(store, store.config, project, paths)
+    if last is None or not last.get("stats"):
         return None
+    stats: dict[str, Stat] = last["stats"]
     digests: dict[str, str] = last["digests"]
     for path in project:
         absolute = os.path.abspath(path)
@@ -551,6 +549,17 @@ def _fix_cached(store: Store, found: list[FileOutcome], readable: dict[str, byte
 FEW_CHANGED = 64
 
 
+def _last_run(store: Store, config: str, project: list[str],
+              checking: Iterable[str]) -> Optional[dict[str, Any]]:
+    """The last run, if it was made under `config` over the same files (`project`,
+    sorted) and checked each of the files to check now; else None."""
+    last = store.run
+    if last.get("config") != config or last.get("paths") != project \
+            or not set(last.get("checked", ())).issuperset(checking):
+        return None
+    return last
+
+
 def _since_last_run(store: Store, readable: dict[str, bytes], project: dict[str, bytes],
                     absolute: dict[str, str], digests: dict[str, str], config: str,
                     codes: Sequence[str], settings: Settings,
@@ -561,12 +570,10 @@ def _since_last_run(store: Store, readable: dict[str, bytes], project: dict[str,
     findings consulted them, can have other findings. Returns the outcomes of the files
     to check (`readable`) and of the other files the last run checked that are still
     valid (kept for a later run that names them)."""
-    last = store.run
-    if last.get("config") != config or last.get("paths") != sorted(project):
+    last = _last_run(store, config, sorted(project), readable)
+    if last is None:
         return None
     checked = set(last.get("checked", ()))
-    if not checked.issuperset(readable):
-        return None
     before: dict[str, str] = last["digests"]
     findings: dict[str, bytes] = last["findings"]
     depends: dict[str, list[str]] = last["depends"]

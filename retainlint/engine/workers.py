@@ -42,7 +42,7 @@ class Workers:
         self._pool: Optional[ProcessPoolExecutor] = None
         self._apart: Optional[ProcessPoolExecutor] = None  # see `apart`
         self._barrier: Any = None  # a multiprocessing Barrier of the workers
-        self._published: Optional[tuple[ProjectIndex, int, bytes]] = None
+        self._published: Optional[tuple[ProjectIndex, int, bytes]] = None  # with its number, pickled
         self._generation = 0
 
     def __enter__(self) -> "Workers":
@@ -108,14 +108,14 @@ class Workers:
         data = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
         self._published = (index, self._generation, data)
         # One task per worker: each waits for the others before it returns, so none takes two.
-        for _ in self.pool().map(_receive_index, [(self._generation, data, True)] * self.jobs):
+        for _ in self.pool().map(_receive_and_meet, [(self._generation, data)] * self.jobs):
             pass
         return self._generation
 
-    def published(self) -> tuple[int, bytes, bool]:
+    def published(self) -> tuple[int, bytes]:
         """What a process of its own needs to receive the index last published."""
         assert self._published is not None
-        return self._published[1], self._published[2], False
+        return self._published[1], self._published[2]
 
 
 _STOP: Optional[_Flag] = None  # set by the main process when interrupted
@@ -124,23 +124,28 @@ _INDEX: Optional[tuple[int, ProjectIndex]] = None  # the index received last, an
 
 
 def _init_worker(stop: Optional[_Flag] = None, barrier: Any = None,
-                 index: Optional[tuple[int, bytes, bool]] = None) -> None:
+                 index: Optional[tuple[int, bytes]] = None) -> None:
     global _STOP, _BARRIER
     _become_worker()
-    gc.enable()  # forked while a phase paused collection: each task pauses it itself
+    # A fork inherits the collector's state: a worker collects as usual, and a task
+    # that piles up objects (`_summarize_many`, `_receive_index`) pauses it itself.
+    gc.enable()
     _STOP, _BARRIER = stop, barrier
     if index is not None:
         _receive_index(index)
 
 
-def _receive_index(published: tuple[int, bytes, bool]) -> None:
+def _receive_index(published: tuple[int, bytes]) -> None:
     global _INDEX
-    generation, data, meet = published
+    generation, data = published
     _INDEX = None  # the last one goes first
     with gc_paused():
         _INDEX = (generation, pickle.loads(data))
-    if meet:
-        _BARRIER.wait(timeout=600)
+
+
+def _receive_and_meet(published: tuple[int, bytes]) -> None:
+    _receive_index(published)
+    _BARRIER.wait(timeout=600)
 
 
 def stopped() -> bool:
