@@ -25,6 +25,7 @@ from retainlint.output.formats import FORMATS
 from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
+from retainlint.core.codes import split_codes, split_named, split_note
 from retainlint.core.errors import ConfigError
 from retainlint.core.source import WriteError, write_output
 from retainlint.engine.discover import excluded
@@ -234,6 +235,16 @@ def check(watch: bool, **options: Any) -> None:
     sys.exit(watching(lambda: _check(**options), files, say))
 
 
+def _selectors(overrides: Overrides, projects: list[Project]) -> list[str]:
+    """Every rule selector of the command line and of the projects' configurations."""
+    found = [*(overrides.select or ()), *overrides.extend_select, *overrides.ignore]
+    for p in projects:
+        s = p.settings
+        found += [*(s.select or ()), *s.extend_select, *s.ignore, *(c for _, codes in s.per_file_ignores
+                                                                     for c in codes)]
+    return found
+
+
 def _overrides(options: dict[str, Any]) -> Overrides:
     return Overrides(
         _split(options["select"]), _split(options["extend_select"]), _split(options["ignore"]),
@@ -354,6 +365,9 @@ def _check(paths, select, extend_select, ignore, fix, fix_only, unsafe_fixes, di
                           f"not changed since {changed_since_ref} not shown", highlight=False)
         if not files:
             err.print("warning: no Python files found", highlight=False)
+        if not quiet:
+            for split in split_named(_selectors(overrides, projects)):
+                err.print(f"warning: {split_note(split)}", highlight=False)
         for note in result.notes:
             err.print(f"warning: {note}", highlight=False)
 
@@ -567,6 +581,8 @@ def rule(selector: Optional[str], show_all: bool, output_format: str) -> None:
     except ConfigError as e:
         _fail(str(e))
         return
+    if selector and split_codes(selector) is not None:
+        click.echo(f"retainlint: {split_note(split_named([selector])[0])}", err=True)
     if output_format == "json":
         click.echo(json.dumps([
             {"code": r.code, "name": r.name, "summary": r.summary, "severity": r.severity.value,

@@ -8,35 +8,44 @@ import re
 import sys
 from pathlib import Path
 
+from retainlint.core.codes import SPLIT
 from retainlint.engine.registry import all_rules
 
 TABLE_START, TABLE_END = "<!-- rules-table:start -->", "<!-- rules-table:end -->"
 
 
 def rules_table() -> str:
-    rows = ["| code | name | what it finds | default | fix |", "|---|---|---|---|---|"]
-    for r in all_rules():
-        anchor = f"{r.code.lower()}-{r.name}"
-        rows.append(
-            f"| [{r.code}](docs/rules.md#{anchor}) | `{r.name}` | {r.summary} | "
-            f"{'on' if r.default_enabled else 'off'} | {r.fix_applicability.value} |"
-        )
-    return "\n".join(rows)
+    rows = {r.code: f"| [{r.code}](docs/rules.md#{r.code.lower()}-{r.name}) | `{r.name}` | {r.summary} | "
+                    f"{'on' if r.default_enabled else 'off'} | {r.fix_applicability.value} |"
+            for r in all_rules()}
+    rows.update({old: f"| [{old}](docs/rules.md#{old.lower()}-{name}) | `{name}` | split into "
+                      f"{', '.join(codes)}; still stands for all of them (deprecated) | - | - |"
+                 for old, (name, codes) in SPLIT.items()})
+    head = ["| code | name | what it finds | default | fix |", "|---|---|---|---|---|"]
+    return "\n".join(head + [rows[code] for code in sorted(rows)])
 
 
 def rules_markdown() -> str:
-    parts = ["# retainlint rules", "", "Generated from the rule modules by `python -m retainlint.docs`.", ""]
-    for r in all_rules():
-        parts += [
-            f"## {r.code} {r.name}",
-            "",
-            f"{r.summary}. Severity: {r.severity.value}. Fix: {r.fix_applicability.value}. "
-            f"Default: {'on' if r.default_enabled else 'off'}.",
-            "",
-            _demote(r.docs.strip()),
-            "",
-        ]
-    return "\n".join(parts)
+    parts = {r.code: [
+        f"## {r.code} {r.name}",
+        "",
+        f"{r.summary}. Severity: {r.severity.value}. Fix: {r.fix_applicability.value}. "
+        f"Default: {'on' if r.default_enabled else 'off'}.",
+        "",
+        _demote(r.docs.strip()),
+        "",
+    ] for r in all_rules()}
+    parts.update({old: [
+        f"## {old} {name}",
+        "",
+        f"Split into one check per code: {', '.join(codes)}. As a selector (`--select`, "
+        f"`ignore`, `per-file-ignores`), in `# noqa: {old}` and in a baseline, `{old}` (or "
+        f"`{name}`) still stands for all of them, and a run that names it says which codes to "
+        "name instead.",
+        "",
+    ] for old, (name, codes) in SPLIT.items()})
+    head = ["# retainlint rules", "", "Generated from the rule modules by `python -m retainlint.docs`.", ""]
+    return "\n".join(head + [line for code in sorted(parts) for line in parts[code]])
 
 
 def _demote(markdown: str) -> str:

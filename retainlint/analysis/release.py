@@ -4,7 +4,7 @@ A release method is where an owner gives back what it holds: a method with a rel
 name (`shutdown`, `close`, ... - configurable), callable with `self` alone, that releases
 the whole object rather than one item per call (`free(self, idx)` is a per-step hot path,
 not a release). What it drops is followed through the methods it calls on `self`, the
-project base classes (in this file or another) and `super()`. RL601, RL602 and RL603 ask
+project base classes (in this file or another) and `super()`. RL601, RL602 and RL606 ask
 what a release path drops; RL502 which methods release a hook owner; RL203, RL305, RL401,
 RL501 and RL502 which release method a fix goes into; RL702 whether a method that clears
 a stored exception is named a release.

@@ -16,6 +16,7 @@ import re
 from types import ModuleType
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from retainlint.core.codes import split_codes
 from retainlint.core.config import did_you_mean
 from retainlint.core.errors import ConfigError
 
@@ -131,11 +132,15 @@ def all_rules() -> tuple[type[Rule], ...]:
 
 
 def lookup_codes(selector: str) -> list[str]:
-    """Codes matching a code, a code prefix (`RL2`), a rule name, or `ALL`."""
+    """Codes matching a code, a code prefix (`RL2`), a rule name, `ALL`, or the code or
+    name of a rule split into several checks (all of them: `retainlint.core.codes`)."""
     rules = catalog()
     token = selector.strip()
     if token.upper() == "ALL":
         return [code for code, _ in rules]
+    split = split_codes(token)
+    if split is not None:
+        return list(split)
     by_name = [code for code, name in rules if name == token.lower()]
     if by_name:
         return by_name

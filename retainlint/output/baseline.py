@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from typing import Sequence
 
+from retainlint.core.codes import split_from
 from retainlint.core.errors import ConfigError
 from retainlint.core.finding import INTERNAL_ERROR, SOURCE_ERROR, Finding
 from retainlint.core.paths import display_path
@@ -55,10 +56,14 @@ def read(baseline: str) -> Counter[tuple[str, str, str]]:
 
 
 def new_findings(baseline: str, findings: Sequence[Finding]) -> tuple[list[Finding], int]:
-    """The findings the baseline does not account for, and how many it did."""
+    """The findings the baseline does not account for, and how many it did. An entry
+    written under a code since split into checks accounts for a finding of any of them."""
     accepted = read(baseline)
     fresh, known = [], 0
     for f, key in zip(findings, _keys(findings, baseline)):
+        old = split_from(f.code)
+        if old is not None and accepted[key] == 0:
+            key = (old, key[1], key[2])
         if f.code not in _NEVER and accepted[key] > 0:
             accepted[key] -= 1
             known += 1

@@ -159,12 +159,12 @@ _FINALIZERS = """\
 """
 
 
-def test_rl603_fixed_callbacks_still_run_and_free(tmp_path):
-    done = run_twin(tmp_path, "RL603/weakmethod_callbacks.fixed.py", _FINALIZERS)
+def test_rl605_fixed_callbacks_still_run_and_free(tmp_path):
+    done = run_twin(tmp_path, "RL605/weakmethod_callbacks.fixed.py", _FINALIZERS)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("unloaded at exit") == 1, done.stdout  # the live device only
     # the reported code: the finalizer calls a dead WeakMethod, which closes nothing
-    broken = run_twin(tmp_path, "RL603/weakmethod_callbacks.py", _FINALIZERS)
+    broken = run_twin(tmp_path, "RL605/weakmethod_callbacks.py", _FINALIZERS)
     assert "collecting the client closed nothing" in broken.stderr, broken.stderr
 
 

@@ -1,4 +1,4 @@
-"""RL603's cleanup that frees nothing, the shapes learnt from held-out upstream fixes
+"""Cleanup that frees nothing (RL607, RL608, RL609), the shapes learnt from held-out upstream fixes
 (held-out incidents: diffusers #9543, ComfyUI-Easy-Use #170, ComfyUI-nunchaku #100), and RL601's
 path strings - run as a user runs retainlint, on a small project, with the cache on,
 then fixed the way upstream fixed it."""
@@ -47,9 +47,9 @@ def test_deleting_the_loop_variable_over_what_the_caller_handed_in_is_reported_u
                 return embeddings
         """,
     })
-    code, found = _check(tmp_path, "RL603")
+    code, found = _check(tmp_path, "RL607")
     assert code == 1
-    assert [(c, f, line, sev) for c, f, line, sev, _ in found] == [("RL603", "memory.py", 8, "warning")]
+    assert [(c, f, line, sev) for c, f, line, sev, _ in found] == [("RL607", "memory.py", 8, "warning")]
     assert "only unbinds the loop variable over its parameter `objects`" in found[0][4]
     # upstream's fix: the helper only collects; the caller deletes its own name first
     _write(tmp_path, {
@@ -75,7 +75,7 @@ def test_deleting_the_loop_variable_over_what_the_caller_handed_in_is_reported_u
                 return embeddings
         """,
     })
-    assert _check(tmp_path, "RL603") == (0, [])
+    assert _check(tmp_path, "RL607") == (0, [])
 
 
 def test_emptying_the_cache_before_the_unload_is_reported_until_it_comes_after(tmp_path):
@@ -90,9 +90,9 @@ def test_emptying_the_cache_before_the_unload_is_reported_until_it_comes_after(t
                 torch.cuda.empty_cache()
             comfy.model_management.unload_all_models()
     """})
-    code, found = _check(tmp_path, "RL603")
+    code, found = _check(tmp_path, "RL608")
     assert code == 1
-    assert [(c, f, line, sev) for c, f, line, sev, _ in found] == [("RL603", "nodes.py", 8, "warning")]
+    assert [(c, f, line, sev) for c, f, line, sev, _ in found] == [("RL608", "nodes.py", 8, "warning")]
     assert "runs before `comfy.model_management.unload_all_models()`" in found[0][4]
     _write(tmp_path, {"nodes.py": """
         import torch
@@ -105,7 +105,7 @@ def test_emptying_the_cache_before_the_unload_is_reported_until_it_comes_after(t
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
     """})
-    assert _check(tmp_path, "RL603") == (0, [])
+    assert _check(tmp_path, "RL608") == (0, [])
 
 
 LOADER = """
@@ -136,14 +136,14 @@ LOADER = """
 
 def test_a_reload_that_frees_what_it_handed_out_is_reported_until_the_old_module_leaves_the_device(tmp_path):
     _write(tmp_path, {"loader.py": LOADER.replace("{offload}", "")})
-    code, found = _check(tmp_path, "RL603")
+    code, found = _check(tmp_path, "RL609")
     assert code == 1
-    assert [(c, f, line, sev) for c, f, line, sev, _ in found] == [("RL603", "loader.py", 20, "warning")]
+    assert [(c, f, line, sev) for c, f, line, sev, _ in found] == [("RL609", "loader.py", 20, "warning")]
     assert "after releasing `self.transformer` frees nothing of it: `load()` returns an object built around" \
         in found[0][4]
     # upstream's fix: move the old module to the CPU in place, whoever still holds it
     _write(tmp_path, {"loader.py": LOADER.replace("{offload}", 'old.to("cpu")\n                ')})
-    assert _check(tmp_path, "RL603") == (0, [])
+    assert _check(tmp_path, "RL609") == (0, [])
 
 
 def test_paths_joined_from_a_released_directory_name_are_no_alias(tmp_path):

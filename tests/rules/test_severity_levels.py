@@ -163,7 +163,7 @@ def test_deleting_a_tensor_parameter_is_a_warning_a_model_parameter_an_error(tre
         "    del model\n"
         "    gc.collect()\n"
         "    return total\n")})
-    assert _levels(root, "RL603") == [(8, "warning"), (9, "error")]
+    assert _levels(root, "RL604") == [(8, "warning"), (9, "error")]
 
 
 def test_a_bounded_cache_keyed_by_tensors_is_a_warning(tree):

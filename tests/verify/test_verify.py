@@ -118,14 +118,17 @@ def test_verdict(before, after, expected):
 # The rules the verifier proves: every registered rule. A rule added later gets its scenario
 # in retainlint/verify/scenarios/<CODE>/ and its code here.
 VERIFIED = {"RL101", "RL102", "RL201", "RL202", "RL203", "RL204", "RL301", "RL302", "RL303", "RL304",
-            "RL305", "RL401", "RL501", "RL502", "RL601", "RL602", "RL603", "RL701", "RL702", "RL801",
-            "RL901", "RL902", "RL904", "RL306", "RL307", "RL703"}
+            "RL305", "RL401", "RL501", "RL502", "RL601", "RL602", "RL604", "RL605", "RL606", "RL607",
+            "RL609", "RL701", "RL702", "RL801", "RL901", "RL902", "RL904", "RL306", "RL307", "RL703"}
+# What the verifier cannot measure: RL608 leaves blocks reserved by the device's caching
+# allocator - `memory_reserved()`, not an object kept alive - and a CPU has no such cache.
+UNMEASURED = {"RL608"}
 
 
 def test_scenarios_cover_rules_and_use_the_autofix():
     rules = {r.code: r for r in all_rules()}
     scenarios = discover(DEFAULT_ROOT)
-    assert {s.rule for s in scenarios} == VERIFIED == set(rules)
+    assert {s.rule for s in scenarios} == VERIFIED == set(rules) - UNMEASURED
     for s in scenarios:
         autofix = rules[s.rule].fix_applicability is not Applicability.NONE
         if autofix:

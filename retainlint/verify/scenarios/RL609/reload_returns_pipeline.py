@@ -1,0 +1,34 @@
+"""RL609: a reload lets go of the model it handed out last time.
+
+Shaped after ComfyUI-nunchaku's loader node: `load()` drops `self.model` and collects
+before building the new one, but the `Pipeline` it returned last time - kept by the
+caller's list of loaded pipelines - still holds the old model.
+"""
+import gc
+
+
+class Pipeline:
+    def __init__(self, model):
+        self.model = model
+
+
+class Loader:
+    def __init__(self, build):
+        self.build = build
+        self.model = None
+
+    def load(self):
+        self.model = None
+        gc.collect()
+        self.model = self.build()
+        return Pipeline(self.model)
+
+
+def lifecycle(ctx):
+    loader = Loader(ctx.build_model)
+    loaded = [loader.load()]
+    ctx.expect_freed(loaded[0].model, "model")
+    ctx.exercise(loaded[0].model)
+    loaded.append(loader.load())  # a reload with other settings
+    ctx.keep(loader)
+    ctx.keep(loaded)  # the caller keeps the pipelines it was handed
