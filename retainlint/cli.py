@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 import io
 import json
 import logging
@@ -22,7 +23,6 @@ from retainlint import __version__
 from retainlint.output import baseline, text
 from retainlint.output.escape import printable
 from retainlint.output.formats import FORMATS
-from retainlint.verify.cli import verify
 from retainlint.integrations.changed import ChangedError, changed_since, repo_root, split_findings
 from retainlint.engine.cache import default_cache_dir
 from retainlint.core.codes import split_codes, split_named, split_note
@@ -98,6 +98,20 @@ def _progress_bar(enabled: bool):
 
 
 class _Group(click.Group):
+    # `verify` (torch, the scenarios, importlib.metadata) is imported when asked for: a
+    # check answered from the cache would spend a twentieth of its time importing it.
+    _LAZY = {"verify": ("retainlint.verify.cli", "verify")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self._LAZY])
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name in self._LAZY:
+            module, attribute = self._LAZY[name]
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            return command
+        return super().get_command(ctx, name)
+
     def invoke(self, ctx: click.Context):
         try:
             with _sigterm_as_ctrl_c():
@@ -623,7 +637,6 @@ def server() -> None:
     serve()
 
 
-main.add_command(verify)
 
 
 if __name__ == "__main__":  # pragma: no cover
