@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import libcst as cst
 
@@ -74,13 +74,21 @@ class FileContext:
                 self.functions[stmt.name.value] = stmt
         self.heavy: HeavyOracle = HeavyOracle(self)
         self._release: Optional[ReleasePaths] = None
+        self._memo: dict[str, Any] = {}
 
     def close(self) -> None:
         """The lint is done: drop the links back to this context (see `lint_module`)."""
         self.heavy = None  # type: ignore[assignment]
         self._release = None
+        self._memo = {}
         self.reports = []
         self.located = []
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, once per file: what several checks ask of the same file."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     @property
     def release(self) -> ReleasePaths:

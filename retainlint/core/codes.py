@@ -10,6 +10,7 @@ from typing import Iterable, Optional
 
 # old code -> (old name, the codes of the checks split from it)
 SPLIT: dict[str, tuple[str, tuple[str, ...]]] = {
+    "RL602": ("release-keeps-heavy-attribute", ("RL610", "RL611", "RL612", "RL613", "RL614", "RL615", "RL616")),
     "RL603": ("ineffective-release", ("RL604", "RL605", "RL606", "RL607", "RL608", "RL609")),
 }
 

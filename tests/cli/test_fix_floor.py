@@ -3,7 +3,7 @@ hidden by default, keeps its code as it is until `--min-severity info` shows it.
 summary counts what was fixed among what is shown.
 
 As in test_severity_floor.py, the runs start the real CLI through a harness whose RL301
-(a safe fix) reports at `info`; RL602 (holds_buffers.py) is a warning with an unsafe fix."""
+(a safe fix) reports at `info`; RL610 (holds_buffers.py) is a warning with an unsafe fix."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def project(tmp_path):
     root = tmp_path / "p"
     root.mkdir()
     (root / "info.py").write_text(BUGGY_SAFE_FIX)  # RL301, at info here
-    (root / "warn.py").write_text(WARNING)  # RL602 at line 22
+    (root / "warn.py").write_text(WARNING)  # RL610 at line 22
     return root
 
 
@@ -36,7 +36,7 @@ def run_info(root: Path, *args: str) -> subprocess.CompletedProcess:
     env.pop("FORCE_COLOR", None)
     return subprocess.run(
         [sys.executable, str(root.parent / "harness" / "run.py"), "RL301", "--",
-         "check", "--no-cache", "-j", "1", "--select", "RL301,RL602", "--unsafe-fixes",
+         "check", "--no-cache", "-j", "1", "--select", "RL301,RL610", "--unsafe-fixes",
          "--output-format", "concise", *args, "."],
         cwd=root, env=env, capture_output=True, text=True, timeout=120)
 

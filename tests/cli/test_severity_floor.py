@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-WARNING = (ROOT / "fixtures" / "RL602" / "holds_buffers.py").read_text()  # RL602 at line 22, a warning
+WARNING = (ROOT / "fixtures" / "RL610" / "holds_buffers.py").read_text()  # RL610 at line 22, a warning
 LOGGER = ('import logging\n\n\nclass Session:\n    def __init__(self):\n'
           '        self.log = logging.getLogger(f"session.{id(self)}")\n')  # RL801 at line 6
 
@@ -69,7 +69,7 @@ def run_info(root: Path, *args: str) -> subprocess.CompletedProcess:
     env.pop("FORCE_COLOR", None)
     return subprocess.run(
         [sys.executable, str(root.parent / "harness" / "run.py"), "RL801", "--",
-         "check", "--no-cache", "-j", "1", "--select", "RL602,RL801", *args],
+         "check", "--no-cache", "-j", "1", "--select", "RL610,RL801", *args],
         cwd=root, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -82,7 +82,7 @@ def test_info_finding_is_counted_not_shown_and_the_warning_fails_the_run(project
     (project / "logs.py").write_text(LOGGER)
     r = run_info(project, "--output-format", "concise")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "warn.py:22:9: RL602" in r.stdout
+    assert "warn.py:22:9: RL610" in r.stdout
     assert "RL801" not in r.stdout and "logs.py" not in r.stdout
     assert r.stdout.splitlines()[-1] == "Found 1 finding (1 fixable with --fix --unsafe-fixes)."
     assert r.stderr.splitlines()[-1] == NOTE, r.stderr
@@ -113,11 +113,11 @@ def test_min_severity_info_shows_both(project):
     (project / "logs.py").write_text(LOGGER)
     r = run_info(project, "--min-severity", "info", "--output-format", "concise")
     assert r.returncode == 1
-    assert "logs.py:6:20: RL801" in r.stdout and "warn.py:22:9: RL602" in r.stdout
+    assert "logs.py:6:20: RL801" in r.stdout and "warn.py:22:9: RL610" in r.stdout
     assert "not shown" not in r.stderr
     j = run_info(project, "--min-severity", "info", "--output-format", "json")
-    assert reported(j) == [("logs.py", "RL801"), ("warn.py", "RL602")]
-    assert {f["code"]: f["severity"] for f in json.loads(j.stdout)} == {"RL801": "info", "RL602": "warning"}
+    assert reported(j) == [("logs.py", "RL801"), ("warn.py", "RL610")]
+    assert {f["code"]: f["severity"] for f in json.loads(j.stdout)} == {"RL801": "info", "RL610": "warning"}
 
 
 def test_an_info_finding_alone_fails_the_run_once_shown(project):
@@ -135,9 +135,9 @@ def test_config_key_shows_them_and_the_flag_wins(project, config):
     (project / "logs.py").write_text(LOGGER)
     (project / config[0]).write_text(config[1])
     r = run_info(project, "--output-format", "json")
-    assert reported(r) == [("logs.py", "RL801"), ("warn.py", "RL602")]
+    assert reported(r) == [("logs.py", "RL801"), ("warn.py", "RL610")]
     flag = run_info(project, "--min-severity", "warning", "--output-format", "json")
-    assert reported(flag) == [("warn.py", "RL602")]
+    assert reported(flag) == [("warn.py", "RL610")]
     shown = run_info(project, "--show-settings", "warn.py")
     assert 'min-severity = "info"' in shown.stdout.splitlines()
 
@@ -169,7 +169,7 @@ def test_machine_formats_leave_it_out(project, fmt):
     (project / "logs.py").write_text(LOGGER)
     r = run_info(project, "--output-format", fmt)
     assert r.returncode == 1
-    assert "RL602" in r.stdout and "RL801" not in r.stdout and "logs.py" not in r.stdout
+    assert "RL610" in r.stdout and "RL801" not in r.stdout and "logs.py" not in r.stdout
     assert "not shown" not in r.stdout + r.stderr  # for programs: the output alone
     shown = run_info(project, "--output-format", fmt, "--min-severity", "info")
     assert "RL801" in shown.stdout
@@ -180,12 +180,12 @@ def test_statistics_count_what_is_shown(project):
     (project / "logs.py").write_text(LOGGER)
     (project / "more.py").write_text(LOGGER)
     r = run_info(project, "--statistics")
-    assert [line.split()[:2] for line in r.stdout.splitlines()[:-1]] == [["1", "RL602"]], r.stdout
+    assert [line.split()[:2] for line in r.stdout.splitlines()[:-1]] == [["1", "RL610"]], r.stdout
     assert r.stderr.splitlines()[-1] == "note: 2 info findings not shown (--min-severity info shows them)"
     j = run_info(project, "--statistics", "--output-format", "json")
-    assert [(row["code"], row["count"]) for row in json.loads(j.stdout)] == [("RL602", 1)]
+    assert [(row["code"], row["count"]) for row in json.loads(j.stdout)] == [("RL610", 1)]
     every = run_info(project, "--statistics", "--output-format", "json", "--min-severity", "info")
-    assert [(row["code"], row["count"]) for row in json.loads(every.stdout)] == [("RL801", 2), ("RL602", 1)]
+    assert [(row["code"], row["count"]) for row in json.loads(every.stdout)] == [("RL801", 2), ("RL610", 1)]
 
 
 def test_a_higher_floor_counts_the_warnings_too(project):
@@ -198,7 +198,7 @@ def test_a_higher_floor_counts_the_warnings_too(project):
 
 
 def test_rule_page_says_the_level_and_what_it_means(project):
-    r = subprocess.run([sys.executable, "-m", "retainlint", "rule", "RL602"],
+    r = subprocess.run([sys.executable, "-m", "retainlint", "rule", "RL610"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0
     assert "\nSeverity: warning (real, but bounded or unproven). Fix: " in r.stdout, r.stdout

@@ -5,7 +5,7 @@ from pathlib import Path
 from conftest import BUGGY_SAFE_FIX, SAFE_FIX_LINE, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-RL602 = (ROOT / "fixtures" / "RL602" / "holds_buffers.py").read_text()  # one warning, unsafe fix
+RL610 = (ROOT / "fixtures" / "RL610" / "holds_buffers.py").read_text()  # one warning, unsafe fix
 
 
 def _copies(root, text, n=3):
@@ -24,11 +24,11 @@ def test_fix_over_three_files_says_three_fixed(tmp_path):
 def test_fixes_below_the_severity_floor_are_left_alone(tmp_path):
     """--fix changes only what the run shows: with --min-severity error the three warnings
     are neither shown nor fixed, and the run says how many it left out."""
-    _copies(tmp_path, RL602)
+    _copies(tmp_path, RL610)
     r = run_cli("check", ".", "--no-cache", "--fix", "--unsafe-fixes", "--min-severity", "error",
                 cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert all((tmp_path / f"m{i}.py").read_text() == RL602 for i in range(3))
+    assert all((tmp_path / f"m{i}.py").read_text() == RL610 for i in range(3))
     assert r.stdout.strip().splitlines()[-1] == "All checks passed!"
     assert r.stderr.strip().splitlines()[-1] == \
         "note: 3 warning findings not shown (--min-severity warning shows them)"

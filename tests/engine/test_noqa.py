@@ -74,7 +74,7 @@ def test_unused_noqa_report(tree):
 
 
 def test_noqa_on_a_line_the_message_names(tree):
-    # RL602 names the attribute's assignment in __init__: a noqa there silences it.
+    # RL610 names the attribute's assignment in __init__: a noqa there silences it.
     source = textwrap.dedent("""\
         import torch
 
@@ -87,11 +87,11 @@ def test_noqa_on_a_line_the_message_names(tree):
                 self.other = None
         """)
     root = tree({"r.py": source})
-    first = run_cli("check", "--output-format", "concise", "--select", "RL602", cwd=root)
+    first = run_cli("check", "--output-format", "concise", "--select", "RL610", cwd=root)
     if not concise(first):  # the rule must fire on the plain shape for this to mean anything
         raise AssertionError(first.stdout + first.stderr)
-    (root / "r.py").write_text(source.replace('device="cuda")', 'device="cuda")  # noqa: RL602'))
-    r = run_cli("check", "--output-format", "concise", "--select", "RL602", cwd=root)
+    (root / "r.py").write_text(source.replace('device="cuda")', 'device="cuda")  # noqa: RL610'))
+    r = run_cli("check", "--output-format", "concise", "--select", "RL610", cwd=root)
     assert concise(r) == [], r.stdout
 
 

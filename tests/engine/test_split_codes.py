@@ -1,9 +1,12 @@
-"""RL603 (ineffective-release) became six checks, RL604 to RL609, one code each: a user
-switches one shape off by its code, and what named RL603 before - a selector, a
-configuration, a `# noqa`, a baseline - keeps working, with a warning naming the codes."""
+"""RL602 (release-keeps-heavy-attribute) became seven checks, RL610 to RL616, and RL603
+(ineffective-release) six, RL604 to RL609, one code each: a user switches one shape off by
+its code, and what named the old code before - a selector, a configuration, a `# noqa`, a
+baseline - keeps working, with a warning naming the codes."""
 
 import json
 import textwrap
+
+import pytest
 
 from conftest import check_here
 
@@ -85,9 +88,34 @@ def test_a_baseline_entry_written_under_the_old_code_accepts_the_new_code(tree):
     assert (done.returncode, _found(done)) == (0, [])
 
 
-def test_explaining_the_old_code_shows_every_check_split_from_it(tree):
-    done = check_here("rule", "RL603", "--output-format", "json")
+@pytest.mark.parametrize("old, name, codes", [
+    ("RL602", "release-keeps-heavy-attribute", ["RL610", "RL611", "RL612", "RL613", "RL614", "RL615", "RL616"]),
+    ("RL603", "ineffective-release", ["RL604", "RL605", "RL606", "RL607", "RL608", "RL609"]),
+])
+def test_explaining_the_old_code_shows_every_check_split_from_it(old, name, codes):
+    done = check_here("rule", old, "--output-format", "json")
     assert done.returncode == 0
-    assert [r["code"] for r in json.loads(done.stdout)] == ["RL604", "RL605", "RL606", "RL607", "RL608",
-                                                            "RL609"]
-    assert "RL603 (ineffective-release) is split into" in done.stderr
+    assert [r["code"] for r in json.loads(done.stdout)] == codes
+    assert f"{old} ({name}) is split into {', '.join(codes)}" in done.stderr
+
+
+def test_the_checks_split_from_release_keeps_heavy_attribute_are_selected_by_it(tree):
+    """A class keeping a model after `close()` (RL610) and an `ExitStack` nothing closes
+    (RL614): RL602 selects both; each is switched off by its own code."""
+    root = tree({"engine.py": textwrap.dedent("""\
+        from contextlib import ExitStack
+
+        import torch
+
+
+        class Engine:
+            def __init__(self):
+                self.kv_cache = torch.empty(4096, 4096)
+                self._stack = ExitStack()
+                self._stack.callback(print, "freed")
+
+            def close(self):
+                self.closed = True
+        """)})
+    assert _found(_check(root, "--select", "RL602")) == [("RL610", 12), ("RL614", 10)]
+    assert _found(_check(root, "--select", "RL602", "--ignore", "RL614")) == [("RL610", 12)]

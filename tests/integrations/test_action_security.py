@@ -164,7 +164,7 @@ class EngineCore:
 
 def test_a_pull_request_deleting_a_cleanup_line_is_annotated(tmp_path):
     """The PR only deletes lines; each deletion makes a finding on a line it leaves as it
-    was: `Engine.close()` no longer drops the KV cache (RL602, on `def close`), and
+    was: `Engine.close()` no longer drops the KV cache (RL610, on `def close`), and
     nothing undoes `gc.freeze()` any more (RL401, in `__init__`)."""
     pr = ENGINE.replace("        self.kv_cache = None\n", "").replace("        gc.unfreeze()\n", "")
     run = pr_checkout(tmp_path, {"engine.py": ENGINE, "old.py": BUGGY}, {"engine.py": pr})
@@ -174,7 +174,7 @@ def test_a_pull_request_deleting_a_cleanup_line_is_annotated(tmp_path):
         "error file=engine.py,line=19,endLine=19,col=9,endColumn=20,"
         "title=retainlint RL401 gc-freeze-without-unfreeze",
         "warning file=engine.py,line=12,endLine=12,col=9,endColumn=14,"
-        "title=retainlint RL602 release-keeps-heavy-attribute",
+        "title=retainlint RL610 heavy-attribute-never-dropped",
     ]
     assert outputs(run["env"]["GITHUB_OUTPUT"]) == {"findings": "2", "older-findings": "1", "total-findings": "3"}
 

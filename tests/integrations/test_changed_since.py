@@ -183,7 +183,7 @@ def test_outside_git_and_unknown_ref_are_one_line_errors_exit_2(tree):
 
 def test_deleting_a_cleanup_line_reports_what_it_leaves_behind(tree):
     """Findings whose evidence lost a line: deleting `self.kv_cache = None` from `close()`
-    makes RL602 report `def close` (untouched), deleting `gc.unfreeze()` from `shutdown()`
+    makes RL610 report `def close` (untouched), deleting `gc.unfreeze()` from `shutdown()`
     makes RL401 report `gc.freeze()` in `__init__` (untouched). A class the change only
     adds to, or a deletion outside any class, brings back no older finding."""
     src = textwrap.dedent("""\

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOGGER = ('import logging\n\n\nclass Session:\n    def __init__(self):\n'
           '        self.log = logging.getLogger(f"session.{id(self)}")\n')  # RL801 at 6:20
 GROWS = "_pending = {}\n\n\ndef submit(request_id, job):\n    _pending[request_id] = job\n"  # RL306 at 5:5
-WARNING = (ROOT / "fixtures" / "RL602" / "holds_buffers.py").read_text()  # RL602: no consequence
+WARNING = (ROOT / "fixtures" / "RL610" / "holds_buffers.py").read_text()  # RL610: no consequence
 
 # `python harness.py -- ARGS...`: `retainlint ARGS...`, RL801 and RL306 attaching a
 # consequence (evidence: line 1 of the file reported) to every finding.
@@ -77,7 +77,7 @@ def run_with(root: Path, *args: str) -> subprocess.CompletedProcess:
     env.pop("FORCE_COLOR", None)
     return subprocess.run(
         [sys.executable, str(root.parent / "harness" / "run.py"), "--", "check", "-j", "1",
-         "--select", "RL306,RL602,RL801", *args],
+         "--select", "RL306,RL610,RL801", *args],
         cwd=root, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -102,7 +102,7 @@ def test_json_carries_the_consequence_of_report_and_report_at(project):
     assert found["RL801"]["consequence"] == expected("logs.py", "RL801")
     assert (found["RL306"]["filename"], found["RL306"]["location"]["row"]) == ("grows.py", 5)
     assert found["RL306"]["consequence"] == expected("grows.py", "RL306")
-    assert found["RL602"]["consequence"] is None
+    assert found["RL610"]["consequence"] is None
     lines = run_with(project, "--no-cache", "--output-format", "json-lines")
     assert by_code([json.loads(line) for line in lines.stdout.splitlines()])["RL306"]["consequence"] \
         == expected("grows.py", "RL306")
@@ -112,7 +112,7 @@ def test_a_rule_that_sets_none_gives_null(tree):
     root = tree({"warn.py": WARNING})
     r = check_here("check", "--no-cache", "--output-format", "json", cwd=root)
     [finding] = json.loads(r.stdout)
-    assert finding["code"] == "RL602" and finding["consequence"] is None
+    assert finding["code"] == "RL610" and finding["consequence"] is None
 
 
 def test_sarif_keeps_it_in_the_result_properties(project):
@@ -127,14 +127,14 @@ def test_sarif_keeps_it_in_the_result_properties(project):
     assert evidence["physicalLocation"] == {
         "artifactLocation": {"uri": "grows.py", "uriBaseId": "%SRCROOT%"},
         "region": {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 9}}
-    assert "properties" not in results["RL602"]
+    assert "properties" not in results["RL610"]
 
 
 def test_github_annotation_says_what_is_kept_and_for_how_long(project):
     r = run_with(project, "--no-cache", "--output-format", "github")
     [grows] = [line for line in r.stdout.splitlines() if "RL306" in line]
     assert grows.endswith(" — keeps every `Job` submitted (RL306) for the process"), grows
-    [warn] = [line for line in r.stdout.splitlines() if "RL602" in line]
+    [warn] = [line for line in r.stdout.splitlines() if "RL610" in line]
     assert " — keeps " not in warn
 
 
@@ -147,10 +147,10 @@ def test_the_cache_brings_it_back(project, tmp_path):
     # folder), and what was read from them is keyed by it.
     first = run_with(project, "--cache-dir", str(cache), "--no-installed-types", "--output-format", "json")
     assert by_code(json.loads(first.stdout))["RL306"]["consequence"] == expected("grows.py", "RL306")
-    again = check_here("check", "-j", "1", "--select", "RL306,RL602,RL801", "--cache-dir", str(cache),
+    again = check_here("check", "-j", "1", "--select", "RL306,RL610,RL801", "--cache-dir", str(cache),
                     "--no-installed-types", "--output-format", "json", cwd=project)
     assert json.loads(again.stdout) == json.loads(first.stdout)
-    relinted = check_here("check", "-j", "1", "--select", "RL306,RL602,RL801", "--no-cache",
+    relinted = check_here("check", "-j", "1", "--select", "RL306,RL610,RL801", "--no-cache",
                        "--output-format", "json", cwd=project)
     relinted_codes = by_code(json.loads(relinted.stdout))
     assert relinted_codes["RL801"]["consequence"] is None

@@ -42,8 +42,8 @@ def test_a_long_consequence_is_cut_to_one_short_line(tmp_path):
 
 
 def test_a_finding_without_a_consequence_has_no_such_line(tmp_path):
-    source = (ROOT / "fixtures" / "RL602" / "holds_buffers.py").read_text()
+    source = (ROOT / "fixtures" / "RL610" / "holds_buffers.py").read_text()
     for fmt in ("full", "concise"):
         lines = _check(tmp_path, source, "--output-format", fmt)
-        assert any(" RL602 " in line for line in lines)
+        assert any(" RL610 " in line for line in lines)
         assert not any("consequence:" in line for line in lines)

@@ -9,7 +9,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 TREE = {
-    # RL602: a private buffer nothing reads after close(): a safe fix
+    # RL610: a private buffer nothing reads after close(): a safe fix
     "pool.py": """\
         import torch
 
@@ -21,7 +21,7 @@ TREE = {
             def close(self):
                 pass
         """,
-    # RL602: a public attribute: an unsafe fix, its help line saying what changes
+    # RL610: a public attribute: an unsafe fix, its help line saying what changes
     "runner.py": """\
         import torch
 
@@ -44,7 +44,7 @@ def test_fixes_offered_are_listed_by_rule_and_applicability(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     start = lines.index("fixes offered: 2 (1 safe, 1 unsafe)")
-    assert lines[start + 1:start + 3] == ["  RL602 safe: 1", "  RL602 unsafe: 1"]
-    assert lines[start + 3] == "  pool.py:8 RL602 safe: Add `self._buf = None` at the end of `close()`"
-    assert lines[start + 4] == ("  runner.py:8 RL602 unsafe: Add `self.cache = None` at the end of "
+    assert lines[start + 1:start + 3] == ["  RL610 safe: 1", "  RL610 unsafe: 1"]
+    assert lines[start + 3] == "  pool.py:8 RL610 safe: Add `self._buf = None` at the end of `close()`"
+    assert lines[start + 4] == ("  runner.py:8 RL610 unsafe: Add `self.cache = None` at the end of "
                                 "`close()`: `Runner.cache` is `None` after `close()`")

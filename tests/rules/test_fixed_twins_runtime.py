@@ -23,8 +23,8 @@ def run_twin(tmp_path: Path, twin: str, script: str) -> subprocess.CompletedProc
                           capture_output=True, text=True, timeout=120)
 
 
-def test_rl602_fixed_close_frees_the_model_and_the_cache(tmp_path):
-    done = run_twin(tmp_path, "RL602/drops_nothing.fixed.py", """\
+def test_rl610_fixed_close_frees_the_model_and_the_cache(tmp_path):
+    done = run_twin(tmp_path, "RL610/drops_nothing.fixed.py", """\
         import gc, weakref
         import twin
 
@@ -39,6 +39,36 @@ def test_rl602_fixed_close_frees_the_model_and_the_cache(tmp_path):
         assert engine.name == "engine"  # the rest of the object is untouched
     """)
     assert done.returncode == 0, done.stderr
+
+
+_FAILED_SEND = """\
+    import gc, weakref
+    import twin
+
+    class Payload:
+        pass
+
+    class Broken:
+        def write(self, payload):
+            raise OSError("connection reset")
+
+    conn = twin.Connection(Broken())
+    payload = Payload()
+    alive = weakref.ref(payload)
+    conn.send(payload)
+    del payload
+    conn.close()
+    gc.collect()
+    print("kept" if alive() is not None else "freed")
+"""
+
+
+def test_rl611_fixed_close_lets_go_of_the_failed_request(tmp_path):
+    done = run_twin(tmp_path, "RL611/exception_kept_by_close.fixed.py", _FAILED_SEND)
+    assert (done.returncode, done.stdout.strip()) == (0, "freed"), done.stderr
+    # the reported code: the kept exception's traceback holds the frame with the payload
+    broken = run_twin(tmp_path, "RL611/exception_kept_by_close.py", _FAILED_SEND)
+    assert (broken.returncode, broken.stdout.strip()) == (0, "kept"), broken.stderr
 
 
 def test_rl203_fixed_stop_leaves_nothing_for_exit(tmp_path):

@@ -1,4 +1,4 @@
-"""RL602's release paths that keep a part outside torch:
+"""The release checks (RL610 to RL616) on parts kept outside torch:
 a part another method (here `__del__`) frees, and cleanup registered on an ExitStack
 nothing closes - run as a user runs retainlint, on a small project, with the cache on
 (the prefilter decides which files are read)."""
@@ -36,7 +36,7 @@ SUBCLASS = """
 
 
 def _check(root) -> tuple[int, list[tuple[str, str, int, str]]]:
-    done = check_here("check", ".", "--select", "RL602", "--output-format", "json", cwd=root)
+    done = check_here("check", ".", "--select", "RL61", "--output-format", "json", cwd=root)
     assert done.returncode in (0, 1), done.stderr
     found = json.loads(done.stdout)
     return done.returncode, sorted(
@@ -52,7 +52,7 @@ def test_an_exit_stack_nothing_closes_is_reported_until_a_subclass_in_another_fi
     _write(tmp_path, {"handler.py": HANDLER, "vision.py": SUBCLASS})
     code, found = _check(tmp_path)
     assert code == 1
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "handler.py", 14)]
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL614", "handler.py", 14)]
     assert "`self._exit_stack.callback(...)` registers cleanup on an `ExitStack` nothing closes" in found[0][3]
     # the subclass gains a release method that unwinds the stack: nothing left to report
     (tmp_path / "vision.py").write_text(
@@ -82,7 +82,7 @@ def test_a_part_only_the_finalizer_frees_is_reported_at_the_release_method(tmp_p
     """})
     code, found = _check(tmp_path)
     assert code == 1
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "llm.py", 12)]
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL613", "llm.py", 12)]
     assert "`Llm.close()` lets go of other parts but never frees `self._adapter` (which `__del__()` frees)" \
         in found[0][3]
     # upstream's fix: the adapter's free goes on the stack close() unwinds
@@ -124,7 +124,7 @@ def test_a_part_loaded_in_place_and_never_unloaded_is_reported_until_a_subclass_
     _write(tmp_path, {"wrapper.py": WRAPPER, "streaming.py": WRAPPER_SUBCLASS})
     code, found = _check(tmp_path)
     assert code == 1
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "wrapper.py", 4)]
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL615", "wrapper.py", 4)]
     assert "`Wrapper` never calls `self.engine.unload()` after `self.engine.load()`" in found[0][3]
     # a subclass in another file gains a release method that unloads the part
     (tmp_path / "streaming.py").write_text(
@@ -167,7 +167,7 @@ def test_a_store_kept_by_a_release_inherited_from_another_file_is_reported_until
     _write(tmp_path, {"base.py": BASE, "memory.py": MEMORY_STORE})
     code, found = _check(tmp_path)
     assert code == 1
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "memory.py", 12)]
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL616", "memory.py", 12)]
     assert "`MemoryStore` inherits `close()` from `Store`, which only marks the object closed" in found[0][3]
     # the class overrides close() to drop its tree, then closes as the base does
     (tmp_path / "memory.py").write_text((tmp_path / "memory.py").read_text() + textwrap.indent(
@@ -197,7 +197,7 @@ def test_a_method_closing_a_part_the_caller_handed_in_is_no_sign_the_release_own
     # a part the class builds around it: its own, freed by one method, kept by close()
     _write(tmp_path, {"migrator.py": MIGRATOR.replace("{link}", "Link(link)")})
     code, found = _check(tmp_path)
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "migrator.py", 11)]
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL613", "migrator.py", 11)]
     assert "`Migrator.close()` lets go of other parts but never frees `self.link` (which " \
         "`rebuild_schema()` frees)" in found[0][3]
 
@@ -219,7 +219,7 @@ def test_a_finalizer_freeing_a_handle_the_caller_handed_in_still_marks_it_as_own
                 native.handle_free(self.raw)
     """})
     code, found = _check(tmp_path)
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "native_handle.py", 9)]
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL613", "native_handle.py", 9)]
 
 
 CHANNEL = """
@@ -253,7 +253,7 @@ def test_an_exception_the_class_raises_once_released_is_kept_on_purpose(tmp_path
     # raised while still open: after close() nothing needs it, and its frames stay
     _write(tmp_path, {"channel.py": CHANNEL.replace("{guard}", "self._open and self._error")})
     code, found = _check(tmp_path)
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "channel.py", 19)]
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL611", "channel.py", 19)]
     assert "`Channel.close()` never drops `self._error` (an exception `Channel.fail()` stores)" in found[0][3]
 
 
@@ -321,5 +321,5 @@ def test_a_store_a_callback_the_base_registers_for_itself_reaches_is_not_known_t
     # the registered callback never reaches the store: it stays after stop()
     _write(tmp_path, {"watch.py": WATCHER.replace("{pending}", "return []")})
     code, found = _check(tmp_path)
-    assert [(c, f, line) for c, f, line, _ in found] == [("RL602", "watch.py", 17)]
+    assert [(c, f, line) for c, f, line, _ in found] == [("RL616", "watch.py", 17)]
     assert "`WatchLoop` inherits `stop()` from `EventLoop`, which only marks the object closed" in found[0][3]

@@ -1,4 +1,4 @@
-"""One judgement of release paths (`analysis/release.py`) for RL601, RL602 and RL604 to RL609:
+"""One judgement of release paths (`analysis/release.py`) for RL601, RL610 and RL604 to RL609:
 what a release method is, and what it drops through helpers and project base classes
 in other files - run as a user runs retainlint, on a small project."""
 
@@ -50,7 +50,7 @@ def test_a_helper_of_a_base_class_in_another_file_drops_for_every_rule(tmp_path)
     assert _findings(tmp_path, "RL6") == []
     # without the base's helper, both rules see what is left
     (tmp_path / "base.py").write_text("class Releasing:\n    def _drop_state(self):\n        pass\n")
-    assert _findings(tmp_path, "RL601,RL602") == [("RL601", "runner.py", 13), ("RL602", "runner.py", 12)]
+    assert _findings(tmp_path, "RL601,RL610") == [("RL601", "runner.py", 13), ("RL610", "runner.py", 12)]
 
 
 def test_per_item_and_finalizer_methods_are_not_release_methods(tmp_path):
@@ -91,10 +91,10 @@ def test_an_exception_stored_by_a_base_in_another_file(tmp_path):
                     self.transport = None
         """,
     })
-    done = check_here("check", ".", "--no-cache", "--select", "RL602", "--output-format", "json",
+    done = check_here("check", ".", "--no-cache", "--select", "RL611", "--output-format", "json",
                    "--exit-zero", cwd=tmp_path)
     [finding] = json.loads(done.stdout)
-    assert (finding["filename"], finding["location"]["row"]) == ("proto.py", 8)
+    assert (finding["code"], finding["filename"], finding["location"]["row"]) == ("RL611", "proto.py", 8)
     assert "`self._exception`" in finding["message"]
     assert [(r["filename"], r["location"]["row"]) for r in finding["related"]] == [("queue.py", 4)]
     assert finding["fix"]["applicability"] == "unsafe"
@@ -121,12 +121,12 @@ def test_a_part_with_no_release_method_held_by_an_owner_in_another_file(tmp_path
                     self.profiler.shutdown()
         """,
     })
-    assert _findings(tmp_path, "RL602") == [("RL602", "drafter.py", 4), ("RL602", "worker.py", 9)]
+    assert _findings(tmp_path, "RL610,RL612") == [("RL610", "worker.py", 9), ("RL612", "drafter.py", 4)]
     # once the owner drops it, neither is reported
     worker = (tmp_path / "worker.py").read_text().replace(
         "self.profiler.shutdown()", "self.profiler.shutdown()\n        self.drafter = None")
     (tmp_path / "worker.py").write_text(worker)
-    assert _findings(tmp_path, "RL602") == []
+    assert _findings(tmp_path, "RL610,RL612") == []
 
 
 BUCKET = """
@@ -150,10 +150,10 @@ BUCKET = """
 
 def test_a_storage_shrunk_to_nothing_in_place_is_freed_by_the_release_path(tmp_path):
     _write(tmp_path, {"bucket.py": BUCKET.replace("{size}", "0")})
-    assert _findings(tmp_path, "RL602") == []
+    assert _findings(tmp_path, "RL610") == []
     # resized to anything else, the memory stays allocated
     _write(tmp_path, {"bucket.py": BUCKET.replace("{size}", "1")})
-    assert _findings(tmp_path, "RL602") == [("RL602", "bucket.py", 13)]
+    assert _findings(tmp_path, "RL610") == [("RL610", "bucket.py", 13)]
 
 
 RECIPE = """
@@ -183,7 +183,7 @@ def test_a_release_that_ends_the_local_it_made_keeps_nothing_alive(tmp_path):
         recipe.train()
         recipe.cleanup()
     """})
-    assert _findings(last, "RL602") == []
+    assert _findings(last, "RL610") == []
     # Released, then kept (handed on, or released before more work): reported.
     for name, main in {"kept": """
     RUNS = []
@@ -201,4 +201,4 @@ def test_a_release_that_ends_the_local_it_made_keeps_nothing_alive(tmp_path):
         root = tmp_path / name
         root.mkdir()
         _write(root, {"recipe.py": RECIPE + main})
-        assert _findings(root, "RL602") == [("RL602", "recipe.py", 12)], name
+        assert _findings(root, "RL610") == [("RL610", "recipe.py", 12)], name

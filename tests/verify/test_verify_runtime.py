@@ -57,7 +57,7 @@ def test_every_rule_scenario_is_freed_by_its_fix():
                                           " -> Sequential (nn.Module)")
     # chains of plain attributes: the linter's finding that names them covers them
     assert (by_rule["RL601"]["holder_rule"], by_rule["RL601"]["holder_finding"]) == ("RL601", "model_state_alias.py:25")
-    assert by_rule["RL602"]["holder"] == ("kept by the scenario (ctx.keep)[0] -> Worker.model_runner"
+    assert by_rule["RL610"]["holder"] == ("kept by the scenario (ctx.keep)[0] -> Worker.model_runner"
                                           " -> ModelRunner.model -> Sequential (nn.Module)")
     autofix = {r.code for r in all_rules() if r.fix_applicability is not Applicability.NONE}
     for row in rows:

@@ -1,0 +1,118 @@
+"""RL610 heavy-attribute-never-dropped: a release method never drops an attribute the class
+built a heavy object into. Its documentation and examples are in `examples.py`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from retainlint.analysis.exit_only_release import _only_at_exit
+from retainlint.analysis.fix_preconditions import nulling, still_held
+from retainlint.analysis.owned_parts import (
+    _Heavy, _heavy_attributes, _is_module_class, _substantial, brief, is_ray_actor,
+)
+from retainlint.analysis.release import release_methods
+from retainlint.analysis.release_fix import _append, _has_slots, _release_method_of, _set_in_init
+from retainlint.analysis.rule import RelatedNode, Rule
+from retainlint.core.finding import Applicability, Severity
+from retainlint.rules.prefilters.rl610 import HeavyAttributeNeverDroppedPrefilter
+from retainlint.rules.rl610_heavy_attribute_never_dropped.examples import DOCS, INVALID, VALID
+
+
+class HeavyAttributeNeverDropped(Rule):
+    prefilter = HeavyAttributeNeverDroppedPrefilter
+    name = "heavy-attribute-never-dropped"
+    summary = "A release method never drops an attribute that holds a model, tensors or an object owning them"
+    severity = Severity.WARNING
+    fix_applicability = Applicability.SAFE
+    docs = DOCS
+
+    valid = VALID
+    invalid = INVALID
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        releases = release_methods(self.ctx, node)
+        if not releases:
+            return
+        methods = self.ctx.methods(node)
+        heavy = _heavy_attributes(self.ctx, node, methods)
+        if not heavy or _is_module_class(self.ctx, node):
+            return
+        drops = self.ctx.release.drops(node, releases)
+        if drops is None:
+            return
+        kept = [h for a, h in heavy.items() if a not in drops.all and _substantial(self.ctx, h, node)]
+        if not kept or is_ray_actor(self.ctx, node):
+            return
+        live = [r for r in releases if not _only_at_exit(self.ctx, node, r)]
+        if live:
+            self._report(node, live[0], kept, methods, drops.unbound)
+
+    def _report(self, cls: cst.ClassDef, release: cst.FunctionDef, kept: list[_Heavy], methods,
+                dropped: set[str]) -> None:
+        def describe(h: _Heavy) -> str:
+            what = f"`{brief(self.ctx.code(h.origin.func))}(...)`"
+            return f"`self.{h.attr}` ({what} in `{h.fn.name.value}()`)"
+
+        listed = [describe(h) for h in kept[:5]]
+        if len(kept) > 5:
+            listed.append(f"{len(kept) - 5} more")
+        names = ", ".join(listed[:-1]) + (" nor " if len(listed) > 1 else "") + listed[-1]
+        where = f"{cls.name.value}.{release.name.value}()"
+        message = (
+            f"`{where}` never drops {names}: no release method deletes "
+            f"{'it' if len(kept) == 1 else 'them'}, sets {'it' if len(kept) == 1 else 'them'} "
+            f"to `None`, clears or releases {'it' if len(kept) == 1 else 'them'}, so the memory "
+            f"held stays allocated as long as the `{cls.name.value}` lives on after release"
+        )
+        # dropping the attribute frees nothing while another one keeps the object or its parts
+        others = {h.attr for h in kept}
+        held = [(h.attr, holder, built) for h in kept
+                for holder, built in still_held(self.ctx, cls, h.attr, dropped | others)]
+        if held:
+            message += "; " + "; ".join(
+                f"`self.{holder}` (built from it in `{built}()`) would still hold `self.{attr}`'s object or its parts"
+                for attr, holder, built in held[:3])
+        related = [RelatedNode(f"`self.{h.attr}` is assigned a heavy object here", h.value) for h in kept]
+        fix = None if held else self._fix(cls, release, kept, methods)
+        self.report(release.name, message, fix=fix, related=related, statement=release)
+
+    def _fix(self, cls, release: cst.FunctionDef, kept: list[_Heavy], methods):
+        if _has_slots(cls):
+            return None
+        statements, spelled, changes = [], [], []
+        for h in kept:
+            if h.attr in methods:
+                return None  # a part the fix cannot drop: it would not leave nothing to report
+            method = _release_method_of(self.ctx, h)
+            verdict = nulling(self.ctx, cls, h.attr, release,
+                              "`None`" if method is None else f"released by its own `{method}()`")
+            if verdict.blockers:
+                return None
+            changes.extend(verdict.changes)
+            if method is None:
+                statements.append(cst.parse_statement(f"self.{h.attr} = None\n"))
+                spelled.append(f"`self.{h.attr} = None`")
+                continue
+            # the part's own release runs now: whatever else it does (flush, close a file) happens
+            if not verdict.changes:
+                changes.append(f"`self.{h.attr}.{method}()` now runs in `{release.name.value}()`")
+            call = f"self.{h.attr}.{method}()"
+            always, maybe_none = _set_in_init(self.ctx, cls, h.attr)
+            if always and not maybe_none:
+                code = f"{call}\n"
+            elif always:
+                code = f"if self.{h.attr} is not None:\n    {call}\n"
+            else:
+                code = f'if getattr(self, "{h.attr}", None) is not None:\n    {call}\n'
+            statements.append(cst.parse_statement(code))
+            spelled.append(f"`{call}`")
+        if not statements:
+            return None
+        new = _append(release, statements)
+        if new is None:
+            return None
+        message = f"Add {', '.join(spelled)} at the end of `{release.name.value}()`"
+        if changes:
+            return self.fix(f"{message}: {'; '.join(changes)}", {release: new},
+                            applicability=Applicability.UNSAFE)
+        return self.fix(message, {release: new})
