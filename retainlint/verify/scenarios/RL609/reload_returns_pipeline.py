@@ -6,6 +6,12 @@ caller's list of loaded pipelines - still holds the old model.
 """
 import gc
 
+import torch.nn as nn
+
+
+def _small_model() -> nn.Module:
+    return nn.Linear(4, 4)
+
 
 class Pipeline:
     def __init__(self, model):
@@ -29,6 +35,7 @@ def lifecycle(ctx):
     loaded = [loader.load()]
     ctx.expect_freed(loaded[0].model, "model")
     ctx.exercise(loaded[0].model)
-    loaded.append(loader.load())  # a reload with other settings
+    loader.build = _small_model  # a reload with other settings
+    loaded.append(loader.load())
     ctx.keep(loader)
     ctx.keep(loaded)  # the caller keeps the pipelines it was handed

@@ -3,8 +3,8 @@
 """RL614: cleanup registered on an `ExitStack` nothing closes.
 
 Shaped after llama-cpp-python's multimodal chat handler: loading a projector registers
-its release on the handler's `ExitStack`, but no method unwinds the stack, so the
-projector's weights stay while the handler lives.
+its release on the handler's `ExitStack` (which keeps it for that callback), but no method
+unwinds the stack, so the projector's weights stay while the handler lives.
 """
 from contextlib import ExitStack
 
@@ -15,18 +15,19 @@ def load_model(build) -> nn.Module:
     return build()
 
 
+def _free_projector(projector: nn.Module) -> None:
+    projector.to("meta")  # gives the weights' memory back, as the native free does
+
+
 class ChatHandler:
     def __init__(self):
         self._exit_stack = ExitStack()
-        self.projector = None
         self.running = True
 
-    def load(self, build) -> None:
-        self.projector = load_model(build)
-        self._exit_stack.callback(self._free_projector)
-
-    def _free_projector(self) -> None:
-        self.projector = None
+    def load(self, build) -> nn.Module:
+        projector = load_model(build)
+        self._exit_stack.callback(_free_projector, projector)
+        return projector
 
     def shutdown(self) -> None:
         self.running = False
@@ -35,8 +36,9 @@ class ChatHandler:
 
 def lifecycle(ctx):
     handler = ChatHandler()
-    handler.load(ctx.build_model)
-    ctx.expect_freed(handler.projector, "model")
-    ctx.exercise(handler.projector)
+    projector = handler.load(ctx.build_model)
+    ctx.expect_freed(projector, "model")
+    ctx.exercise(projector)
+    del projector
     handler.shutdown()
     ctx.keep(handler)  # the server keeps its (shut down) chat handler
