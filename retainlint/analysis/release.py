@@ -27,6 +27,7 @@ from retainlint.analysis.cstutil import (
     releases_whole_object,
     self_attribute,
 )
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.walk import visit
 from retainlint.analysis.weight import sources
 from retainlint.project.names import OFFLOADS, releases
@@ -131,6 +132,10 @@ class MethodDrops:
     self_calls: set = field(default_factory=set)  # self.m(...)
     super_calls: set = field(default_factory=set)  # super().m(...)
     base_calls: list = field(default_factory=list)  # (Base expression, m) for Base.m(self)
+
+
+# What registers a callable on an `ExitStack`, to run when the stack is closed.
+_STACK_REGISTRATIONS = frozenset({"callback", "push", "push_async_callback"})
 
 
 def _is_self_dict(expr) -> bool:
@@ -321,6 +326,7 @@ class ReleasePaths:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._facts: dict[int, MethodDrops] = {}
+        self._callbacks: dict[int, dict[str, set[str]]] = {}
 
     def facts(self, fn: cst.FunctionDef) -> MethodDrops:
         key = id(fn)
@@ -421,7 +427,10 @@ class ReleasePaths:
             unbound |= facts.unbound
             released |= facts.released
             flags |= facts.flags
-            for name in facts.self_calls:
+            # closing an `ExitStack` runs what was registered on it: the methods of the
+            # class handed to it (`self._stack.callback(self._free)`) run on this path
+            callbacks = self._stack_callbacks(cls)
+            for name in {m for attr in facts.released for m in callbacks.get(attr, ())} | facts.self_calls:
                 found = self.lookup(cls, name)
                 if found is not None:
                     todo.append(found)
@@ -441,6 +450,25 @@ class ReleasePaths:
                 if found is not None:
                     todo.append(found)
         return Drops(unbound, released, flags, path)
+
+    def _stack_callbacks(self, cls: cst.ClassDef) -> dict[str, set[str]]:
+        """{stack attribute: methods of `cls` registered on it}, from
+        `self.<stack>.callback(self.<method>, ...)` (also `.push`, `.push_async_callback`)
+        in any method of `cls`."""
+        key = id(cls)
+        if key not in self._callbacks:
+            found: dict[str, set[str]] = {}
+            for fn in body_functions(cls):
+                for node in iter_nodes(fn.body):
+                    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                            and node.func.attr.value in _STACK_REGISTRATIONS and node.args):
+                        continue
+                    stack = self_attribute(node.func.value)
+                    method = self_attribute(node.args[0].value)
+                    if stack is not None and method is not None:
+                        found.setdefault(stack, set()).add(method)
+            self._callbacks[key] = found
+        return self._callbacks[key]
 
     def _named_base(self, owner: Owner, base_expr: cst.BaseExpression):
         """The project base of `owner` that `Base` names in `Base.m(self)`."""

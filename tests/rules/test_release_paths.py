@@ -202,3 +202,36 @@ def test_a_release_that_ends_the_local_it_made_keeps_nothing_alive(tmp_path):
         root.mkdir()
         _write(root, {"recipe.py": RECIPE + main})
         assert _findings(root, "RL610") == [("RL610", "recipe.py", 12)], name
+
+
+def test_a_part_an_exit_stack_callback_drops_is_dropped_when_the_release_closes_the_stack(tmp_path):
+    """The release method closes an `ExitStack` on which a method of the class was
+    registered (`self._stack.callback(self._free_projector)`): closing it runs the
+    callback, which drops the part. Without the `close()`, the part stays (RL610) and the
+    stack is never unwound (RL614)."""
+    handler = """
+        from contextlib import ExitStack
+
+        import torch
+
+
+        class ChatHandler:
+            def __init__(self):
+                self._stack = ExitStack()
+                self.running = True
+
+            def load(self):
+                self.projector = torch.empty(4096, 4096)
+                self._stack.callback(self._free_projector)
+
+            def _free_projector(self):
+                self.projector = None
+
+            def shutdown(self):
+                self.running = False
+                self._stack.close()
+    """
+    _write(tmp_path, {"handler.py": handler})
+    assert _findings(tmp_path, "RL610,RL614") == []
+    _write(tmp_path, {"handler.py": handler.replace("                self._stack.close()\n", "")})
+    assert _findings(tmp_path, "RL610,RL614") == [("RL610", "handler.py", 19), ("RL614", "handler.py", 14)]
