@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import is_self
+from retainlint.analysis.cstutil import self_attribute
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.reclaims import reclaims
 from retainlint.analysis.rule import Example, RelatedNode, Rule
@@ -108,17 +108,17 @@ class Loader:
         for node in ordered(fn.body):
             if isinstance(node, cst.Assign) and len(node.targets) == 1:
                 target, value = node.targets[0].target, node.value
-                if isinstance(target, cst.Name) and _self_attr(value) in handed:
-                    aliases[target.value] = _self_attr(value) or ""
-                elif _self_attr(target) in handed and isinstance(value, cst.Name) and value.value == "None":
-                    released[_self_attr(target) or ""] = node
+                if isinstance(target, cst.Name) and self_attribute(value) in handed:
+                    aliases[target.value] = self_attribute(value) or ""
+                elif self_attribute(target) in handed and isinstance(value, cst.Name) and value.value == "None":
+                    released[self_attribute(target) or ""] = node
             elif isinstance(node, cst.Del):
                 for t in iter_nodes(node.target):
-                    if _self_attr(t) in handed:
-                        released[_self_attr(t) or ""] = node
+                    if self_attribute(t) in handed:
+                        released[self_attribute(t) or ""] = node
             elif isinstance(node, cst.Call) and moves_off_device(node):
                 owner = node.func.value if isinstance(node.func, cst.Attribute) else None
-                attr = _self_attr(owner) if owner is not None else None
+                attr = self_attribute(owner) if owner is not None else None
                 if attr is None and isinstance(owner, cst.Name):
                     attr = aliases.get(owner.value)
                 if attr:
@@ -150,7 +150,7 @@ class Loader:
                 if not isinstance(call, cst.Call) or not self._wraps(call):
                     continue
                 for arg in call.args:
-                    attr = _self_attr(arg.value)
+                    attr = self_attribute(arg.value)
                     if attr is not None:
                         return attr, call
                     if isinstance(arg.value, cst.Name) and arg.value.value in built:
@@ -178,8 +178,3 @@ class Loader:
             return False
         return last[:1].isupper() or "factory" in last or bool(name_words(last) & KEEPING_VERBS)
 
-
-def _self_attr(expr: Optional[cst.CSTNode]) -> Optional[str]:
-    if isinstance(expr, cst.Attribute) and is_self(expr.value):
-        return expr.attr.value
-    return None

@@ -1,6 +1,8 @@
-"""`ExitStack`s nothing closes (RL614; RL615 asks which subclasses close a part): the stacks a class assigns (`self._stack = ExitStack()`),
-the cleanup registered on them and their other uses in the class, what closes them in the
-file, and attributes closed by a project subclass in another file (`subclasses_elsewhere`)."""
+"""`ExitStack`s and what closes them: the stacks a class assigns (`self._stack =
+ExitStack()`), the cleanup registered on them and their other uses in the class, what
+closes them in the file, and attributes closed by a project subclass in another file
+(`subclasses_elsewhere`). RL614 reports stacks nothing closes, RL615 asks which subclasses
+close a part, and a release path runs what is registered on a stack it closes."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from retainlint.analysis.cstutil import (
     releases_whole_object,
     self_attribute,
 )
-from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.exit_stacks import _exit_stacks, _StackUses
 from retainlint.analysis.walk import visit
 from retainlint.analysis.weight import sources
 from retainlint.project.names import OFFLOADS, releases
@@ -132,10 +132,6 @@ class MethodDrops:
     self_calls: set = field(default_factory=set)  # self.m(...)
     super_calls: set = field(default_factory=set)  # super().m(...)
     base_calls: list = field(default_factory=list)  # (Base expression, m) for Base.m(self)
-
-
-# What registers a callable on an `ExitStack`, to run when the stack is closed.
-_STACK_REGISTRATIONS = frozenset({"callback", "push", "push_async_callback"})
 
 
 def _is_self_dict(expr) -> bool:
@@ -327,6 +323,7 @@ class ReleasePaths:
         self.ctx = ctx
         self._facts: dict[int, MethodDrops] = {}
         self._callbacks: dict[int, dict[str, set[str]]] = {}
+        self._drops: dict[tuple[int, ...], Optional[Drops]] = {}
 
     def facts(self, fn: cst.FunctionDef) -> MethodDrops:
         key = id(fn)
@@ -398,10 +395,17 @@ class ReleasePaths:
     # -- what a release path drops ---------------------------------------------------
     def drops(self, cls: cst.ClassDef, releases_: list[cst.FunctionDef]) -> Optional[Drops]:
         """What the release methods `releases_` of `cls` drop, with the methods they call
-        on `self` (wherever the class finds them), through `super()` and `Base.m(self)`;
-        None when they drop attributes we cannot name (`vars(self)`, `self.__dict__`,
-        `self` handed to other code, a callable attribute called, a project method we
-        could not read)."""
+        on `self` (wherever the class finds them), through `super()` and `Base.m(self)`,
+        and the methods registered on an `ExitStack` they close; None when they drop
+        attributes we cannot name (`vars(self)`, `self.__dict__`, `self` handed to other
+        code, a callable attribute called, a project method we could not read). Asked by
+        several checks of the same class: worked out once."""
+        key = (id(cls), *map(id, releases_))
+        if key not in self._drops:
+            self._drops[key] = self._follow(cls, releases_)
+        return self._drops[key]
+
+    def _follow(self, cls: cst.ClassDef, releases_: list[cst.FunctionDef]) -> Optional[Drops]:
         assigned: set[str] = set()
         for fn in body_functions(cls):
             assigned.update(k[5:] for k in self.ctx.heavy.local_assignments(fn) if k.startswith("self."))
@@ -411,6 +415,7 @@ class ReleasePaths:
         path: list = []
         seen: set[int] = set()
         todo: list = [(cls, fn) for fn in reversed(releases_)]
+        callbacks = self._stack_callbacks(cls)
         while todo:
             owner, fn = todo.pop()
             if fn is None:
@@ -429,7 +434,6 @@ class ReleasePaths:
             flags |= facts.flags
             # closing an `ExitStack` runs what was registered on it: the methods of the
             # class handed to it (`self._stack.callback(self._free)`) run on this path
-            callbacks = self._stack_callbacks(cls)
             for name in {m for attr in facts.released for m in callbacks.get(attr, ())} | facts.self_calls:
                 found = self.lookup(cls, name)
                 if found is not None:
@@ -452,22 +456,16 @@ class ReleasePaths:
         return Drops(unbound, released, flags, path)
 
     def _stack_callbacks(self, cls: cst.ClassDef) -> dict[str, set[str]]:
-        """{stack attribute: methods of `cls` registered on it}, from
-        `self.<stack>.callback(self.<method>, ...)` (also `.push`, `.push_async_callback`)
-        in any method of `cls`."""
+        """{`ExitStack` attribute: methods of `cls` registered on it}, from
+        `self.<stack>.callback(self.<method>, ...)` (and the other registrations)."""
         key = id(cls)
         if key not in self._callbacks:
-            found: dict[str, set[str]] = {}
-            for fn in body_functions(cls):
-                for node in iter_nodes(fn.body):
-                    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                            and node.func.attr.value in _STACK_REGISTRATIONS and node.args):
-                        continue
-                    stack = self_attribute(node.func.value)
-                    method = self_attribute(node.args[0].value)
-                    if stack is not None and method is not None:
-                        found.setdefault(stack, set()).add(method)
-            self._callbacks[key] = found
+            uses = _StackUses(set(_exit_stacks(self.ctx, cls)))
+            if uses.attrs:
+                visit(cls, uses)
+            self._callbacks[key] = {
+                attr: {m for call, _ in calls if call.args and (m := self_attribute(call.args[0].value))}
+                for attr, calls in uses.registrations.items()}
         return self._callbacks[key]
 
     def _named_base(self, owner: Owner, base_expr: cst.BaseExpression):

@@ -15,13 +15,18 @@ SPLIT: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+def _old(entry: str) -> Optional[str]:
+    """The old code `entry` (a code or name, any case) names, or None."""
+    token = entry.strip()
+    if token.upper() in SPLIT:
+        return token.upper()
+    return next((old for old, (name, _) in SPLIT.items() if name == token.lower()), None)
+
+
 def split_codes(entry: str) -> Optional[tuple[str, ...]]:
     """The codes split from `entry` (an old code or name, any case), or None."""
-    token = entry.strip()
-    found = SPLIT.get(token.upper())
-    if found is not None:
-        return found[1]
-    return next((codes for name, codes in SPLIT.values() if name == token.lower()), None)
+    old = _old(entry)
+    return None if old is None else SPLIT[old][1]
 
 
 def split_from(code: str) -> Optional[str]:
@@ -31,13 +36,7 @@ def split_from(code: str) -> Optional[str]:
 
 def split_named(selectors: Iterable[str]) -> list[str]:
     """The old codes a list of selectors names (by code or name), each once, in order."""
-    found: list[str] = []
-    for selector in selectors:
-        codes = split_codes(selector)
-        old = split_from(codes[0]) if codes else None
-        if old is not None and old not in found:
-            found.append(old)
-    return found
+    return list(dict.fromkeys(old for old in map(_old, selectors) if old is not None))
 
 
 def split_note(old: str) -> str:

@@ -32,19 +32,14 @@ def _codes(match: re.Match[str]) -> Optional[frozenset[str]]:
     if not codes:
         return ALL
     found = {c.upper() for c in re.split(r"[\s,]+", codes) if c}
-    split = {code for c in found for code in split_codes(c) or ()}
-    return frozenset(found | {ALIASES[c] for c in found if c in ALIASES} | split)
-
-
-def _written(entry: str, codes: frozenset[str]) -> bool:
-    """Was `entry` written in the directive, rather than added for an old code there that
-    was split into checks (`# noqa: RL603` stands for RL604 ... RL609)?"""
-    return not any(entry in (split_codes(c) or ()) for c in codes)
+    return frozenset(found | {ALIASES[c] for c in found if c in ALIASES})
 
 
 def _matches(entry: str, code: str, name: str) -> bool:
-    """`entry` (upper case) names this rule: its code, a code prefix (RL3), its name."""
-    return entry == name.upper() or (_OUR_CODE.match(entry) is not None and code.startswith(entry))
+    """`entry` (upper case) names this rule: its code, a code prefix (RL3), its name, or
+    the code or name of a rule it was split from (`# noqa: RL603` silences RL604)."""
+    return entry == name.upper() or (_OUR_CODE.match(entry) is not None and code.startswith(entry)) \
+        or code in (split_codes(entry) or ())
 
 
 @dataclass
@@ -102,11 +97,8 @@ class Suppressions:
         for d in sorted(self.lines.values(), key=lambda d: d.line):
             if d.codes is ALL or UNUSED_NOQA[0] in d.codes:  # a noqa naming RL100 keeps it
                 continue
-            mine = sorted(e for e in d.codes if e not in ALIASES and _names_ours(e, ours)
-                          and _written(e, d.codes))
+            mine = sorted(e for e in d.codes if e not in ALIASES and _names_ours(e, ours))
             idle = [e for e in mine if e not in d.used]
-            # an old code split into checks: unused when none of its checks silenced anything
-            idle += sorted(e for e in d.codes if split_codes(e) and d.used.isdisjoint(split_codes(e) or ()))
             if idle:
                 where = Position(d.line, d.column)
                 findings.append(Finding(
@@ -121,8 +113,7 @@ class Suppressions:
         ours = list(known)
         return [(d.line, e) for d in sorted(self.lines.values(), key=lambda d: d.line)
                 if d.codes is not ALL for e in sorted(d.codes)
-                if _OUR_CODE.match(e) and e != UNUSED_NOQA[0] and not _names_ours(e, ours)
-                and split_codes(e) is None]
+                if _OUR_CODE.match(e) and e != UNUSED_NOQA[0] and not _names_ours(e, ours)]
 
 
 def unused_in(path: str, data: bytes, known: Iterable[tuple[str, str]]) -> list[Finding]:

@@ -399,7 +399,7 @@ _STACK_REGISTRATIONS = (b".callback(", b".push(", b".enter_context(", b".push_as
                         b".push_async_exit(", b".enter_async_context(")
 
 
-def _registers_on_exit_stack(data: bytes) -> bool:
+def registers_on_exit_stack(data: bytes) -> bool:
     return b"ExitStack" in data and any(r in data for r in _STACK_REGISTRATIONS)
 
 
@@ -425,7 +425,7 @@ _ACQUIRES_IN_PLACE = re.compile(
     rb"self\.\w+\.(?:" + b"|".join(v.encode() for v in ACQUIRES) + rb")\(\s*(?:\)|\*\*|\w+\s*=[^=])")
 
 
-def _finalizer_may_free(data: bytes, settings) -> bool:
+def frees_a_part_elsewhere(data: bytes, settings) -> bool:
     """A release method next to code freeing a part in place: a method other than the
     release path may free a part the release keeps."""
     return any(f"def {m}(".encode() in data for m in settings.release_methods if m != "__del__") \
@@ -436,14 +436,6 @@ def scan_of(nodes) -> Optional[tuple]:
     """See `_Scan.found`: classes with a release-shaped method and what their attributes
     may be built by, and what qualifies those names."""
     return _Scan(nodes).found()
-
-
-def registers_on_exit_stack(data: bytes) -> bool:
-    return _registers_on_exit_stack(data)
-
-
-def frees_a_part_elsewhere(data: bytes, settings) -> bool:
-    return _finalizer_may_free(data, settings)
 
 
 def acquires_in_place(data: bytes) -> bool:
