@@ -142,8 +142,10 @@ class StoredExceptionFrames(Rule):
                 f"every frame of its traceback and their locals stay alive (Python unbinds "
                 f"`{h.name}` at the end of the handler, not `{name}`); `del {name}` once it "
                 f"is handed on, or clear `{h.name}.__traceback__` first",
-                # one failure at a time, replaced by the next: bounded
-                severity=level(Facts(heavy=self._heavy_frames(h), grows=False)),
+                # one failure at a time, replaced by the next: bounded; the frames are the
+                # work's (its arguments and results), which the loop does not show: their
+                # weight is unknown unless shown heavy, never light
+                severity=level(Facts(heavy=self._heavy_frames(h) or None, grows=False)),
                 related=[RelatedNode(f"`{h.name}` bound here", h.node.name)],
                 statement=line,
             )

@@ -74,8 +74,9 @@ is a warning when the frames hold heavy objects (a method of a class holding a m
 function with a model or tensor parameter or local) and info (shown with `--min-severity
 info`) when they do not - unless a caller keeps the result that holds it, whose next call's
 frames may hold it again (a chain: a warning) - or when the exception is kept for a reader
-that re-raises it. A
-local that keeps `sys.exc_info()` makes a cycle the collector frees: info.
+that re-raises it. A serving loop's local is a warning: its frames are those of the work
+the loop ran, whose arguments and results the loop does not show, so nothing rules out
+that they are heavy. A local that keeps `sys.exc_info()` makes a cycle the collector frees: info.
 
 ## Why it leaks
 An exception's `__traceback__` references every frame from the handler's function down
