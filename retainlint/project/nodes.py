@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import Callable, Iterator, Optional, TypeVar
 
 T = TypeVar("T")
+N = TypeVar("N", bound=ast.AST)
 
 def dotted(node: ast.AST) -> Optional[str]:
     """`a.b.c` for a chain of attributes on a name, else None."""
@@ -42,12 +43,28 @@ class FileNodes:
         self.by_type: dict[type, list[ast.AST]] = defaultdict(list)
         self.owner_of: dict[int, Optional[ast.AST]] = {}  # id(node) -> owner
         self._shared: dict[str, object] = {}
+        self._owned: dict[type, dict[int, list[ast.AST]]] = {}  # kind -> id(owner) -> nodes
 
     def of(self, *kinds: type) -> list[ast.AST]:
         """The nodes of these exact types, in no particular order."""
         if len(kinds) == 1:
             return self.by_type.get(kinds[0], [])
         return [n for kind in kinds for n in self.by_type.get(kind, ())]
+
+    def own(self, owner: Optional[ast.AST], *kinds: type[N]) -> list[N]:
+        """The nodes of these types whose innermost function, class or lambda is `owner`
+        (not those of what is nested in it): what `frames.own_nodes` walks to, grouped
+        once per type instead of walked per function."""
+        found: list[N] = []
+        for kind in kinds:
+            table = self._owned.get(kind)
+            if table is None:
+                table = self._owned[kind] = defaultdict(list)
+                owner_of = self.owner_of
+                for node in self.by_type.get(kind, ()):
+                    table[id(owner_of.get(id(node)))].append(node)
+            found.extend(table.get(id(owner), ()))  # type: ignore[arg-type]
+        return found
 
     def release(self) -> None:
         """Drop the tree and everything derived from it. Facts kept in `shared` often
@@ -59,6 +76,7 @@ class FileNodes:
         self.by_type.clear()
         self.owner_of.clear()
         self._shared.clear()
+        self._owned.clear()
 
     def shared(self, key: str, compute: Callable[["FileNodes"], T]) -> T:
         """`compute(self)`, once per file: facts several rules' scans need."""

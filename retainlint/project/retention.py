@@ -27,12 +27,12 @@ import ast
 from dataclasses import replace
 from typing import Optional
 
-from retainlint.project.frames import frame_cycles, own_nodes
+from retainlint.project.frames import frame_cycles
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
     DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, PER_CALL_FUNCTIONS, READERS, bindings,
-    last_name, process_entry, runs_once, serve_loop, serves, statements, walks_a_tree)
+    last_name, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts
 
@@ -62,8 +62,8 @@ class ModuleBuilder:
             node = self.holders.classes.get(cls)
             for method in (node.body if node is not None else ()):
                 if isinstance(method, FUNCTIONS) and serves(method):
-                    found.update(c.func.attr for c in own_nodes(method) if isinstance(c, ast.Call)
-                                 and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+                    found.update(c.func.attr for c in self.nodes.own(method, ast.Call)
+                                 if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
                                  and c.func.value.id == "self")
             self._called[cls] = found
         return self._called[cls]
@@ -233,8 +233,8 @@ class ModuleBuilder:
             methods = [f for f in cls.body if isinstance(f, FUNCTIONS)]
             names = {f.name for f in methods}
             if "start" in names and names & {"stop", "shutdown"} or any(
-                    serves(f) or any(serves(inner) for inner in own_nodes(f) if isinstance(inner, FUNCTIONS))
-                    or serve_loop(f) for f in methods):
+                    serves(f) or any(serves(inner) for inner in self.nodes.own(f, *FUNCTIONS))
+                    or any(serves_until_stopped(w) for w in self.nodes.own(f, ast.While)) for f in methods):
                 found.add(qualified)
         return found
 

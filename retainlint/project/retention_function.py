@@ -8,14 +8,13 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
-from retainlint.project.frames import own_nodes
 from retainlint.project.nodes import dotted
 from retainlint.project.retention_facts import Growth, SelfReference
 from retainlint.project.retention_shapes import (
     FUNCTIONS, MEMOS, ADD_CALLS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
     names_in, bindings, statements, expressions, stored_names, adds_a_parameter,
     serves_until_stopped, runs_once, keeps_what_it_is_handed, resource_kept,
-    cycle_broken, used_on_release)
+    cycle_broken, used_on_release, TRY_STAR)
 
 if TYPE_CHECKING:
     from retainlint.project.retention import ModuleBuilder
@@ -45,12 +44,13 @@ class FunctionFacts:
         self.once = runs_once(node.name) and not (cls is not None and node.name in facts.called_by_handlers(cls))
         # A serve loop (`while True:`, `while not self.stopped:`) runs its body per request,
         # whatever the function around it is named.
-        self.loops = [(w.lineno, w.end_lineno or w.lineno) for w in own_nodes(node)
-                      if isinstance(w, ast.While) and serves_until_stopped(w)] if self.once else []
+        own = facts.nodes.own
+        self.loops = [(w.lineno, w.end_lineno or w.lineno) for w in own(node, ast.While)
+                      if serves_until_stopped(w)] if self.once else []
         # `if torch.cuda.is_current_stream_capturing():` runs while graphs are captured or code
         # is compiled, at start-up: what it adds is bounded whatever calls the function.
-        self.warmup = [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno) for i in own_nodes(node)
-                       if isinstance(i, ast.If) and warms_up(i.test)]
+        self.warmup = [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno) for i in own(node, ast.If)
+                       if warms_up(i.test)]
         # Tears the whole object down: named so, and handed no entry to remove
         # (`_stop_heartbeat(req_id)` ends one request's entry, not the object).
         required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - (1 if cls is not None else 0)
@@ -135,11 +135,11 @@ class FunctionFacts:
     def _paths(self) -> None:
         if self._context_manager:
             self.awaits += _unconditional_yields(self.node.body)
-        for sub in own_nodes(self.node):
+        for sub in self.facts.nodes.own(self.node, ast.Await, ast.AsyncFor, ast.Try, *TRY_STAR):
             # Not `async with lock:`: a removal right under it runs once the lock is held.
             if isinstance(sub, (ast.Await, ast.AsyncFor)):
                 self.awaits.append(sub.lineno)
-            elif isinstance(sub, ast.Try) or type(sub).__name__ == "TryStar":
+            else:
                 for block in [getattr(sub, "finalbody"), *(h.body for h in getattr(sub, "handlers"))]:
                     self.covered.update(id(s) for s in statements(block))
         self.awaits.sort()

@@ -10,6 +10,7 @@ from typing import Iterator, Optional
 from retainlint.project.frames import own_nodes
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # `try: ... except* E:` (3.11)
 
 # Calls that make a container, by their last name (`collections.OrderedDict()` too).
 CONTAINER_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
@@ -289,9 +290,6 @@ def serves_until_stopped(loop: ast.While) -> bool:
     return False
 
 
-def serve_loop(function: ast.AST) -> bool:
-    """A serve loop in the method: it serves until stopped."""
-    return any(isinstance(sub, ast.While) and serves_until_stopped(sub) for sub in own_nodes(function))
 
 
 def process_entry(name: str) -> bool:
