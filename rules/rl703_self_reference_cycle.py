@@ -54,7 +54,9 @@ RL701 covers heavy classes (models, tensors) whatever their lifetime.
 
 It also reports a function's frame that keeps its own traceback, the cycle the interpreter
 avoids by deleting `except ... as e` at the end of the handler:
-- `exc, tb = sys.exc_info()[1:]` (or any part but the type) in a local;
+- `exc, tb = sys.exc_info()[1:]`, `exc_info = sys.exc_info()` (any part but the type), or
+  `exc = sys.exception()` in a local, inside a handler of the function (a helper the
+  handler calls is not in the traceback: its frame is above the one that caught it);
 - `tb = e.__traceback__` (or `.tb_next`) for an `e` the function catches;
 - caught exceptions collected in a local (`errors[name] = exc`, `oserrors.append(exc)`),
   also a local of an enclosing function;
@@ -69,8 +71,12 @@ disables the collector or the traceback is kept on an object (a warning then). A
 local (`err = ValueError(...); raise err`) or a single copy of the caught one (`last = e`)
 cycles through this frame alone: the collector's ordinary work, not reported. Not reported when the function lets
 go first: `del tb`, `tb = None`, `traceback.clear_frames(tb)`, `errors.clear()`, or `raise`
-of the new exception directly (`raise NotFound(...) from e`). A traceback handed in as an
-argument (`tb = tb.tb_next` while walking it) does not lead back to the frame.
+of the new exception directly (`raise NotFound(...) from e`). For a local bound to the
+traceback (`sys.exc_info()`, `e.__traceback__`) the `del` or `= None` must run on every
+path: in a `finally`, or before any call after the binding (in `self.gen.throw(*exc_info);
+exc_info = None` the reset is skipped when `throw()` raises, and the cycle stays). A
+traceback handed in as an argument (`tb = tb.tb_next` while walking it) does not lead back
+to the frame.
 
 ## Why it leaks
 Reference counting frees an object the moment its last reference goes - unless it
@@ -183,6 +189,7 @@ def handle_request():
         `project/frames.py`)."""
         function = frame.function.rpartition(".")[2]
         what = {"exc_info": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback",
+                "exception": f"`{frame.name}` keeps the exception `sys.exception()` returned",
                 "traceback": f"`{frame.name}` keeps a traceback",
                 "collected": f"`{frame.name}` collects caught exceptions",
                 "raised": f"`{frame.name}` is raised from a local",

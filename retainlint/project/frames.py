@@ -29,7 +29,7 @@ class FrameCycle:
 
     function: str  # `Class.method` or `function`
     name: str  # the local (or the object's attribute) that keeps it
-    how: str  # "exc_info", "traceback", "collected", "raised", "stored"
+    how: str  # "exc_info", "exception" (`sys.exception()`), "traceback", "collected", "raised", "stored"
     shown: str  # the statement's code, one line
     carries: bool  # it keeps a caught exception's traceback: the frames below, with their locals
     # the function runs per request or message (its name, its class serving requests): each
@@ -47,10 +47,14 @@ def _names(target: ast.AST) -> Iterator[str]:
 
 
 def _exc_info(node: ast.AST) -> Optional[str]:
-    """"all", "exception", "traceback" or "type" for `sys.exc_info()` and its parts."""
-    if isinstance(node, ast.Call) and (dotted(node.func) or "").rpartition(".")[2] == "exc_info" \
-            and not node.args:
-        return "all"
+    """"all", "exception", "traceback" or "type" for `sys.exc_info()` and its parts, and
+    "exception" for `sys.exception()`."""
+    if isinstance(node, ast.Call) and not node.args:
+        called = dotted(node.func) or ""
+        if called.rpartition(".")[2] == "exc_info":
+            return "all"
+        if called == "sys.exception":
+            return "exception"
     if isinstance(node, ast.Subscript) and _exc_info(node.value) == "all":
         index = node.slice
         if isinstance(index, ast.Constant) and isinstance(index.value, int):
@@ -68,7 +72,7 @@ def _traceback_read(node: ast.AST) -> bool:
 
 class _Scope:
     """One function: its locals, and the names it lets go of (`del x`, `x = None`,
-    `traceback.clear_frames(x)`)."""
+    `traceback.clear_frames(x)`), where, and where it calls what may raise first."""
 
     def __init__(self, node: ast.AST) -> None:
         assert isinstance(node, _FUNCTIONS)
@@ -80,23 +84,49 @@ class _Scope:
         self.stored: set[str] = set()
         self.outer: set[str] = set()  # declared global or nonlocal
         self.released: set[str] = set()
+        self.releases: list[tuple[int, str]] = []  # (line, name) of each `del x` / `x = None`
+        self.cleared: set[str] = set()  # `traceback.clear_frames(x)`, `x.clear()`
+        self.finally_lines: list[tuple[int, int]] = []
+        self.call_lines: list[int] = []
         for sub in own_nodes(node):
+            if isinstance(sub, ast.Call):
+                self.call_lines.append(sub.lineno)
+            if isinstance(sub, ast.Try) or type(sub).__name__ == "TryStar":
+                final = getattr(sub, "finalbody")
+                if final:
+                    self.finally_lines.append((final[0].lineno, final[-1].end_lineno or final[-1].lineno))
             if isinstance(sub, (ast.Global, ast.Nonlocal)):
                 self.outer.update(sub.names)
             elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                 self.stored.add(sub.id)
-            elif isinstance(sub, ast.Delete):
+            elif isinstance(sub, ast.Delete) or (isinstance(sub, ast.Assign) and isinstance(
+                    sub.value, ast.Constant) and sub.value.value is None):
                 for t in sub.targets:
-                    self.released.update(_names(t))
-            elif isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Constant) and sub.value.value is None:
-                for t in sub.targets:
-                    self.released.update(_names(t))
+                    for name in _names(t):
+                        self.released.add(name)
+                        self.releases.append((sub.lineno, name))
             elif isinstance(sub, ast.Call) and (dotted(sub.func) or "").endswith("clear_frames"):
                 for a in sub.args:
-                    self.released.update(_names(a))
+                    self.cleared.update(_names(a))
             elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
                     and sub.func.attr == "clear" and isinstance(sub.func.value, ast.Name):
-                self.released.add(sub.func.value.id)  # `errors.clear()`: what it collected goes
+                self.cleared.add(sub.func.value.id)  # `errors.clear()`: what it collected goes
+        self.released |= self.cleared
+
+    def lets_go(self, names: list[str], bound: ast.AST) -> bool:
+        """Does the function let go of one of `names`, bound by `bound`, on every path: in a
+        `finally`, or before anything that may raise runs (a reset after a call is skipped
+        when the call raises, and the cycle stays: `self.gen.throw(*exc_info); exc_info =
+        None`)? `clear_frames(x)`, `x.clear()` count wherever they are."""
+        after = getattr(bound, "end_lineno", None) or getattr(bound, "lineno")
+        for line, name in self.releases:
+            if name not in names:
+                continue
+            if any(start <= line <= end for start, end in self.finally_lines):
+                return True
+            if line > after and not any(after < call < line for call in self.call_lines):
+                return True
+        return not self.cleared.isdisjoint(names)
 
     def local(self, name: str) -> bool:
         return name in self.stored and name not in self.outer and name not in self.params
@@ -134,8 +164,9 @@ def frame_cycles(nodes: FileNodes, site: Callable[[ast.AST], object]) -> list[Fr
         return f"{cls.name}.{fname}" if isinstance(cls, ast.ClassDef) else fname
 
     def note(scope: _Scope, stmt: ast.AST, name: str, how: str, carries: bool) -> None:
-        if name in scope.released:
-            return  # let go of before the frame ends (`del tb`, `tb = None`, `finally: del e`)
+        if how not in ("exc_info", "exception", "traceback") and name in scope.released:
+            return  # let go of before the frame ends (`del errors`, `errors.clear()`); a
+            # binding of the traceback is judged by `lets_go`, which needs every path
         shown = ast.unparse(stmt).splitlines()[0]
         found.append(FrameCycle(name_of(scope), name, how, shown, carries, False, site(stmt)))
 
@@ -149,17 +180,21 @@ def frame_cycles(nodes: FileNodes, site: Callable[[ast.AST], object]) -> list[Fr
         scope = scope_of(assign)
         if scope is None or (part is None and not _caught_here(scope, value)):
             continue  # a traceback handed in (`tb = tb.tb_next`) need not lead back to this frame
+        if part is not None and not _in_handler(nodes, assign, scope):
+            continue  # a helper the handler calls: the traceback starts below its frame
         targets = getattr(assign, "targets", None) or [getattr(assign, "target")]
         for target in targets:
             names = list(_names(target))
             if part in ("all", None) and isinstance(target, (ast.Tuple, ast.List)) \
                     and isinstance(value, ast.Call) and len(names) == 3:
                 names = names[1:]  # `exc_type, exc, tb = sys.exc_info()`: the type keeps nothing
-            if part == "type" or not scope.released.isdisjoint(names):
+            if part == "type" or scope.lets_go(names, assign):
                 continue  # the type keeps nothing; a part let go of: the author broke the cycle
-            for name in names:
+            for name in sorted(names, key=lambda n: n == "_"):  # `_, _, tb`: name `tb`
                 if scope.local(name):
-                    note(scope, assign, name, "exc_info" if part else "traceback", True)
+                    how = "traceback" if part is None else "exception" if isinstance(value, ast.Call) \
+                        and dotted(value.func) == "sys.exception" else "exc_info"
+                    note(scope, assign, name, how, True)
                     break
     for handler in nodes.of(ast.ExceptHandler):
         caught = getattr(handler, "name")

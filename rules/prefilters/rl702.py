@@ -65,10 +65,6 @@ _SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.La
 
 _TRIES = tuple(k for k in (ast.Try, getattr(ast, "TryStar", None)) if k is not None)
 
-_EXC_INFO = frozenset({"exc_info", "exception"})  # `sys.` functions returning the exception
-
-_EXC_INFO_BOUND = re.compile(rb"=[ \t]*(?:sys\.)?exc_info\(\)|=[ \t]*sys\.exception\(\)")
-
 _WRAPPER_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in WRAPPING_CALLS)
 
 
@@ -78,8 +74,7 @@ class _Scan:
     a value that may hold NAME (`_reaches_exc`: the name, `NAME.__traceback__` or a bound
     method of it, containers, class instances, wrappers and lambdas around it). Every
     store the rule reports starts there (directly, or as a local alias or container
-    assigned there; in a `while True:` loop a local alias is enough). Or any handler
-    whose body assigns `sys.exc_info()` or `sys.exception()`."""
+    assigned there; in a `while True:` loop a local alias is enough)."""
 
     def __init__(self, nodes) -> None:
         self.nodes = nodes
@@ -129,8 +124,6 @@ class _Scan:
                 if all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in node.body):
                     continue
                 for handler in node.handlers:
-                    if self.binds_exc_info(handler.body):
-                        return True
                     if handler.name and not self.import_error_only(handler.type) and \
                             self.handler_stores(handler, fn, id(node) in serving):
                         return True
@@ -152,29 +145,6 @@ class _Scan:
                     continue
                 todo.extend(ast.iter_child_nodes(node))
         return found
-
-    def binds_exc_info(self, body: list) -> bool:
-        """Does a handler body (not counting nested scopes) assign `sys.exc_info()` (or
-        an item of it, or `sys.exception()`) to something?"""
-        todo = list(body)
-        while todo:
-            node = todo.pop()
-            kind = type(node)
-            if kind is ast.Assign or kind is ast.AnnAssign:
-                value = node.value
-                if type(value) is ast.Subscript:
-                    value = value.value
-                if type(value) is ast.Call and self.exc_info_call(value.func):
-                    return True
-            if kind in _SCOPES:
-                continue
-            todo.extend(ast.iter_child_nodes(node))
-        return False
-
-    def exc_info_call(self, func: ast.AST) -> bool:
-        if type(func) is ast.Attribute:
-            return type(func.value) is ast.Name and func.value.id == "sys" and func.attr in _EXC_INFO
-        return type(func) is ast.Name and self.imported.get(func.id) in _EXC_INFO
 
     def import_error_only(self, kind: Optional[ast.AST]) -> bool:
         kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
@@ -335,8 +305,6 @@ class StoredExceptionFramesPrefilter(Prefilter):
         summary = getattr(data, "summary", None)
         if summary is not None:
             return bool(summary.scans.get(cls.code))
-        if _EXC_INFO_BOUND.search(data) is not None:
-            return True
         if b"except" not in data or b" as " not in data:
             return False
         for m in _HANDLER_NAME.finditer(data):

@@ -1,7 +1,7 @@
 """RL702 stored-exception-frames: the rule itself - which handlers it reads, where a store
 lives, and how a store is judged and reported. Its parts: `stores` (the stores a handler
 makes), `consumers` (readers that re-raise, return or take the exception), `callers`
-(callers keeping a returned result), `exc_info` (`sys.exc_info()` locals), `blocks` and
+(callers keeping a returned result), `blocks` and
 `narrowing` (control flow), `names`, `import_probes`, `examples` (its documentation and
 examples)."""
 
@@ -11,7 +11,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import FinallyWrites, body_functions
+from retainlint.analysis.cstutil import body_functions
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter
@@ -28,9 +28,8 @@ from retainlint.rules.rl702_stored_exception_frames.blocks import _Leaves, _Rebi
 from retainlint.rules.rl702_stored_exception_frames.callers import _KeptResults
 from retainlint.rules.rl702_stored_exception_frames.consumers import _Clearing, _Consumers
 from retainlint.rules.rl702_stored_exception_frames.examples import DOCS, INVALID, VALID
-from retainlint.rules.rl702_stored_exception_frames.exc_info import _ExcInfoBindings
 from retainlint.rules.rl702_stored_exception_frames.import_probes import _import_error_only, _only_imports
-from retainlint.rules.rl702_stored_exception_frames.names import _module_binds, _target_names
+from retainlint.rules.rl702_stored_exception_frames.names import _module_binds
 from retainlint.rules.rl702_stored_exception_frames.stores import _Handler, _Store, _StoreFinder, _adds
 
 
@@ -68,7 +67,6 @@ class StoredExceptionFrames(Rule):
             return
         cls, owner = self._self_owner()
         for handler in node.handlers:
-            self._exc_info_locals(handler, fn, cls, owner)
             if handler.name is None or not isinstance(handler.name.name, cst.Name):
                 continue
             if _import_error_only(self.ctx, handler):
@@ -86,42 +84,6 @@ class StoredExceptionFrames(Rule):
                 self._serving_loop_locals(node, h)
             if h.stores:
                 self._judge(h)
-
-    def _exc_info_locals(self, handler: cst.ExceptHandler, fn: cst.FunctionDef,
-                         cls: Optional[cst.ClassDef], owner: Optional[cst.FunctionDef]) -> None:
-        """`exc_info = sys.exc_info()`, `etype, value, tb = sys.exc_info()`, `exc =
-        sys.exception()` in a handler: the traceback references this function's frame, and
-        the local references the traceback - a cycle, unless a `finally` clears it."""
-        found = _ExcInfoBindings(self.ctx)
-        visit(handler.body, found)
-        if not found.bound:
-            return
-        b = self._scopes.bindings(fn)
-        writes = FinallyWrites(own_scope=True)
-        visit(fn.body, writes)
-        cleared = {n for target, value in writes.writes
-                   if value is None or (isinstance(value, cst.Name) and value.value == "None")
-                   for n in _target_names(target)}
-        for statement, assign, names, call in found.bound:
-            kept = [n for n in names if n not in cleared and n not in b.globals
-                    and n not in b.nonlocals]
-            if not kept:
-                continue
-            named = handler.name.name.value if handler.name is not None and isinstance(
-                handler.name.name, cst.Name) else "the exception"
-            h = _Handler(named, handler, fn, cls, owner)
-            listed = ", ".join(f"`{n}`" for n in kept)
-            self.report(
-                assign,
-                f"{listed} {'keeps' if len(kept) == 1 else 'keep'} what `{call}` returned in a local of "
-                f"`{fn.name.value}()`, whose frame its traceback references: a reference "
-                f"cycle that keeps every frame of the traceback and their locals alive until "
-                f"the cycle collector runs (unlike `except ... as e`, nothing unbinds it at "
-                f"the end of the handler); `del` it in a `finally`, or keep only the text",
-                # the frame and its traceback form a cycle the collector frees
-                severity=level(Facts(heavy=self._heavy_frames(h), meant_to_go=True, collected=True)),
-                statement=statement,
-            )
 
     def _serving_loop_locals(self, node, h: _Handler) -> None:
         """A local assigned the exception in a handler of a `try` that a `while True:` loop

@@ -31,15 +31,10 @@ it outlives the handler, when its traceback is not dropped first:
   built around it (`failure = _RemoteError(e, e.__traceback__)`), to a local that nothing
   deletes or rebinds, when the handler does not leave the loop itself (`raise`, `return`,
   `break`): the last failure's frames stay alive until the next failure
-  replaces it (Python unbinds `e` at the end of the handler, not the local);
-- `sys.exc_info()` in a local of the handler's function (`exc_info = sys.exc_info()`,
-  `etype, value, tb = sys.exc_info()`, `exc = sys.exc_info()[1]`, `exc = sys.exception()`)
-  that no `finally` deletes or sets to None: the traceback references the function's own
-  frame, whose local references the traceback - a cycle that keeps every frame of the
-  traceback and their locals until the cycle collector runs (a reset after a call that
-  may raise, as in `self.gen.throw(*exc_info); exc_info = None`, is not enough). Only the
-  type (`sys.exc_info()[0]`), or the call made in a helper whose frame is not in the
-  traceback, is fine.
+  replaces it (Python unbinds `e` at the end of the handler, not the local).
+
+`sys.exc_info()` or `sys.exception()` in a local of the handler's function is a cycle
+through that function's own frame, reported by RL703 (self-reference-cycle).
 
 Not reported: a traceback dropped first (`e.__traceback__ = None`, `e.with_traceback(None)`,
 `traceback.clear_frames(e.__traceback__)`, a helper named for it such as
@@ -76,7 +71,7 @@ info`) when they do not - unless a caller keeps the result that holds it, whose 
 frames may hold it again (a chain: a warning) - or when the exception is kept for a reader
 that re-raises it. A serving loop's local is a warning: its frames are those of the work
 the loop ran, whose arguments and results the loop does not show, so nothing rules out
-that they are heavy. A local that keeps `sys.exc_info()` makes a cycle the collector frees: info.
+that they are heavy.
 
 ## Why it leaks
 An exception's `__traceback__` references every frame from the handler's function down
@@ -98,8 +93,7 @@ class Worker:
 Store what is needed - the type, the message, `traceback.format_exc()` - or clear the
 traceback first (`self.error = e.with_traceback(None)`). When the exception must be
 re-raised elsewhere, clear the attribute when it is handed off, and keep heavy locals
-out of the frames it keeps. Delete a local holding `sys.exc_info()` in a `finally`
-(`try: ... finally: del exc_info`), and a serving loop's local once it is handed on.
+out of the frames it keeps. Delete a serving loop's local once it is handed on.
 """
 
 VALID = [
@@ -188,21 +182,8 @@ class Pipe:
             self._error = None
             raise err
 """,
-    # sys.exc_info() cleared in a finally; a retry loop that leaves on success
+    # a retry loop that leaves on success
     """
-import sys
-
-class Runner:
-    def step(self, future):
-        try:
-            return future.result()
-        except Exception:
-            exc_info = sys.exc_info()
-            try:
-                self.gen.throw(*exc_info)
-            finally:
-                del exc_info
-
 def retry(fn):
     while True:
         try:
@@ -324,18 +305,9 @@ def forward(model: torch.nn.Module, x):
 """,
         lines=[11],
     ),
-    # sys.exc_info() in a local: a cycle through this frame; a serving loop's local
+    # a serving loop's local
     Example(
         """
-import sys
-
-def render(template, context):
-    try:
-        return template.render(context)
-    except Exception:
-        etype, value, tb = sys.exc_info()
-        raise RuntimeError(str(value))
-
 def worker(inbox, outbox):
     while True:
         job = inbox.get()
@@ -345,7 +317,7 @@ def worker(inbox, outbox):
             failure = e
             outbox.put(repr(failure))
 """,
-        lines=[8, 17],
+        lines=[8],
     ),
     # re-raised later, but the frames pin a tensor: an error
     Example(

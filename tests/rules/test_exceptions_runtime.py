@@ -1,6 +1,6 @@
-"""RL702's claims about exceptions kept in locals, checked by running the code: what the
-rule reports keeps the failed call's locals alive (a cycle through the frame, or a
-serving loop's local), and the shapes it accepts free them."""
+"""The claims about exceptions kept in locals, checked by running the code: what RL703
+reports (a cycle through the frame) and RL702 reports (a serving loop's local) keeps the
+failed call's locals alive, and the shapes they accept free them."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from retainlint.core.config import Settings
 from retainlint.engine.lint import lint_bytes
 from retainlint.engine.registry import all_rules
 
-RL702 = [r for r in all_rules() if r.code == "RL702"]
+RULES = {r.code: r for r in all_rules()}
 
 
 class Marker:
     """Stands for something heavy in the failed call's frame."""
 
 
-def _reported(source: str) -> list[int]:
-    result = lint_bytes("case.py", source.encode(), RL702, Settings())
+def _reported(source: str, code: str = "RL702") -> list[int]:
+    result = lint_bytes("case.py", source.encode(), [RULES[code]], Settings())
     assert not result.has_errors
     return sorted(f.start.line for f in result.findings)
 
@@ -72,7 +72,7 @@ EXC_INFO_CLEARED = textwrap.dedent("""\
     (EXC_INFO_CLEARED, [], False),
 ], ids=["kept", "cleared-in-finally"])
 def test_exc_info_local_is_a_cycle_until_collected(source, lines, kept):
-    assert _reported(source) == lines
+    assert _reported(source, "RL703") == lines
     handle = _load(source)["handle"]
     gc.disable()
     try:
