@@ -55,8 +55,9 @@ RL701 covers heavy classes (models, tensors) whatever their lifetime.
 It also reports a function's frame that keeps its own traceback, the cycle the interpreter
 avoids by deleting `except ... as e` at the end of the handler:
 - `exc, tb = sys.exc_info()[1:]`, `exc_info = sys.exc_info()` (any part but the type), or
-  `exc = sys.exception()` in a local, inside a handler of the function (a helper the
-  handler calls is not in the traceback: its frame is above the one that caught it);
+  `exc = sys.exception()` in a local, inside a handler or a `finally` of the function (a
+  helper the handler calls is not in the traceback: its frame is above the one that
+  caught it);
 - `tb = e.__traceback__` (or `.tb_next`) for an `e` the function catches;
 - caught exceptions collected in a local (`errors[name] = exc`, `oserrors.append(exc)`),
   also a local of an enclosing function;

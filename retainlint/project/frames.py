@@ -180,7 +180,9 @@ def frame_cycles(nodes: FileNodes, site: Callable[[ast.AST], object]) -> list[Fr
         scope = scope_of(assign)
         if scope is None or (part is None and not _caught_here(scope, value)):
             continue  # a traceback handed in (`tb = tb.tb_next`) need not lead back to this frame
-        if part is not None and not _in_handler(nodes, assign, scope):
+        line = getattr(assign, "lineno")
+        if part is not None and not _in_handler(nodes, assign, scope) and not any(
+                start <= line <= end for start, end in scope.finally_lines):
             continue  # a helper the handler calls: the traceback starts below its frame
         targets = getattr(assign, "targets", None) or [getattr(assign, "target")]
         for target in targets:
