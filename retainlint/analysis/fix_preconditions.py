@@ -486,9 +486,11 @@ def holders(ctx: FileContext, cls: cst.ClassDef, attr: str) -> list[tuple[str, s
     through what was built from those - as (attribute, method that builds it)."""
     held = {attr}
     found: list[tuple[str, str]] = []
-    # Each method is walked once: the fixpoint below revisits them for every attribute it
-    # adds (a 7,000-line model runner has hundreds of assignments).
-    methods = [(fn.name.value, _assignments(fn), _returned(fn)) for fn in body_functions(cls)]
+    # Each method is walked once per class, not once per attribute asked about: the fixpoint
+    # below revisits them for every attribute it adds (a 7,000-line model runner has
+    # hundreds of assignments, and a release that keeps ten heavy attributes asks ten times).
+    methods = ctx.memo(f"assignments of {id(cls)}", lambda: [
+        (fn.name.value, _assignments(fn), _returned(fn)) for fn in body_functions(cls)])
     changed = True
     while changed:
         changed = False

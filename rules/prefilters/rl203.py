@@ -116,24 +116,31 @@ def _containers(body: list[ast.stmt]) -> set[str]:
     return found
 
 
-def registry_functions(tree: ast.Module, containers: set[str]) -> set[str]:
+def registry_functions(nodes, containers: set[str]) -> set[str]:
     """Module-level functions that put one of their parameters, as given, into a module
-    container (`def on_shutdown(handler): _handlers.append(handler)`: a registry API)."""
-    found = set()
-    for fn in tree.body:
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    container (`def on_shutdown(handler): _handlers.append(handler)`: a registry API).
+    Read from the calls of the file's node table, not a walk of every function."""
+    found: set[str] = set()
+    if not containers:
+        return found
+    top_level = {id(n) for n in nodes.tree.body}
+    for n in nodes.of(ast.Call):
+        func = n.func
+        if not (isinstance(func, ast.Attribute) and func.attr in ADDERS and isinstance(func.value, ast.Name)
+                and func.value.id in containers and len(n.args) > ADDERS[func.attr]
+                and isinstance(n.args[ADDERS[func.attr]], ast.Name)):
+            continue
+        fn = None
+        for fn in nodes.owners(n):
+            pass  # the outermost function, class or lambda around the call
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or id(fn) not in top_level \
+                or fn.name in found:
             continue
         params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-        rebound = {t.id for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                   for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
-        for n in ast.walk(fn):
-            if (
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ADDERS
-                and isinstance(n.func.value, ast.Name) and n.func.value.id in containers
-                and len(n.args) > ADDERS[n.func.attr] and isinstance(n.args[ADDERS[n.func.attr]], ast.Name)
-                and n.args[ADDERS[n.func.attr]].id in params - rebound
-            ):
-                found.add(fn.name)
+        rebound = {t.id for a in ast.walk(fn) if isinstance(a, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                   for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) if isinstance(t, ast.Name)}
+        if n.args[ADDERS[func.attr]].id in params - rebound:
+            found.add(fn.name)
     return found
 
 
@@ -190,7 +197,7 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
         source = nodes.source
         containers = _module_containers(nodes.tree)
         containers = _added_names(source, set(containers))
-        registries = registry_functions(nodes.tree, containers)
+        registries = registry_functions(nodes, containers)
         # `cls._params.append(...)`: a class-level list (`_class_registry_pins`)
         in_class = _added_names(source, set(_class_containers(nodes)))
         # `signal.signal` resolves only through `signal.signal` spelled out or an import
