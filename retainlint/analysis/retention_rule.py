@@ -36,6 +36,12 @@ class RetentionRule(Rule):
         raise NotImplementedError
 
     def visit_Module(self, node: cst.Module) -> None:
+        self.report_model()
+
+    def report_model(self) -> None:
+        """Reports the model's findings for the file. Reads only `ctx.path`, `ctx.index`
+        and `report_at`, never the tree: a file that only such checks look at is not parsed
+        by libcst (`engine/lint.py` `_lint_facts`)."""
         if is_test_code(self.ctx.path):
             return  # a test run is a short process: what it keeps dies with it
         facts = facts_of(self.ctx.index, self.ctx.path)

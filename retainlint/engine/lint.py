@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import re
 import tokenize
 import traceback
@@ -31,6 +32,7 @@ from retainlint.engine.positions import ranges_of
 from retainlint.engine.projects import ignored_here
 from retainlint.engine.registry import all_prefilters, catalog
 from retainlint.project.prefilter import rules_triggered
+from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.analysis.rule import LocatedReport, RelatedNode, Rule
 from retainlint.core.source import MAX_PARSE_BYTES
 from retainlint.engine.suppress import Suppressions
@@ -233,6 +235,9 @@ def _lint_file(result: FileResult, data: bytes, rules: Sequence[type[Rule]], set
     active = [r for r in rules if r.prefilter in passed and r.code not in ignored]
     if not active:
         return
+    model_only = [r for r in active if issubclass(r, RetentionRule)]
+    if len(model_only) == len(active) and _lint_facts(result, data, model_only, index):
+        return
     module, error, shifts = _parse(path, data)
     if error is not None:
         result.findings.append(error)
@@ -245,6 +250,38 @@ def _lint_file(result: FileResult, data: bytes, rules: Sequence[type[Rule]], set
     lint_module(result, module, source, active, settings, index)
     if shifts:
         _form_feeds_back(result, shifts)
+
+
+class _FactsContext:
+    """What a check that reads only the index's facts asks of its file (`RetentionRule`)."""
+
+    def __init__(self, path: str, index: ProjectIndex) -> None:
+        self.path = path
+        self.index = index
+        self.located: list[LocatedReport] = []
+
+
+def _lint_facts(result: FileResult, data: bytes, rules: Sequence[type[RetentionRule]],
+                index: ProjectIndex) -> bool:
+    """Runs checks that read only the retention model, without a libcst tree: the index
+    has the file's facts, from its `ast`. False (nothing done) for a file whose text needs
+    what `_parse` does first (a coding cookie other than UTF-8, form feeds, no summary)."""
+    if b"\f" in data or os.path.abspath(result.path) not in index.files:
+        return False
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    ctx = _FactsContext(result.path, index)
+    for rule in rules:
+        try:
+            rule(ctx).report_model()  # type: ignore[arg-type]  # the part of a context it reads
+        except Exception as e:
+            result.findings.append(_crash(result.path, rule, e))
+    if ctx.located:
+        result.suppressions = Suppressions.scan(source)
+        _add_located(result, ctx.located, result.suppressions)
+    return True
 
 
 def lint_module(result: FileResult, module: cst.Module, source: str,
@@ -432,22 +469,7 @@ class _Dispatcher:
                 raise
             except Exception as e:
                 self.dead.add(id(rule))
-                where = traceback.extract_tb(e.__traceback__)[-1]
-                self.crashes.append(
-                    Finding(
-                        code=INTERNAL_ERROR[0],
-                        name=INTERNAL_ERROR[1],
-                        message=(
-                            f"internal error in rule {rule.code} ({rule.name}): "
-                            f"{type(e).__name__}: {e} (at {where.name}:{where.lineno}); "
-                            "please report it"
-                        ),
-                        path=self.ctx.path,
-                        start=Position(1, 1),
-                        end=Position(1, 1),
-                        severity=Severity.ERROR,
-                    )
-                )
+                self.crashes.append(_crash(self.ctx.path, rule, e))
 
     def walk(self, node: cst.CSTNode) -> None:
         plan = self.plans.get(type(node)) or self._plan(type(node))
@@ -477,3 +499,14 @@ class _Dispatcher:
         plan = self.plans[kind] = (self.visits.get(kind.__name__), self.leaves.get(kind.__name__),
                                    tuple(stacks))
         return plan
+
+
+def _crash(path: str, rule: Any, error: Exception) -> Finding:
+    """A rule that raised: an internal-error finding instead of a stopped run."""
+    where = traceback.extract_tb(error.__traceback__)[-1]
+    return Finding(
+        code=INTERNAL_ERROR[0],
+        name=INTERNAL_ERROR[1],
+        message=(f"internal error in rule {rule.code} ({rule.name}): "
+                 f"{type(error).__name__}: {error} (at {where.name}:{where.lineno}); please report it"),
+        path=path, start=Position(1, 1), end=Position(1, 1), severity=Severity.ERROR)

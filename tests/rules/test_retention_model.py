@@ -357,3 +357,17 @@ def test_a_memoised_function_adds_once_per_distinct_argument(tmp_path):
         """})
     # the cached body runs once per distinct `flag`; the plain one on every call
     assert [(line, code) for _, line, code, _ in found] == [(13, "RL306")]
+
+
+def test_a_file_only_the_model_checks_read_is_reported_in_any_encoding(tmp_path):
+    # Such a file is checked from the index's facts alone; one whose text needs its coding
+    # cookie (or has form feeds) goes through the full parse. Both report the same line.
+    for name, encoding, comment in (("utf8", "utf-8", "# café\n"),
+                                    ("latin1", "latin-1", "# -*- coding: latin-1 -*-\n# café\n"),
+                                    ("formfeed", "utf-8", "# \f\n")):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "jobs.py").write_bytes((comment + textwrap.dedent(STATE)).encode(encoding))
+        result = runner.run([str(root / "jobs.py")], CODES, Settings(root=root), runner.Mode(), jobs=1)
+        found = [(f.start.line, f.code) for f in result.findings]
+        assert found == [(comment.count("\n") + 4, "RL306")], (name, found)
