@@ -1,16 +1,70 @@
 """RL613's prefilter: a release method next to code that frees a part in place (the rule in
-`rules/rl613_part_freed_elsewhere.py`)."""
+`rules/rl613_part_freed_elsewhere.py`), read from the file's `ast`; no libcst here."""
 
 from __future__ import annotations
 
+import ast
+
+from retainlint.project.nodes import FileNodes
 from retainlint.project.prefilter import Prefilter
 from retainlint.project.release_parts_scan import frees_a_part_elsewhere
+
+# As `analysis/part_freeing.py`: what `__del__` frees a part with (a word of the call's
+# name), and what another method closes a whole part with (no arguments).
+_FREE_WORDS = frozenset({"close", "free", "release", "shutdown", "unload", "destroy", "dispose", "dealloc",
+                         "deallocate", "terminate", "cleanup", "teardown"})
+_CLOSE_WORDS = frozenset({"close", "shutdown", "unload", "destroy", "dispose", "terminate", "teardown"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _self_attribute(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _frees_a_part(call: ast.Call, finalizer: bool) -> bool:
+    """`self.x.close()` (any method; in `__del__` also `free_x(self.x)`, `self.x.release(h)`)."""
+    func = call.func
+    word = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if word is None:
+        return False
+    if not finalizer:
+        return not call.args and word in _CLOSE_WORDS and _self_attribute(func.value)  # type: ignore[attr-defined]
+    if _FREE_WORDS.isdisjoint(word.lower().split("_")):
+        return False
+    if isinstance(func, ast.Attribute) and _self_attribute(func.value):
+        return True
+    return any(_self_attribute(a) for a in call.args)
 
 
 class PartFreedElsewherePrefilter(Prefilter):
     code = "RL613"
     triggers = ("def ",)
 
+    scans = True
+
+    @classmethod
+    def scan(cls, nodes: FileNodes) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+        """For each class with a method that frees a part in place (`__del__` freeing one,
+        another method closing one as a whole): its methods' names and those methods'."""
+        evidence: dict[int, set[str]] = {}
+        classes: dict[int, ast.ClassDef] = {}
+        for call in nodes.of(ast.Call):
+            fn = nodes.owner(call)
+            owner = nodes.owner(fn) if isinstance(fn, _FUNCTIONS) else None
+            if not isinstance(owner, ast.ClassDef) or fn.name == "__init__":  # type: ignore[union-attr]
+                continue
+            if _frees_a_part(call, fn.name == "__del__"):  # type: ignore[union-attr, arg-type]
+                evidence.setdefault(id(owner), set()).add(fn.name)  # type: ignore[union-attr]
+                classes[id(owner)] = owner
+        return tuple((frozenset(f.name for f in classes[k].body if isinstance(f, _FUNCTIONS)), frozenset(found))
+                     for k, found in evidence.items())
+
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        return frees_a_part_elsewhere(data, settings)
+        summary = getattr(data, "summary", None)
+        found = summary.scans.get(cls.code) if summary is not None else None
+        if found is None:
+            return frees_a_part_elsewhere(data, settings)
+        releases = {m for m in settings.release_methods if m != "__del__"}
+        return any(not releases.isdisjoint(names) and any(e == "__del__" or e not in releases for e in freeing)
+                   for names, freeing in found)

@@ -66,8 +66,53 @@ def _light_shapes(data: bytes, settings) -> bool:
         return True
     if b"grad_fn" in data and _GRAPH_HOOK.search(data):
         return True
+    return False
+
+
+def _released_holder_text(data: bytes, settings) -> bool:
+    """For a file `ast` cannot parse: a release method, and a callback over `self` handed
+    to a holder built or set (`self.timer = Timer(self.tick)`, `self.curl.setopt(.., self.cb)`)."""
     return any(b"def " + name.encode() + b"(" in data for name in settings.release_methods) \
         and _HOLDER.search(data) is not None and _SELF_ARGUMENT.search(data) is not None
+
+
+def _mentions_self(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and _is_self(n.value) for n in ast.walk(node))
+
+
+def _holder_site(node: ast.AST) -> bool:
+    """`<x>.<a> = Capitalised(..., self.m, ...)` (a class built around a callback over `self`)
+    or `<x>.set_handler(self.m)` (a setter keeping it): a callback handed to a holder."""
+    if isinstance(node, ast.Assign):
+        value = node.value
+        if not isinstance(value, ast.Call) or not any(
+                isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets):
+            return False
+        last = _last_name(value.func) or ""
+        return last[:1].isupper() and not last.isupper() and _argument_mentions_self(value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr.lstrip("_").lower().startswith("set") and not _is_self(node.func.value):
+        return _argument_mentions_self(node)
+    return False
+
+
+def _argument_mentions_self(call: ast.Call) -> bool:
+    """Does an argument, positional or keyword, use `self.<attr>` (`send=self._send`)?"""
+    return any(_mentions_self(a) for a in (*call.args, *(k.value for k in call.keywords)))
+
+
+def _holder_classes(nodes) -> tuple[frozenset[str], ...]:
+    """The method names of each class with a method handing a callback over `self` to a
+    holder (`_holder_site`): the rule reports it when a release method uses that holder."""
+    found: dict[int, frozenset[str]] = {}
+    for node in (*nodes.of(ast.Assign), *nodes.of(ast.Call)):
+        if not _holder_site(node):
+            continue
+        owners = list(nodes.owners(node))
+        cls = next((o for o in owners if isinstance(o, ast.ClassDef)), None)
+        if cls is not None and id(cls) not in found:
+            found[id(cls)] = frozenset(f.name for f in cls.body if isinstance(f, _FUNCTIONS))
+    return tuple(found.values())
 
 
 _TOKENS = (b"append(self.", b"add(self.", b"extend([self.", b"insert(0, self.", b"callback(self.",
@@ -485,8 +530,9 @@ class SelfCycleCallbackPrefilter(Prefilter):
         """Per class with a method that stores, adds or registers a callback over `self`
         (see `_Scan`): (name, top level?, base names, None when the callback surely
         references the instance, else the `self.<attr>`s that do if they are methods
-        inherited from another file)."""
-        return _Scan(nodes).found()
+        inherited from another file); and the method names of each class handing such a
+        callback to a holder (`_holder_classes`)."""
+        return _Scan(nodes).found(), _holder_classes(nodes)
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
@@ -496,7 +542,12 @@ class SelfCycleCallbackPrefilter(Prefilter):
             return True
         summary = getattr(data, "summary", None)
         if summary is not None:
-            return cls._scanned(summary, settings, index)
+            scanned = summary.scans.get(cls.code)
+            releases = set(settings.release_methods)
+            return bool(scanned) and (cls._scanned(scanned[0], summary, settings, index) or any(
+                not releases.isdisjoint(methods) for methods in scanned[1]))
+        if _released_holder_text(data, settings):
+            return True
         heavy = _heavy_names(index, settings)
         if not any(name in heavy for name in _CLASS_NAMES.findall(data)):
             return False
@@ -508,11 +559,10 @@ class SelfCycleCallbackPrefilter(Prefilter):
                    for pattern in (_STORED_NAME, _STORED_BOUND) for name in pattern.findall(data))
 
     @classmethod
-    def _scanned(cls, summary, settings, index) -> bool:
+    def _scanned(cls, found, summary, settings, index) -> bool:
         """A class with a self-cycle shape that may be heavy (the rule's test: its name,
         or a base, among the heavy classes), whose callback is a method of its own (or,
         for `self.<attr>` not defined in the file, of a project base class)."""
-        found = summary.scans.get(cls.code)
         if not found:
             return False
         heavy = _heavy_names(index, settings)
