@@ -5,25 +5,13 @@ a method of, and methods handed on as callbacks (`self._stack.callback(self._fre
 
 from __future__ import annotations
 
-from typing import Optional
 
 import libcst as cst
 
 from retainlint.analysis.cstutil import OwnScopeVisitor, is_self, self_attribute
 from retainlint.analysis.walk import visit
+from retainlint.project.names import CLOSE_WORDS, frees
 
-
-# What frees a part in place when called on it (`self.x.close()`) or handed it
-# (`lora_adapter_free(self.x)`): memory and native handles, not `remove`/`clear`/`reset`
-# (a file on disk, a container emptied).
-_FREE_WORDS = frozenset(
-    {"close", "free", "release", "shutdown", "unload", "destroy", "dispose", "dealloc",
-     "deallocate", "terminate", "cleanup", "teardown"}
-)
-
-
-def _frees_word(name: Optional[str]) -> bool:
-    return name is not None and not _FREE_WORDS.isdisjoint(name.lower().split("_"))
 
 
 def _freed_in_place(fn: cst.FunctionDef) -> set[str]:
@@ -35,7 +23,7 @@ def _freed_in_place(fn: cst.FunctionDef) -> set[str]:
             func = node.func
             word = func.attr.value if isinstance(func, cst.Attribute) else (
                 func.value if isinstance(func, cst.Name) else None)
-            if not _frees_word(word):
+            if not frees(word):
                 return
             if isinstance(func, cst.Attribute):
                 attr = self_attribute(func.value)
@@ -53,11 +41,6 @@ def _freed_in_place(fn: cst.FunctionDef) -> set[str]:
     return found
 
 
-# Whole-object closes outside `__del__`: no arguments, and not `free`/`release`, which
-# elsewhere free one item (`free(request)`) or release a lock or semaphore.
-_CLOSE_WORDS = frozenset({"close", "shutdown", "unload", "destroy", "dispose", "terminate", "teardown"})
-
-
 def _closed_whole(fn: cst.FunctionDef) -> set[str]:
     """Attributes `fn` closes as a whole: `self.x.close()`, `self.x.shutdown()`."""
     found: set[str] = set()
@@ -65,7 +48,7 @@ def _closed_whole(fn: cst.FunctionDef) -> set[str]:
     class _Closes(OwnScopeVisitor):
         def visit_Call(self, node: cst.Call) -> None:
             func = node.func
-            if isinstance(func, cst.Attribute) and not node.args and func.attr.value in _CLOSE_WORDS:
+            if isinstance(func, cst.Attribute) and not node.args and func.attr.value in CLOSE_WORDS:
                 attr = self_attribute(func.value)
                 if attr is not None:
                     found.add(attr)

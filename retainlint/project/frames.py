@@ -20,6 +20,7 @@ from typing import Callable, Iterator, Optional
 from retainlint.project.nodes import FileNodes, dotted
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # `try: ... except* E:` (3.11)
 _STORES = frozenset({"append", "add", "insert", "appendleft", "setdefault", "extend"})
 
 
@@ -87,14 +88,16 @@ class _Scope:
         self.releases: list[tuple[int, str]] = []  # (line, name) of each `del x` / `x = None`
         self.cleared: set[str] = set()  # `traceback.clear_frames(x)`, `x.clear()`
         self.finally_lines: list[tuple[int, int]] = []
+        self.handler_lines: list[tuple[int, int]] = []
         self.call_lines: list[int] = []
         for sub in own_nodes(node):
             if isinstance(sub, ast.Call):
                 self.call_lines.append(sub.lineno)
-            if isinstance(sub, ast.Try) or type(sub).__name__ == "TryStar":
-                final = getattr(sub, "finalbody")
-                if final:
-                    self.finally_lines.append((final[0].lineno, final[-1].end_lineno or final[-1].lineno))
+            elif isinstance(sub, (ast.Try, *TRY_STAR)) and sub.finalbody:  # type: ignore[attr-defined]
+                final = sub.finalbody  # type: ignore[attr-defined]
+                self.finally_lines.append((final[0].lineno, final[-1].end_lineno or final[-1].lineno))
+            elif isinstance(sub, ast.ExceptHandler):
+                self.handler_lines.append((sub.lineno, sub.end_lineno or sub.lineno))
             if isinstance(sub, (ast.Global, ast.Nonlocal)):
                 self.outer.update(sub.names)
             elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
@@ -122,11 +125,19 @@ class _Scope:
         for line, name in self.releases:
             if name not in names:
                 continue
-            if any(start <= line <= end for start, end in self.finally_lines):
+            if self.in_finally(line):
                 return True
             if line > after and not any(after < call < line for call in self.call_lines):
                 return True
         return not self.cleared.isdisjoint(names)
+
+    def in_finally(self, line: int) -> bool:
+        return any(start <= line <= end for start, end in self.finally_lines)
+
+    def in_handler(self, line: int) -> bool:
+        """Inside an `except` block: the exception being handled is `sys.exc_info()`'s, and
+        becomes the `__context__` of one raised there, traceback and all."""
+        return any(start <= line <= end for start, end in self.handler_lines)
 
     def local(self, name: str) -> bool:
         return name in self.stored and name not in self.outer and name not in self.params
@@ -181,8 +192,7 @@ def frame_cycles(nodes: FileNodes, site: Callable[[ast.AST], object]) -> list[Fr
         if scope is None or (part is None and not _caught_here(scope, value)):
             continue  # a traceback handed in (`tb = tb.tb_next`) need not lead back to this frame
         line = getattr(assign, "lineno")
-        if part is not None and not _in_handler(nodes, assign, scope) and not any(
-                start <= line <= end for start, end in scope.finally_lines):
+        if part is not None and not (scope.in_handler(line) or scope.in_finally(line)):
             continue  # a helper the handler calls: the traceback starts below its frame
         targets = getattr(assign, "targets", None) or [getattr(assign, "target")]
         for target in targets:
@@ -229,7 +239,7 @@ def frame_cycles(nodes: FileNodes, site: Callable[[ast.AST], object]) -> list[Fr
         # traceback grows by this frame each time). A fresh exception raised from a local
         # cycles through this frame alone, whose locals are the caller's arguments: the
         # collector's ordinary work, not reported.
-        if chained or _in_handler(nodes, raise_, scope) or isinstance(bound, ast.Attribute):
+        if chained or scope.in_handler(getattr(raise_, "lineno")) or isinstance(bound, ast.Attribute):
             note(scope, raise_, exc.id, "raised", True)
     return found
 
@@ -303,10 +313,3 @@ def _binding(scope: _Scope, name: str) -> Optional[ast.AST]:
                 best = (sub.lineno, sub.value)
     return best[1] if best else None
 
-
-def _in_handler(nodes: FileNodes, raise_: ast.AST, scope: _Scope) -> bool:
-    """Is the `raise` inside an `except` block of its function (the exception being
-    handled becomes the raised one's `__context__`, traceback and all)?"""
-    line = getattr(raise_, "lineno")
-    return any(isinstance(sub, ast.ExceptHandler) and sub.lineno <= line <= (sub.end_lineno or sub.lineno)
-               for sub in own_nodes(scope.node))

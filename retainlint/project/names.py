@@ -84,6 +84,21 @@ RELEASE_WORDS = frozenset(
 OFFLOADS = frozenset({"cpu", "to"})
 
 
+# What frees a part in place when called on it (`self.x.close()`) or handed it
+# (`lora_adapter_free(self.x)`): memory and native handles, not `remove`/`clear`/`reset`
+# (a file on disk, a container emptied).
+FREE_WORDS = frozenset({"close", "free", "release", "shutdown", "unload", "destroy", "dispose", "dealloc",
+                        "deallocate", "terminate", "cleanup", "teardown"})
+# Whole-object closes outside `__del__`: no arguments, and not `free`/`release`, which
+# elsewhere free one item (`free(request)`) or release a lock or semaphore.
+CLOSE_WORDS = frozenset({"close", "shutdown", "unload", "destroy", "dispose", "terminate", "teardown"})
+
+
+def frees(name: Optional[str]) -> bool:
+    """Is this a name a part is freed in place with (a word of it in `FREE_WORDS`)?"""
+    return name is not None and not FREE_WORDS.isdisjoint(name.lower().split("_"))
+
+
 def releases(name: str) -> bool:
     """Does a method or function of this name release what it is called on or handed?"""
     return not RELEASE_WORDS.isdisjoint(name.lower().split("_"))

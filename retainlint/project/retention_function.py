@@ -8,13 +8,14 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
+from retainlint.project.frames import TRY_STAR
 from retainlint.project.nodes import dotted
 from retainlint.project.retention_facts import Growth, SelfReference
 from retainlint.project.retention_shapes import (
     FUNCTIONS, MEMOS, ADD_CALLS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
     names_in, bindings, statements, expressions, stored_names, adds_a_parameter,
     serves_until_stopped, runs_once, keeps_what_it_is_handed, resource_kept,
-    cycle_broken, used_on_release, TRY_STAR)
+    cycle_broken, used_on_release)
 
 if TYPE_CHECKING:
     from retainlint.project.retention import ModuleBuilder

@@ -10,7 +10,6 @@ from typing import Iterator, Optional
 from retainlint.project.frames import own_nodes
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # `try: ... except* E:` (3.11)
 
 # Calls that make a container, by their last name (`collections.OrderedDict()` too).
 CONTAINER_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"})
@@ -288,8 +287,6 @@ def serves_until_stopped(loop: ast.While) -> bool:
                                             and all(k.arg in ("timeout", "block") for k in sub.keywords))):
             return True
     return False
-
-
 
 
 def process_entry(name: str) -> bool:

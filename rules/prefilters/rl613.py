@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import ast
 
+from retainlint.project.names import CLOSE_WORDS, frees
 from retainlint.project.nodes import FileNodes
 from retainlint.project.prefilter import Prefilter
 from retainlint.project.release_parts_scan import frees_a_part_elsewhere
 
-# As `analysis/part_freeing.py`: what `__del__` frees a part with (a word of the call's
-# name), and what another method closes a whole part with (no arguments).
-_FREE_WORDS = frozenset({"close", "free", "release", "shutdown", "unload", "destroy", "dispose", "dealloc",
-                         "deallocate", "terminate", "cleanup", "teardown"})
-_CLOSE_WORDS = frozenset({"close", "shutdown", "unload", "destroy", "dispose", "terminate", "teardown"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -22,14 +18,15 @@ def _self_attribute(node: ast.AST) -> bool:
 
 
 def _frees_a_part(call: ast.Call, finalizer: bool) -> bool:
-    """`self.x.close()` (any method; in `__del__` also `free_x(self.x)`, `self.x.release(h)`)."""
+    """`self.x.close()` (any method; in `__del__` also `free_x(self.x)`, `self.x.release(h)`):
+    what `analysis/part_freeing.py` reads as freeing a part, from the `ast`."""
     func = call.func
     word = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     if word is None:
         return False
     if not finalizer:
-        return not call.args and word in _CLOSE_WORDS and _self_attribute(func.value)  # type: ignore[attr-defined]
-    if _FREE_WORDS.isdisjoint(word.lower().split("_")):
+        return not call.args and word in CLOSE_WORDS and _self_attribute(func.value)  # type: ignore[attr-defined]
+    if not frees(word):
         return False
     if isinstance(func, ast.Attribute) and _self_attribute(func.value):
         return True

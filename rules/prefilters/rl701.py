@@ -108,8 +108,7 @@ def _holder_classes(nodes) -> tuple[frozenset[str], ...]:
     for node in (*nodes.of(ast.Assign), *nodes.of(ast.Call)):
         if not _holder_site(node):
             continue
-        owners = list(nodes.owners(node))
-        cls = next((o for o in owners if isinstance(o, ast.ClassDef)), None)
+        cls = next((o for o in nodes.owners(node) if isinstance(o, ast.ClassDef)), None)
         if cls is not None and id(cls) not in found:
             found[id(cls)] = frozenset(f.name for f in cls.body if isinstance(f, _FUNCTIONS))
     return tuple(found.values())
