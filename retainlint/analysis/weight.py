@@ -12,6 +12,7 @@ from typing import Optional
 import libcst as cst
 from retainlint.project.names import TENSOR_FACTORIES
 from retainlint.project.index import qualified_in
+from retainlint.analysis.walk import children
 
 
 
@@ -428,3 +429,48 @@ def _dotted_qualname(ctx, func: ast.AST) -> Optional[str]:
     return ".".join([head, *reversed(parts)])
 
 
+
+
+# Calls that build a new array or tensor, in numpy and torch (`np.indices(shape)`,
+# `torch.stack(parts)`): what they return weighs what its shape says, not a few bytes.
+_ARRAY_MAKERS = frozenset((
+    "empty zeros ones full rand randn randint arange linspace logspace eye identity indices "
+    "meshgrid mgrid stack vstack hstack concatenate cat array asarray tensor as_tensor "
+    "from_numpy tile outer empty_like zeros_like ones_like full_like rand_like randn_like"
+).split())
+_REDUCTIONS = frozenset("sum mean max min prod all any item tolist argmax argmin std var norm".split())
+
+
+def returns_arrays(ctx, fn: cst.FunctionDef) -> bool:
+    """Does `fn` return an array or tensor it builds with numpy or torch: `np.indices(s)`,
+    arithmetic on one (`np.ones(s) * f`), a method keeping its shape (`.astype(...)`), a
+    tuple of them, or a local assigned one? Not a reduction of one (`.sum()`, `float(...)`)."""
+    assigned = ctx.heavy.local_assignments(fn)
+
+    def builds(expr: Optional[cst.CSTNode], depth: int = 0) -> bool:
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value not in _REDUCTIONS \
+                    and builds(expr.func.value, depth + 1):
+                return True
+            q = ctx.absolute(ctx.qualname(expr.func)) or ""
+            root, _, name = q.partition(".")
+            return root in ("numpy", "torch") and name.rpartition(".")[2] in _ARRAY_MAKERS
+        if isinstance(expr, cst.BinaryOperation):
+            return builds(expr.left, depth + 1) or builds(expr.right, depth + 1)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return any(builds(e.value, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Name):
+            return any(builds(v, depth + 1) for v, _ in assigned.get(expr.value, ()))
+        return False
+
+    todo = children(fn.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue  # their returns are not `fn`'s
+        if isinstance(node, cst.Return) and builds(node.value):
+            return True
+        todo.extend(children(node))
+    return False

@@ -28,6 +28,7 @@ from retainlint.rules.prefilters.rl701 import (
 )
 from retainlint.analysis.rule import RelatedNode, Rule
 from retainlint.analysis.severity import Facts, collector_frees, level
+from retainlint.analysis.weight import returns_arrays
 from retainlint.analysis.walk import visit
 from retainlint.rules.rl701_self_cycle_callback.examples import DOCS, INVALID, VALID
 from retainlint.rules.rl701_self_cycle_callback.holding import _Holdings, _worth_reporting
@@ -123,7 +124,11 @@ class SelfCycleCallback(Rule):
                     continue
                 if how == "constructed" and _holder_drops_callback(self.ctx, value, sites):
                     continue
-                self._report(node, method, site, value, how, where)
+                arrays = None
+                if how == "cached":  # what the cache keeps: the arrays its method builds?
+                    wrapped = self.ctx.methods(node).get(sites.cached_method(value) or "")
+                    arrays = wrapped if wrapped is not None and returns_arrays(self.ctx, wrapped) else None
+                self._report(node, method, site, value, how, where, arrays)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """`module.forward = partial(fn, module.forward)` in any function, where `module`
@@ -220,7 +225,9 @@ class SelfCycleCallback(Rule):
                    any(self.ctx.code(t.target) == text for t in n.targets) for n in iter_nodes(cls))
 
     def _report(self, cls: cst.ClassDef, method: cst.FunctionDef, site, value, how: str,
-                where: str) -> None:
+                where: str, arrays: Optional[cst.FunctionDef] = None) -> None:
+        """`arrays`: for a cache around a method, that method when it builds the arrays or
+        tensors the cache keeps."""
         name = cls.name.value
         code = short(self.ctx.code(value))
         through_cpp = False
@@ -274,9 +281,12 @@ class SelfCycleCallback(Rule):
                         f"so the `{name}` instance (and its tensors) may never be freed; use "
                         "`weakref.WeakMethod`/`weakref.ref(self)` in the hook")
         elif how == "cached":
-            message += (": a reference cycle, so the instance and the cached results are freed only when "
-                        "the cyclic collector runs; keep the result in a plain attribute, or a cache that "
-                        "does not hold `self`")
+            kept = "the arrays the cache keeps (one per argument it saw)" if arrays is not None \
+                else "the cached results"
+            message += (f": a reference cycle, so the instance and {kept} are freed only when the cyclic "
+                        "collector runs" + (", which the bytes of arrays do not trigger" if arrays is not None
+                                            else "") +
+                        "; keep the result in a plain attribute, or a cache that does not hold `self`")
         elif how in ("constructed", "setter"):
             holder = short(self.ctx.code(site.func.value if how == "setter" else site.targets[0].target))
             message += (f": the release method uses `{holder}` but keeps it, so the instance stays in a "
@@ -297,9 +307,15 @@ class SelfCycleCallback(Rule):
             facts = Facts(heavy=True, meant_to_go=True)  # never freed: every release defeated
         elif how in ("constructed", "setter") and self._unseen_holder(cls, site, how):
             facts = Facts(heavy=True)  # whether the collector can free it at all is unknown
+        elif arrays is not None:
+            # the arrays are made per call, one more per new argument, and wait in the cycle
+            # for a collection that their bytes do not count towards
+            facts = Facts(heavy=True, meant_to_go=True, collected=collector_frees(self.ctx, cls))
         else:  # a module's state-dict hook dict is a Python dict: a plain cycle
             facts = Facts(heavy=True, collected=collector_frees(self.ctx, cls))
+        related = RelatedNode(f"`{arrays.name.value}()` builds the arrays the cache keeps", arrays.name) \
+            if arrays is not None else RelatedNode(f"`{name}` is heavy", cls.name)
         self.report(site, message,
                     severity=level(facts),
-                    related=[RelatedNode(f"`{name}` is heavy", cls.name)],
+                    related=[related],
                     statement=statement)

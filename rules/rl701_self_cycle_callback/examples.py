@@ -89,7 +89,10 @@ keeps only itself, and so does an optimizer or engine handed in (built once per 
 `torch.fx.GraphModule` (cyclic through its graph already). A callback kept by an object of
 a library that is neither the project's nor the standard library's (`pycurl.CurlMulti()`,
 tornado's `PeriodicCallback`) is a warning: whether the collector can traverse it (a C type
-cannot) is unknown.
+cannot) is unknown. So is a per-instance cache around a method that builds numpy arrays or
+torch tensors (`return np.indices(self.shape)`): it keeps one per argument it saw, made per
+call, and their bytes do not count towards a collection (gammapy's geometries); a cache of
+numbers, strings or the instance's own values is info.
 
 ## Why it leaks
 The object becomes part of a reference cycle, so reference counting can never free it:

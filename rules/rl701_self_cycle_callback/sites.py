@@ -101,13 +101,13 @@ class _Sites(cst.CSTVisitor):
         self.closures = locals_.closures
         self.bound_locals: set[str] = set()
         self.owned_locals: set[str] = set()
-        self.cache_locals: set[str] = set()
+        self.cache_locals: dict[str, cst.CSTNode] = {}  # a local bound to a cache: its value
         for _ in range(3):
             for names, value in locals_.bindings:
                 if self.refers(value):
                     self.bound_locals |= names
                 if self.cache_of_self(value):
-                    self.cache_locals |= names
+                    self.cache_locals.update(dict.fromkeys(names, value))
                 if _owned(value, self.owned_locals):
                     self.owned_locals |= names - {"self"}
         self.found: list[tuple[cst.CSTNode, cst.CSTNode, str, str]] = []  # (node, value, how, where)
@@ -146,6 +146,18 @@ class _Sites(cst.CSTVisitor):
             return False
         func = value.func.func if isinstance(value.func, cst.Call) else value.func
         return self.rule.ctx.qualname(func) in _CACHES and self.refers(value.args[0].value)
+
+    def cached_method(self, value: cst.CSTNode) -> Optional[str]:
+        """The method of `self` that a cache found by `cache_of_self` wraps (`m` of
+        `lru_cache()(self.m)`), if it is one."""
+        for _ in range(3):
+            if isinstance(value, cst.Name) and value.value in self.cache_locals:
+                value = self.cache_locals[value.value]
+        if isinstance(value, cst.Call) and value.args:
+            arg = value.args[0].value
+            if isinstance(arg, cst.Attribute) and is_self(arg.value):
+                return arg.attr.value
+        return None
 
     def constructed_with_self(self, value: cst.CSTNode) -> bool:
         """`Timer(self.tick, 5)`: a class (a capitalised name, as PEP 8 spells classes)
