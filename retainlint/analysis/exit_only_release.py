@@ -135,19 +135,41 @@ def _instance_calls(index, qualified: str, name: str):
     `v = Cls(...)` or annotates `v: Cls` (receiver `v`), or `<...>.x.name()` where a class
     assigns `self.x = Cls(...)` (receiver None: an instance that class keeps). Other
     receivers are unknown and left out; `self.name()` is the class's own business."""
-    suffix = "." + name
-    holders = {attr for summary in index.classes.values() for attr, makers in summary.attributes.items()
-               if any(_builds(index, q, qualified) for q in makers)}
-    for function in index.functions.values():
-        for call in function.calls:
-            if not call.endswith(suffix):
-                continue
-            receiver = call[:-len(suffix)]
-            head, _, last = receiver.rpartition(".")
-            if head and last in holders:
-                yield function, None
-            elif not head and receiver not in ("self", "cls") and _binds_instance(index, function, receiver, qualified):
-                yield function, receiver
+    holders = _attributes_built(index).get(qualified, set())
+    for function, receiver in _method_calls(index).get(name, ()):
+        head, _, last = receiver.rpartition(".")
+        if head and last in holders:
+            yield function, None
+        elif not head and receiver not in ("self", "cls") and _binds_instance(index, function, receiver, qualified):
+            yield function, receiver
+
+
+def _method_calls(index) -> dict[str, list]:
+    """Method name -> (function, receiver) of every `receiver.name(...)` call in the project,
+    made once per index: the questions above are asked for many classes."""
+    def make() -> dict[str, list]:
+        table: dict[str, list] = {}
+        for function in index.functions.values():
+            for call in function.calls:
+                receiver, dot, name = call.rpartition(".")
+                if dot and receiver:
+                    table.setdefault(name, []).append((function, receiver))
+        return table
+    return index.memo("method calls", make)
+
+
+def _attributes_built(index) -> dict[str, set[str]]:
+    """Class -> the attributes some class assigns an instance of it (`self.x = Cls(...)`, or
+    a function annotated to return one), made once per index."""
+    def make() -> dict[str, set[str]]:
+        table: dict[str, set[str]] = {}
+        for summary in index.classes.values():
+            for attr, makers in summary.attributes.items():
+                for maker in makers:
+                    for built in _built_by(index, maker):
+                        table.setdefault(built, set()).add(attr)
+        return table
+    return index.memo("attributes built", make)
 
 
 def called_on_instance(index, key: tuple[str, str]) -> bool:
@@ -200,14 +222,18 @@ def _function_node(index, function):
                  and n.lineno == function.line), None)
 
 
-def _builds(index, maker: str, qualified: str) -> bool:
-    """Does calling `maker` give an instance of `qualified` (the class, or a function
-    annotated to return it)?"""
+def _built_by(index, maker: str) -> set[str]:
+    """The classes calling `maker` gives an instance of: the class itself, or what a
+    function is annotated to return."""
     resolved = index.resolve(maker) or maker
-    if resolved == qualified:
-        return True
     function = index.functions.get(resolved) if "." in resolved else None
-    return function is not None and any(index.resolve(r) == qualified for r in function.returns)
+    returns = {index.resolve(r) for r in function.returns} if function is not None else set()
+    return {resolved, *(r for r in returns if r)}
+
+
+def _builds(index, maker: str, qualified: str) -> bool:
+    """Does calling `maker` give an instance of `qualified`?"""
+    return qualified in _built_by(index, maker)
 
 
 def _binds_instance(index, function, variable: str, qualified: str) -> bool:

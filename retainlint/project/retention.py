@@ -41,6 +41,7 @@ class ModuleBuilder:
     def __init__(self, module: str, tree: ast.Module, source: bytes, nodes: FileNodes,
                  imports: dict[str, str]) -> None:
         self.imports = imports
+        self.source = source
         self.lines = Lines(source)
         self.holders = Holders(module, tree)
         self.nodes = nodes
@@ -180,6 +181,8 @@ class ModuleBuilder:
         """Does a `gc.disable()` here leave the collector off? gc.freeze() only exempts what
         exists when it runs (objects made per call later are still collected), and a function
         that turns it back on (`finally: gc.enable()`, `addCleanup(gc.enable)`) only pauses it."""
+        if b"gc.disable" not in self.source:
+            return False  # no `gc.disable()` here (the text says so without a walk)
         enabling = {id(self.nodes.owner(n)) for n in self.nodes.of(ast.Attribute) if dotted(n) == "gc.enable"}
         return any(dotted(getattr(n, "func")) == "gc.disable" and id(self.nodes.owner(n)) not in enabling
                    for n in self.nodes.of(ast.Call))
