@@ -128,7 +128,7 @@ class SelfCycleCallback(Rule):
                 if how == "cached":  # what the cache keeps: the arrays its method builds?
                     wrapped = self.ctx.methods(node).get(sites.cached_method(value) or "")
                     arrays = wrapped if wrapped is not None and returns_arrays(self.ctx, wrapped) else None
-                self._report(node, method, site, value, how, where, arrays)
+                self._report(node, method, site, value, how, where, arrays, bool(heavy))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """`module.forward = partial(fn, module.forward)` in any function, where `module`
@@ -225,9 +225,10 @@ class SelfCycleCallback(Rule):
                    any(self.ctx.code(t.target) == text for t in n.targets) for n in iter_nodes(cls))
 
     def _report(self, cls: cst.ClassDef, method: cst.FunctionDef, site, value, how: str,
-                where: str, arrays: Optional[cst.FunctionDef] = None) -> None:
+                where: str, arrays: Optional[cst.FunctionDef] = None, heavy: bool = True) -> None:
         """`arrays`: for a cache around a method, that method when it builds the arrays or
-        tensors the cache keeps."""
+        tensors the cache keeps. `heavy`: the instance holds something heavy (the shapes
+        reported in any class are reported for light ones too; the note says which)."""
         name = cls.name.value
         code = short(self.ctx.code(value))
         through_cpp = False
@@ -313,9 +314,9 @@ class SelfCycleCallback(Rule):
             facts = Facts(heavy=True, meant_to_go=True, collected=collector_frees(self.ctx, cls))
         else:  # a module's state-dict hook dict is a Python dict: a plain cycle
             facts = Facts(heavy=True, collected=collector_frees(self.ctx, cls))
-        related = RelatedNode(f"`{arrays.name.value}()` builds the arrays the cache keeps", arrays.name) \
-            if arrays is not None else RelatedNode(f"`{name}` is heavy", cls.name)
+        related = [RelatedNode(f"`{arrays.name.value}()` builds the arrays the cache keeps", arrays.name)] \
+            if arrays is not None else [RelatedNode(f"`{name}` is heavy", cls.name)] if heavy else []
         self.report(site, message,
                     severity=level(facts),
-                    related=[related],
+                    related=related,
                     statement=statement)
