@@ -209,7 +209,7 @@ class ModuleBuilder:
                     (loop.lineno, loop.end_lineno or loop.lineno))  # type: ignore[attr-defined]
         for call, made in calls:
             function = self._function_around(call)
-            if function is None or getattr(function, "name") in ENTRY_POINTS or process_entry(getattr(function, "name")):
+            if function is None or getattr(function, "name") in ENTRY_POINTS or process_entry(function):
                 long_lived.add(made)
                 continue
             fname = getattr(function, "name")

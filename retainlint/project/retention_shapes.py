@@ -289,10 +289,15 @@ def serves_until_stopped(loop: ast.While) -> bool:
     return False
 
 
-def process_entry(name: str) -> bool:
+def process_entry(function: ast.AST) -> bool:
     """A function named as the body of a process (`run_scheduler_process`, `worker_main`):
-    it runs once per process, so what it makes lives for the process."""
-    return name.endswith(("_process", "_main")) and not name.lstrip("_").startswith("process")
+    it runs once per process, so what it makes lives for the process. Not a predicate
+    about one (`one_instance_per_process(...) -> bool`): it answers a question, any number
+    of times."""
+    name = getattr(function, "name")
+    returns = getattr(function, "returns", None)
+    return name.endswith(("_process", "_main")) and not name.lstrip("_").startswith("process") \
+        and not (isinstance(returns, ast.Name) and returns.id == "bool")
 
 
 def runs_once(name: str) -> bool:

@@ -218,6 +218,29 @@ def test_an_object_lives_for_the_process_when_any_module_makes_one_at_start_up(t
     assert [(p, line, code) for p, line, code, _ in found] == [("app/queue.py", 6, "RL307")]
 
 
+def test_a_process_body_makes_an_object_for_the_process_and_a_predicate_about_one_does_not(tmp_path):
+    queue = """\
+        class Queue:
+            def __init__(self):
+                self.events = {}
+
+            def push(self, event_id, event):
+                self.events[event_id] = event
+        """
+    found = _check(tmp_path / "body", {"queue.py": queue + """\
+
+        def run_scheduler_process(port):
+            serve(Queue(), port)
+        """})
+    assert [(p, line, code) for p, line, code, _ in found] == [("queue.py", 6, "RL307")]
+    assert _check(tmp_path / "predicate", {"queue.py": queue + """\
+
+        def one_queue_per_process(events) -> bool:
+            probe = Queue()
+            return all(probe.push(e, None) is None for e in events)
+        """}) == []
+
+
 def test_a_value_read_off_the_instance_does_not_keep_it_and_an_emptiness_guard_bounds(tmp_path):
     assert _check(tmp_path, {"metrics.py": """\
         _count = []
