@@ -136,7 +136,8 @@ def _instance_calls(index, qualified: str, name: str):
     assigns `self.x = Cls(...)` (receiver None: an instance that class keeps). Other
     receivers are unknown and left out; `self.name()` is the class's own business."""
     holders = _attributes_built(index).get(qualified, set())
-    for function, receiver in _method_calls(index).get(name, ()):
+    for function, call in _method_calls(index, name):
+        receiver = call[:-len(name) - 1]
         head, _, last = receiver.rpartition(".")
         if head and last in holders:
             yield function, None
@@ -144,18 +145,16 @@ def _instance_calls(index, qualified: str, name: str):
             yield function, receiver
 
 
-def _method_calls(index) -> dict[str, list]:
-    """Method name -> (function, receiver) of every `receiver.name(...)` call in the project,
-    made once per index: the questions above are asked for many classes."""
-    def make() -> dict[str, list]:
-        table: dict[str, list] = {}
-        for function in index.functions.values():
-            for call in function.calls:
-                receiver, dot, name = call.rpartition(".")
-                if dot and receiver:
-                    table.setdefault(name, []).append((function, receiver))
-        return table
-    return index.memo("method calls", make)
+def _method_calls(index, name: str) -> list:
+    """(function, call) of every `receiver.name(...)` call in the project but those on `self`
+    or `cls`, found once per method name: the questions above are asked for many classes
+    with the same few release names."""
+    suffix = "." + name
+
+    def make() -> list:
+        return [(function, call) for function in index.functions.values() for call in function.calls
+                if call.endswith(suffix) and call[:-len(suffix)] not in ("", "self", "cls")]
+    return index.memo(f"calls of .{name}()", make)
 
 
 def _attributes_built(index) -> dict[str, set[str]]:
