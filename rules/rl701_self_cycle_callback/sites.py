@@ -103,6 +103,7 @@ class _Sites(cst.CSTVisitor):
         self.owned_locals: set[str] = set()
         self.cache_locals: dict[str, cst.CSTNode] = {}  # a local bound to a cache: its value
         for _ in range(3):
+            sizes = (len(self.bound_locals), len(self.cache_locals), len(self.owned_locals))
             for names, value in locals_.bindings:
                 if self.refers(value):
                     self.bound_locals |= names
@@ -110,6 +111,8 @@ class _Sites(cst.CSTVisitor):
                     self.cache_locals.update(dict.fromkeys(names, value))
                 if _owned(value, self.owned_locals):
                     self.owned_locals |= names - {"self"}
+            if sizes == (len(self.bound_locals), len(self.cache_locals), len(self.owned_locals)):
+                break  # nothing new: another round would find the same
         self.found: list[tuple[cst.CSTNode, cst.CSTNode, str, str]] = []  # (node, value, how, where)
 
     def visit_ClassDef(self, node) -> bool:
