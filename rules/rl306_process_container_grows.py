@@ -18,6 +18,8 @@ class ProcessContainerGrows(RetentionRule):
     summary = "A module- or class-level container gains an entry per call or per instance, and nothing removes one"
     severity = Severity.WARNING
     fix_applicability = Applicability.NONE
+    # an `id()`-keyed store whose value holds the keyed object: RL305 names what is kept
+    defers_to = ("RL305",)
 
     docs = """
 ## What it does
@@ -37,7 +39,8 @@ list for all instances) or an entry that keeps the instance (`Cls._instances.app
 dtypes: a small domain), registration at import (a decorator returning what it
 registers), `__init_subclass__` and other once-per-class hooks, adds under
 `if torch.cuda.is_current_stream_capturing():` or `torch.compiler.is_compiling()` (start-up
-only), `deque(maxlen=n)`, weak containers.
+only), `deque(maxlen=n)`, weak containers. A table keyed by `id(obj)` whose value holds
+`obj` is reported by RL305 (id-keyed-registry) instead, on the same line.
 
 A removal that only the successful path of an `async` function or a context manager's
 generator reaches (after an `await`, or the `yield` every path reaches, outside `finally`

@@ -94,6 +94,9 @@ class Rule:
     severity: ClassVar[Severity] = Severity.ERROR
     fix_applicability: ClassVar[Applicability] = Applicability.NONE
     default_enabled: ClassVar[bool] = True
+    # Codes whose finding on the same line says the same retention more precisely: this
+    # rule's finding there is left out (one retention, one code).
+    defers_to: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[list] = []
     invalid: ClassVar[list[Example]] = []
 

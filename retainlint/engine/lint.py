@@ -219,10 +219,21 @@ def lint_bytes(
     """`index`: the project this file belongs to; without one, the file on its own."""
     result = FileResult(path)
     _lint_file(result, data, rules, settings, keep_module, index)
+    _one_code_per_line(result, rules)
     if settings.report_unused_noqa and not result.has_errors:
         suppressions = result.suppressions or Suppressions.scan(data.decode("utf-8", "replace"))
         result.findings += suppressions.unused(path, catalog())
     return result
+
+
+def _one_code_per_line(result: FileResult, rules: Sequence[type[Rule]]) -> None:
+    """Leave out a finding whose rule defers to another code reported on the same line."""
+    deferring = {r.code: r.defers_to for r in rules if r.defers_to}
+    if not deferring or len(result.findings) < 2:
+        return
+    reported = {(f.start.line, f.code) for f in result.findings}
+    result.findings = [f for f in result.findings if not any(
+        (f.start.line, code) in reported for code in deferring.get(f.code, ()))]
 
 
 def _lint_file(result: FileResult, data: bytes, rules: Sequence[type[Rule]], settings: Settings,

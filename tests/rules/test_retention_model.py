@@ -394,3 +394,29 @@ def test_a_file_only_the_model_checks_read_is_reported_in_any_encoding(tmp_path)
         result = runner.run([str(root / "jobs.py")], CODES, Settings(root=root), runner.Mode(), jobs=1)
         found = [(f.start.line, f.code) for f in result.findings]
         assert found == [(comment.count("\n") + 4, "RL306")], (name, found)
+
+
+def test_an_id_keyed_store_whose_value_holds_the_key_is_reported_once(tmp_path):
+    code = """\
+        CACHE = {}
+
+
+        class Fused:
+            def __init__(self, group):
+                self.group = group
+
+
+        def lazy_init(group):
+            try:
+                return CACHE[id(group)]
+            except KeyError:
+                obj = Fused(group)
+                CACHE[id(group)] = obj
+                return obj
+        """
+    (tmp_path / "fused.py").write_text(textwrap.dedent(code))
+    paths = [str(tmp_path / "fused.py")]
+    every = runner.run(paths, CODES, Settings(root=tmp_path), runner.Mode(), jobs=1).findings
+    assert [(f.start.line, f.code) for f in every] == [(14, "RL305")]
+    alone = runner.run(paths, ["RL306"], Settings(root=tmp_path), runner.Mode(), jobs=1).findings
+    assert [(f.start.line, f.code) for f in alone] == [(14, "RL306")]
