@@ -196,8 +196,8 @@ def test_a_drop_method_handed_on_and_a_rebinding_by_unpacking_release_the_holder
         """}) == []
 
 
-def test_an_object_lives_for_the_process_when_any_module_makes_one_at_start_up(tmp_path):
-    server = """\
+# A queue whose instance map grows per call: reported once an instance lives for the process.
+QUEUE = """\
         class Queue:
             def __init__(self):
                 self.events = {}
@@ -205,10 +205,13 @@ def test_an_object_lives_for_the_process_when_any_module_makes_one_at_start_up(t
             def push(self, event_id, event):
                 self.events[event_id] = event
         """
-    assert _check(tmp_path / "alone", {"app/__init__.py": "", "app/queue.py": server}) == []
+
+
+def test_an_object_lives_for_the_process_when_any_module_makes_one_at_start_up(tmp_path):
+    assert _check(tmp_path / "alone", {"app/__init__.py": "", "app/queue.py": QUEUE}) == []
     found = _check(tmp_path / "served", {
         "app/__init__.py": "from app.queue import Queue\n",
-        "app/queue.py": server,
+        "app/queue.py": QUEUE,
         "app/main.py": """\
             from app import Queue
 
@@ -219,21 +222,13 @@ def test_an_object_lives_for_the_process_when_any_module_makes_one_at_start_up(t
 
 
 def test_a_process_body_makes_an_object_for_the_process_and_a_predicate_about_one_does_not(tmp_path):
-    queue = """\
-        class Queue:
-            def __init__(self):
-                self.events = {}
-
-            def push(self, event_id, event):
-                self.events[event_id] = event
-        """
-    found = _check(tmp_path / "body", {"queue.py": queue + """\
+    found = _check(tmp_path / "body", {"queue.py": QUEUE + """\
 
         def run_scheduler_process(port):
             serve(Queue(), port)
         """})
     assert [(p, line, code) for p, line, code, _ in found] == [("queue.py", 6, "RL307")]
-    assert _check(tmp_path / "predicate", {"queue.py": queue + """\
+    assert _check(tmp_path / "predicate", {"queue.py": QUEUE + """\
 
         def one_queue_per_process(events) -> bool:
             probe = Queue()
