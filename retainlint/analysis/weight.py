@@ -433,10 +433,9 @@ def _dotted_qualname(ctx, func: ast.AST) -> Optional[str]:
 
 # Calls that build a new array or tensor, in numpy and torch (`np.indices(shape)`,
 # `torch.stack(parts)`): what they return weighs what its shape says, not a few bytes.
-_ARRAY_MAKERS = frozenset((
-    "empty zeros ones full rand randn randint arange linspace logspace eye identity indices "
-    "meshgrid mgrid stack vstack hstack concatenate cat array asarray tensor as_tensor "
-    "from_numpy tile outer empty_like zeros_like ones_like full_like rand_like randn_like"
+_ARRAY_MAKERS = frozenset(q.rpartition(".")[2] for q in TENSOR_FACTORIES) | frozenset((
+    "linspace logspace eye identity indices meshgrid mgrid stack vstack hstack concatenate "
+    "cat array asarray tile outer"
 ).split())
 _REDUCTIONS = frozenset("sum mean max min prod all any item tolist argmax argmin std var norm".split())
 

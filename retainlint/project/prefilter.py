@@ -69,6 +69,13 @@ class Prefilter:
         return None
 
     @classmethod
+    def scanned(cls, data: bytes) -> object:
+        """What `scan` found in this file; None when the file has no `ast` (or none of
+        `triggers`, so it was not scanned)."""
+        summary = getattr(data, "summary", None)
+        return summary.scans.get(cls.code) if summary is not None else None
+
+    @classmethod
     def might_match(cls, data: bytes, settings: "Settings", index: "ProjectIndex") -> bool:
         """A cheap test: False means the file is not parsed for this rule. It must be
         True for every file the rule reports something in. By default, does the file

@@ -363,8 +363,7 @@ class ScanPrefilter(Prefilter):
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        summary = getattr(data, "summary", None)
-        found = summary.scans.get(cls.code) if summary is not None else None
+        found = cls.scanned(data)
         return cls.without_scan(data, settings) if found is None else cls.decide(found, settings)
 
     @classmethod

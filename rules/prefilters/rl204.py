@@ -53,8 +53,7 @@ class FinalizerRegisteredPerCallPrefilter(Prefilter):
         called, or an exit or at-fork registration in a file with an `__init__`."""
         if not cls.triggered_by(data):
             return False
-        summary = getattr(data, "summary", None)
-        found = summary.scans.get(cls.code) if summary is not None else None
+        found = cls.scanned(data)
         if found is not None:
             return bool(found)
         if _EAGER.search(data) is not None:

@@ -43,7 +43,7 @@ class DiscardedHookHandlePrefilter(Prefilter):
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
         summary = getattr(data, "summary", None)
-        found = summary.scans.get(cls.code) if summary is not None else None
+        found = cls.scanned(data)
         if found is not None:
             # a hook that keeps `self` may sit on an object the instance was handed (on by default)
             return found[0] or found[2] or (settings.per_object_hooks and found[1])

@@ -491,7 +491,7 @@ class ReleaseLeavesAliasPrefilter(Prefilter):
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
         summary = getattr(data, "summary", None)
-        found = summary.scans.get(cls.code) if summary is not None else None
+        found = cls.scanned(data)
         if found is None:
             # No `ast`, or no method with a default release name: the byte test, for
             # the configured names (only the other ones when there is a summary).

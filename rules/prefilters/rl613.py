@@ -58,8 +58,7 @@ class PartFreedElsewherePrefilter(Prefilter):
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        summary = getattr(data, "summary", None)
-        found = summary.scans.get(cls.code) if summary is not None else None
+        found = cls.scanned(data)
         if found is None:
             return frees_a_part_elsewhere(data, settings)
         releases = {m for m in settings.release_methods if m != "__del__"}

@@ -51,6 +51,5 @@ class PerCallValueKeptOnSelfPrefilter(Prefilter):
 
     @classmethod
     def might_match(cls, data: bytes, settings, index) -> bool:
-        summary = getattr(data, "summary", None)
-        found = summary.scans.get(cls.code) if summary is not None else None
+        found = cls.scanned(data)
         return cls.triggered_by(data) if found is None else bool(found)
