@@ -20,6 +20,8 @@ class SelfReferenceCycle(RetentionRule):
     summary = "An object made per call keeps a reference to itself, so it is freed only by the cyclic collector"
     severity = Severity.INFO
     fix_applicability = Applicability.NONE
+    # a cache or callback over `self` kept on the instance: RL701 says what the cycle keeps
+    defers_to = ("RL701",)
 
     docs = """
 ## What it does
@@ -50,7 +52,9 @@ thread or process made with a bound method (it drops its target when it has run)
 another method breaks when the object is done (`self.parser = None` or `del self.parser` in
 `connection_lost()` or `close()`); classes with no sign of being made per call (a cycle in a
 singleton costs nothing).
-RL701 covers heavy classes (models, tensors) whatever their lifetime.
+RL701 covers heavy classes (models, tensors) whatever their lifetime; where it reports a
+line (a cache around the instance's own method, a callback kept on it), this rule leaves
+that line to it.
 
 It also reports a function's frame that keeps its own traceback, the cycle the interpreter
 avoids by deleting `except ... as e` at the end of the handler:

@@ -13,6 +13,8 @@ import libcst as cst
 from retainlint.project.names import TENSOR_FACTORIES
 from retainlint.project.index import qualified_in
 from retainlint.analysis.walk import children
+from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.cstutil import self_attribute
 
 
 
@@ -473,3 +475,20 @@ def returns_arrays(ctx, fn: cst.FunctionDef) -> bool:
             return True
         todo.extend(children(node))
     return False
+
+
+def holds_callers_collection(ctx, cls: cst.ClassDef) -> bool:
+    """Is an instance of `cls` a collection of what its caller hands it: `__init__` keeps a
+    parameter as it is (`self.data = data`) and `__len__` returns `len(self.data)`? It then
+    weighs what the caller's data weighs (a dataset's samples), however light the class."""
+    methods = ctx.methods(cls)
+    init, length = methods.get("__init__"), methods.get("__len__")
+    if init is None or length is None:
+        return False
+    params = {p.name.value for p in (*init.params.params, *init.params.kwonly_params)} - {"self"}
+    kept = {self_attribute(t.target) for n in iter_nodes(init.body) if isinstance(n, cst.Assign)
+            and isinstance(n.value, cst.Name) and n.value.value in params for t in n.targets} - {None}
+    return any(isinstance(r, cst.Return) and isinstance(call := r.value, cst.Call)
+               and isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1
+               and self_attribute(call.args[0].value) in kept
+               for r in iter_nodes(length.body))

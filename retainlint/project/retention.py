@@ -190,8 +190,9 @@ class ModuleBuilder:
     def _instantiations(self) -> tuple[set[str], set[str]]:
         """Classes (`module.Class`, the module's own or imported) made once: at module level,
         in a class body, or in an entry point (`main()`, `serve()`), so they live for the
-        process; and the module's classes made many times: in a loop or comprehension, or
-        in a function whose name says it runs per request (`handle`, `on_data`, `__call__`)."""
+        process; and the module's classes made many times: in a loop or comprehension, in a
+        function whose name says it runs per request (`handle`, `on_data`, `__call__`), or
+        by a method of the class itself (`split()` returning new ones)."""
         module = self.holders.module
         long_lived = {f"{module}.{c}" for c in self.holders.classes
                       if any(a.lstrip("_") in ("instance", "singleton")
@@ -217,9 +218,20 @@ class ModuleBuilder:
                 continue  # made once per owner, or at set-up; other modules' classes: theirs
             line = getattr(call, "lineno")
             if any(word in fname.lower() for word in PER_CALL_FUNCTIONS) or any(
-                    start <= line <= end for start, end in loops.get(id(function), ())):
+                    start <= line <= end for start, end in loops.get(id(function), ())) or \
+                    self._made_from_itself(function, made):
                 per_call.add(made)
         return long_lived, per_call
+
+    def _made_from_itself(self, function: ast.AST, made: str) -> bool:
+        """Is `function` an instance method of the class it makes (`split()`, `copy()`,
+        `__add__` returning a new one): each call makes another instance from this one,
+        so instances are values that come and go. Not a classmethod or staticmethod: an
+        alternate constructor makes the one instance its caller asked for."""
+        cls = self.holders.classes.get(made.rpartition(".")[2])
+        return cls is not None and f"{self.holders.module}.{cls.name}" == made and \
+            any(item is function for item in cls.body) and \
+            not any(last_name(d) in ("classmethod", "staticmethod") for d in getattr(function, "decorator_list"))
 
     def _serving(self, per_call: set[str]) -> set[str]:
         """The module's classes whose methods serve requests, so that one instance outlives

@@ -78,7 +78,7 @@ class ModuleFacts:
     bounded: set[str]  # holders whose size something here checks (`len(h) > n`)
     self_references: list[SelfReference]
     long_lived: set[str]  # classes (`module.Class`) made at module level or in an entry point
-    made_per_call: set[str]  # the module's classes made in a loop or a per-request function
+    made_per_call: set[str]  # the module's classes made in a loop, a per-request function or their own methods
     collector_off: bool  # the module disables the cyclic collector
     frames: list[FrameCycle]  # functions whose frame keeps its own traceback (`frames.py`)
     # holders whose only drops here follow an `await` outside `finally` (a call cancelled or

@@ -27,8 +27,8 @@ from retainlint.rules.prefilters.rl701 import (
     inherited_bound_method,
 )
 from retainlint.analysis.rule import RelatedNode, Rule
-from retainlint.analysis.severity import Facts, collector_frees, level
-from retainlint.analysis.weight import returns_arrays
+from retainlint.analysis.severity import Facts, collector_frees, level, made_per_call
+from retainlint.analysis.weight import holds_callers_collection, returns_arrays
 from retainlint.analysis.walk import visit
 from retainlint.rules.rl701_self_cycle_callback.examples import DOCS, INVALID, VALID
 from retainlint.rules.rl701_self_cycle_callback.holding import _Holdings, _worth_reporting
@@ -298,6 +298,7 @@ class SelfCycleCallback(Rule):
             message += (": a reference cycle, so the instance (and its tensors) is freed only when the "
                         "cyclic collector runs; store `weakref.WeakMethod(...)`/`weakref.ref(self)` and "
                         "dereference it at call time, or keep the callback off the object")
+        collection = how == "cached" and arrays is None and holds_callers_collection(self.ctx, cls)
         statement = None
         for node in iter_nodes(method.body):
             if isinstance(node, cst.SimpleStatementLine) and any(
@@ -312,10 +313,17 @@ class SelfCycleCallback(Rule):
             # the arrays are made per call, one more per new argument, and wait in the cycle
             # for a collection that their bytes do not count towards
             facts = Facts(heavy=True, meant_to_go=True, collected=collector_frees(self.ctx, cls))
+        elif how == "cached":
+            # the cycle keeps the instance and all it holds: that costs something when the
+            # instance is heavy (a model, the caller's data) and instances come and go
+            facts = Facts(heavy=heavy or collection or None,
+                          meant_to_go=made_per_call(self.ctx, cls) or None, collected=collector_frees(self.ctx, cls))
         else:  # a module's state-dict hook dict is a Python dict: a plain cycle
             facts = Facts(heavy=True, collected=collector_frees(self.ctx, cls))
         related = [RelatedNode(f"`{arrays.name.value}()` builds the arrays the cache keeps", arrays.name)] \
-            if arrays is not None else [RelatedNode(f"`{name}` is heavy", cls.name)] if heavy else []
+            if arrays is not None else [RelatedNode(f"`{name}` is heavy", cls.name)] if heavy else \
+            [RelatedNode(f"`{name}` is a collection of the data its caller hands it (`__len__`)", cls.name)] \
+            if collection else []
         self.report(site, message,
                     severity=level(facts),
                     related=related,

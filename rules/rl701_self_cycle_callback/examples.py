@@ -92,7 +92,11 @@ tornado's `PeriodicCallback`) is a warning: whether the collector can traverse i
 cannot) is unknown. So is a per-instance cache around a method that builds numpy arrays or
 torch tensors (`return np.indices(self.shape)`): it keeps one per argument it saw, made per
 call, and their bytes do not count towards a collection (gammapy's geometries); a cache of
-numbers, strings or the instance's own values is info.
+numbers, strings or the instance's own values is info, unless the instance itself weighs
+something and instances come and go: an error for a collection of the data its caller hands
+it (`self.data = data`, `__len__` returning `len(self.data)`) that its own methods make anew
+(`split()` returning new ones: fastestimator's in-memory datasets), each one keeping all its
+samples until a collection.
 
 ## Why it leaks
 The object becomes part of a reference cycle, so reference counting can never free it:

@@ -138,6 +138,32 @@ def test_self_references_count_on_objects_made_per_call(tmp_path):
     assert "`self.on_close` keeps a bound method of itself (`self.close`)" in found[0][3]
 
 
+def test_an_object_its_own_methods_make_anew_is_made_per_call(tmp_path):
+    found = _check(tmp_path, {"parts.py": """\
+        class Part:
+            def __init__(self, rows):
+                self.rows = rows
+                self.on_split = self.split
+
+            def split(self, n):
+                return Part(self.rows[:n])
+
+        class Layout:
+            def __init__(self, rows):
+                self.rows = rows
+                self.on_load = self.load
+
+            def load(self):
+                pass
+
+            @classmethod
+            def from_rows(cls, rows):
+                return Layout(rows)
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(4, "RL703")]
+    assert "`self.on_split` keeps a bound method of itself (`self.split`)" in found[0][3]
+
+
 def test_a_noqa_on_the_statement_silences_a_model_finding(tmp_path):
     assert _check(tmp_path, {"jobs.py": """\
         _pending = {}
