@@ -10,6 +10,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import body_functions, decorator_names
 from retainlint.core.finding import Applicability, Severity
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.once import once_per_process
 from retainlint.rules.prefilters.rl801 import LoggerRegistryGrowthPrefilter
 from retainlint.analysis.rule import Example, Rule
@@ -77,10 +78,12 @@ Reports two ways code makes the process-wide logging registry grow:
   (`__init__` or any other: it runs per instance or per call) when no
   `removeHandler(...)` (or `handlers.clear()`) appears in the class, and the call is
   not guarded by a check that makes it idempotent (`if not logger.handlers:`,
-  `if self._handler is None:`). A plain function (or a static method) is taken for
-  one-time configuration (`setup_logging()`, `log_to_stderr()`) unless it handles a
-  request - it takes a `request`, `conn`, `session`, `client`... parameter - and builds
-  the handler itself. A method is taken for one-time configuration too when it runs once
+  `if self._handler is None:`; not a test of a local the same call made, `if handler is
+  not None:`). A plain function (or a static method) is taken for one-time configuration
+  (`setup_logging()`, `log_to_stderr()`) unless it handles a request - it takes a
+  `request`, `conn`, `session`, `client`... parameter - and builds the handler itself, or
+  a method of the file that runs per instance calls it (`self.log = Client.null_logger()`
+  in `__init__`). A method is taken for one-time configuration too when it runs once
   per process: it runs at most once per instance (`__init__`, a method that returns or
   raises when a flag it sets is already set, or one only such methods call), and the
   class's only instance is built at module level or by an entry point (a function called
@@ -568,7 +571,8 @@ if __name__ == "__main__":
         if self._guarded(call, receiver, handler):
             return
         is_method = self._per_instance(fn, call)
-        if not is_method and not (self._built_here(handler, fn) and self._handles_requests(fn)):
+        if not is_method and not (self._built_here(handler, fn) and (
+                self._handles_requests(fn) or self._called_per_instance(fn))):
             return
         if is_method and call.cls is not None and once_per_process(self.ctx, call.cls, fn):
             return  # the start-up of the process's one instance configures logging once
@@ -596,6 +600,22 @@ if __name__ == "__main__":
         if any(f is fn for f in body_functions(call.cls)):
             return not (decorator_names(self.ctx, fn) & _NOT_INSTANCE)
         return True
+
+    def _called_per_instance(self, fn: cst.FunctionDef) -> bool:
+        """Does an instance method of the file call `fn` by its name (`self.fn()`,
+        `Cls.fn()`, `fn()`), where the process does not make that class's one instance at
+        start-up: `fn` then runs once per instance made, whatever it is named."""
+        name = fn.name.value
+        for cls in self.ctx.classes.values():
+            for method in body_functions(cls):
+                if method is fn or decorator_names(self.ctx, method) & _NOT_INSTANCE:
+                    continue
+                if any(isinstance(n, cst.Call) and (
+                        isinstance(n.func, cst.Name) and n.func.value == name
+                        or isinstance(n.func, cst.Attribute) and n.func.attr.value == name)
+                       for n in iter_nodes(method.body)) and not once_per_process(self.ctx, cls, method):
+                    return True
+        return False
 
     def _shared_logger(self, expr, fn, cls, depth) -> Optional[str]:
         """How to name `expr` when it is a logger from the logging registry (module
@@ -654,9 +674,13 @@ if __name__ == "__main__":
 
     def _guarded(self, call: _Call, receiver, handler) -> bool:
         """Inside an `if`/`while` that makes the call idempotent: its test looks at the
-        logger's handlers, at the handler, or at the logger itself."""
+        logger's handlers, at the handler, or at the logger itself. Not a test of a local
+        of the function (`if handler is not None:`): made fresh by every call, it says
+        nothing about what the logger holds already."""
         names = {ctx_code(self.ctx, receiver)}
-        if isinstance(handler, (cst.Name, cst.Attribute)):
+        local = isinstance(handler, cst.Name) and bool(self.ctx.heavy.local_assignments(call.function).get(
+            handler.value))
+        if isinstance(handler, (cst.Name, cst.Attribute)) and not local:
             names.add(ctx_code(self.ctx, handler))
         for test in call.guards:
             text = ctx_code(self.ctx, test)
