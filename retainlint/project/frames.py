@@ -229,7 +229,7 @@ def frame_cycles(nodes: FileNodes, site: Callable[[ast.AST], object]) -> list[Fr
         if not isinstance(exc, ast.Name):
             continue
         scope = scope_of(raise_)
-        if scope is None or not scope.local(exc.id) or _bound_by_handler(scope, exc.id):
+        if scope is None or not scope.local(exc.id) or _bound_by_handler(scope, exc.id, raise_):
             continue
         bound = _binding(scope, exc.id)
         chained = getattr(raise_, "cause") is not None and not (
@@ -300,8 +300,14 @@ def _caught_here(scope: _Scope, value: ast.AST) -> bool:
     return isinstance(value, ast.Name) and _bound_by_handler(scope, value.id)
 
 
-def _bound_by_handler(scope: _Scope, name: str) -> bool:
-    return any(isinstance(sub, ast.ExceptHandler) and sub.name == name for sub in own_nodes(scope.node))
+def _bound_by_handler(scope: _Scope, name: str, within: Optional[ast.AST] = None) -> bool:
+    """Does a handler of the function bind `name` (`except E as name:`) - the one around
+    `within` when given? Python unbinds the name when the handler ends, so a `raise name`
+    after it raises whatever the name was bound to next, not the exception caught."""
+    line = getattr(within, "lineno", None)
+    return any(isinstance(sub, ast.ExceptHandler) and sub.name == name
+               and (line is None or sub.lineno <= line <= (sub.end_lineno or sub.lineno))
+               for sub in own_nodes(scope.node))
 
 
 def _binding(scope: _Scope, name: str) -> Optional[ast.AST]:

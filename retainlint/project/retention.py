@@ -92,7 +92,7 @@ class ModuleBuilder:
     def build(self) -> ModuleFacts:
         holders = self.holders
         if holders.module_level or any(holders.class_level.values()) or any(holders.instance.values()):
-            for node in self.tree.body:
+            for node in statements(self.tree.body):
                 if isinstance(node, FUNCTIONS):
                     self._function(node, None)
                 elif isinstance(node, ast.ClassDef):

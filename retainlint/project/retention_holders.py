@@ -39,7 +39,7 @@ class Holders:
         self.instance: dict[str, dict[str, str]] = {}  # class -> attr -> kind
         self.methods: dict[str, set[str]] = {}  # class -> method names
         self.classes: dict[str, ast.ClassDef] = {}
-        for node in tree.body:
+        for node in statements(tree.body):  # also under a module-level `try:`/`if:` (a fallback)
             for target, value in bindings(node):
                 if isinstance(target, ast.Name) and not target.id.startswith("__"):  # `__all__`
                     kind = container_kind(value)

@@ -403,6 +403,43 @@ def test_a_class_defined_under_an_if_leaves_the_modules_other_findings(tmp_path)
 
 
 
+def test_a_class_under_a_module_level_try_is_read_like_any_other(tmp_path):
+    # a fallback defined where an import fails is the class the process uses then
+    found = _check(tmp_path, {"local.py": """\
+        import threading
+
+        try:
+            from contextvars import ContextVar
+        except ImportError:
+            class ContextVar:
+                def __init__(self, name):
+                    self.storage = {}
+
+                def set(self, value):
+                    self.storage[threading.get_ident()] = value
+
+        _var = ContextVar("x")
+        """})
+    assert [(line, code) for line, code, _, _ in found] == [(11, "RL307")]
+    assert "`self.storage` gains one entry per distinct `threading.get_ident()`" in found[0][3]
+
+
+def test_an_exception_raised_again_after_its_handler_rebound_the_name(tmp_path):
+    # `except ... as e` unbinds `e` when the handler ends: a later `raise e` raises what
+    # the name was bound to next, here an exception kept on an object
+    found = _check(tmp_path, {"interp.py": """\
+        def step(ctx, fn):
+            try:
+                return fn()
+            except Exception as e:
+                ctx.log(e)
+            e = ctx.current_exception
+            raise e
+        """})
+    assert [(line, code) for line, code, _, _ in found] == [(7, "RL703")]
+    assert "`e` is raised from a local in `step()`" in found[0][3]
+
+
 def test_a_class_registering_itself_and_a_flag_named_for_a_buffer_are_no_cycle_of_note(tmp_path):
     # `cls` in `__init_subclass__` is the class, not an instance (lmdeploy's state
     # registry); `enable_extra_buffer` is a flag about a buffer, not one (sglang).
