@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING, Hashable, Optional
 
 from retainlint.project.retention_facts import (
-    BOUNDED, COLLECTOR_OFF, DROPS, LONG_LIVED, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
+    BOUNDED, COLLECTOR_OFF, DROPS, LONG_LIVED, OWNED, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
     SelfReference)
 
 if TYPE_CHECKING:
@@ -160,11 +160,26 @@ def _made_at_start(index: "ProjectIndex", cls: Hashable) -> Hashable:
     return False
 
 
+def _owned_by_one_that_lives(index: "ProjectIndex", key: Hashable) -> Hashable:
+    """Is `cls` made in the `__init__` of a class that lives for the process, and kept on
+    it? `key`: (cls, how many owners up this is asked)."""
+    assert isinstance(key, tuple)
+    cls: str = key[0]
+    depth: int = key[1]
+    if depth > 3:
+        return False
+    owners = {owner for summary in dict.values(index.files) if summary.retention
+              for made, owner in summary.retention[OWNED] if made == cls or index.resolve(made) == cls}
+    return any(index.ask(_made_at_start, index.resolve(o) or o)
+               or index.ask(_owned_by_one_that_lives, (index.resolve(o) or o, depth + 1)) for o in sorted(owners))
+
+
 def lives_for_the_process(index: "ProjectIndex", cls: str) -> bool:
     """Is an instance of `cls` (`module.Class`) made once, at start-up - at module level,
     in a class body, as a singleton, or in an entry point (`main()`, `serve()`) - in any
-    file of the project?"""
-    return bool(index.ask(_made_at_start, index.resolve(cls) or cls))
+    file of the project, or made in `__init__` of such an object and kept on it?"""
+    cls = index.resolve(cls) or cls
+    return bool(index.ask(_made_at_start, cls) or index.ask(_owned_by_one_that_lives, (cls, 0)))
 
 
 def made_per_call(cls: str, facts: ModuleFacts) -> bool:

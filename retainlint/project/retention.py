@@ -110,7 +110,7 @@ class ModuleBuilder:
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
                            long_lived, per_call, collector_off, frames,
                            self.success_drops - self.drops, self.teardown_drops - self.drops,
-                           serving)
+                           serving, self._owned())
 
     def _runs_per_call(self, function: str, serving: set[str]) -> bool:
         """Does `function` (`Class.method` or `function`) run per request, message or job:
@@ -222,6 +222,24 @@ class ModuleBuilder:
                     self._made_from_itself(function, made):
                 per_call.add(made)
         return long_lived, per_call
+
+    def _owned(self) -> set[tuple[str, str]]:
+        """(class, owner) for each `self.attr = Class(...)` in `owner.__init__`: one instance
+        per owner, kept as long as the owner lives (`lives_for_the_process` follows it)."""
+        found: set[tuple[str, str]] = set()
+        for name, cls in self.holders.classes.items():
+            init = next((f for f in cls.body if isinstance(f, FUNCTIONS) and f.name == "__init__"), None)
+            if init is None or not init.args.args:
+                continue
+            me = init.args.args[0].arg
+            for stmt in statements(init.body):
+                for target, value in bindings(stmt):
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id == me and isinstance(value, ast.Call):
+                        made = self._class_called(value.func)
+                        if made is not None:
+                            found.add((made, f"{self.holders.module}.{name}"))
+        return found
 
     def _made_from_itself(self, function: ast.AST, made: str) -> bool:
         """Is `function` an instance method of the class it makes (`split()`, `copy()`,

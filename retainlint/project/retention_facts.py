@@ -65,7 +65,7 @@ def growth_of(plain: tuple[Any, ...]) -> Growth:
 # Positions in `ModuleFacts.plain()`, for questions that read every file's facts without
 # decoding them; a plain growth holds `Growth`'s fields in order.
 GROWTH, DROPS, BOUNDED, SELF_REFERENCES, LONG_LIVED, PER_CALL, COLLECTOR_OFF, FRAMES, \
-    SUCCESS_DROPS, TEARDOWN_DROPS, SERVING = range(11)
+    SUCCESS_DROPS, TEARDOWN_DROPS, SERVING, OWNED = range(12)
 GROWTH_KIND = 1
 
 
@@ -86,6 +86,9 @@ class ModuleFacts:
     success_drops: set[str]
     teardown_drops: set[str]
     serving: set[str]  # classes (`module.Class`) whose methods serve requests (see `_serving`)
+    # (class, owner): an instance of `class` made in `owner.__init__` and kept on the owner
+    # (`self.publisher = Publisher()`), one per owner, living as long as it does
+    owned: set[tuple[str, str]]
 
     def plain(self) -> tuple[object, ...]:
         """As stored in the index; the `GROWTH`... constants name its positions."""
@@ -93,15 +96,16 @@ class ModuleFacts:
                 [astuple(r) for r in self.self_references], sorted(self.long_lived),
                 sorted(self.made_per_call), self.collector_off,
                 [astuple(f) for f in self.frames],
-                sorted(self.success_drops), sorted(self.teardown_drops), sorted(self.serving))
+                sorted(self.success_drops), sorted(self.teardown_drops), sorted(self.serving),
+                sorted(self.owned))
 
     @classmethod
     def from_plain(cls, plain: tuple[Any, ...]) -> "ModuleFacts":
         (growth, drops, bounded, refs, long_lived, per_call, collector_off, frames,
-         success, teardown, serving) = plain
+         success, teardown, serving, owned) = plain
         return cls([growth_of(g) for g in growth],
                    set(drops), set(bounded),
                    [SelfReference(*r[:-1], Site(*r[-1])) for r in refs],  # type: ignore[call-arg]
                    set(long_lived), set(per_call), collector_off,
                    [FrameCycle(*f[:-1], Site(*f[-1])) for f in frames],  # type: ignore[call-arg]
-                   set(success), set(teardown), set(serving))
+                   set(success), set(teardown), set(serving), {(made, owner) for made, owner in owned})

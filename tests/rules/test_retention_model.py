@@ -164,6 +164,33 @@ def test_an_object_its_own_methods_make_anew_is_made_per_call(tmp_path):
     assert "`self.on_split` keeps a bound method of itself (`self.split`)" in found[0][3]
 
 
+def test_an_object_kept_by_one_that_lives_for_the_process_lives_as_long(tmp_path):
+    found = _check(tmp_path, {"pub.py": """\
+        class Publisher:
+            def __init__(self):
+                self._sent = []
+
+            def publish(self, event):
+                print(event)
+                self._sent.append(event)
+        """, "sched.py": """\
+        from pub import Publisher
+
+        class Scheduler:
+            def __init__(self):
+                self.publisher = Publisher()
+
+        class Step:
+            def __init__(self):
+                self.scratch = Publisher().publish
+
+        SCHEDULER = Scheduler()
+        """})
+    assert [(path, line, code) for path, line, code, _ in found] == [("pub.py", 7, "RL307")]
+    assert "`self._sent` gains one more item per call in `publish()`, and a `Publisher` lives for " \
+        "the process" in found[0][3]
+
+
 def test_a_noqa_on_the_statement_silences_a_model_finding(tmp_path):
     assert _check(tmp_path, {"jobs.py": """\
         _pending = {}
