@@ -169,9 +169,16 @@ def _owned_by_one_that_lives(index: "ProjectIndex", key: Hashable) -> Hashable:
     if depth > 3:
         return False
     owners = {owner for summary in dict.values(index.files) if summary.retention
-              for made, owner in summary.retention[OWNED] if made == cls or index.resolve(made) == cls}
+              for made, owner in summary.retention[OWNED] if _same_class(index, made, cls)}
     return any(index.ask(_made_at_start, index.resolve(o) or o)
                or index.ask(_owned_by_one_that_lives, (index.resolve(o) or o, depth + 1)) for o in sorted(owners))
+
+
+def _same_class(index: "ProjectIndex", imported: str, cls: str) -> bool:
+    """Does `imported` (a class as another file imports it) name `cls`? Also through a
+    folder without `__init__.py` above the class's package, which the importing file
+    spells out (`pkg.srt.managers.part.Publisher` for `part.Publisher`)."""
+    return imported == cls or index.resolve(imported) == cls or imported.endswith("." + cls)
 
 
 def lives_for_the_process(index: "ProjectIndex", cls: str) -> bool:

@@ -224,22 +224,28 @@ class ModuleBuilder:
         return long_lived, per_call
 
     def _owned(self) -> set[tuple[str, str]]:
-        """(class, owner) for each `self.attr = Class(...)` in `owner.__init__`: one instance
-        per owner, kept as long as the owner lives (`lives_for_the_process` follows it)."""
+        """(class, owner) for each `self.attr = Class(...)` in `owner.__init__` or a method
+        that completes it (`__post_init__`, `init_*()`, `setup()`): one instance per owner,
+        kept as long as the owner lives (`lives_for_the_process` follows it). Not `load_*()`
+        or `start()`: what a reload or restart makes replaces what it made before."""
         found: set[tuple[str, str]] = set()
         for name, cls in self.holders.classes.items():
-            init = next((f for f in cls.body if isinstance(f, FUNCTIONS) and f.name == "__init__"), None)
-            if init is None or not init.args.args:
-                continue
-            me = init.args.args[0].arg
-            for stmt in statements(init.body):
-                for target, value in bindings(stmt):
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                            and target.value.id == me and isinstance(value, ast.Call):
-                        made = self._class_called(value.func)
-                        if made is not None:
-                            found.add((made, f"{self.holders.module}.{name}"))
+            for init in cls.body:
+                if isinstance(init, FUNCTIONS) and init.args.args and (
+                        init.name in ("__init__", "__post_init__") or init.name.lstrip("_").startswith(("init", "setup"))):
+                    self._kept_on_owner(init, f"{self.holders.module}.{name}", found)
         return found
+
+    def _kept_on_owner(self, init: ast.AST, owner: str, found: set[tuple[str, str]]) -> None:
+        """Adds (class, owner) for each `self.attr = Class(...)` in `init`."""
+        me = getattr(init, "args").args[0].arg
+        for stmt in statements(getattr(init, "body")):
+            for target, value in bindings(stmt):
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == me and isinstance(value, ast.Call):
+                    made = self._class_called(value.func)
+                    if made is not None:
+                        found.add((made, owner))
 
     def _made_from_itself(self, function: ast.AST, made: str) -> bool:
         """Is `function` an instance method of the class it makes (`split()`, `copy()`,

@@ -173,12 +173,26 @@ def test_an_object_kept_by_one_that_lives_for_the_process_lives_as_long(tmp_path
             def publish(self, event):
                 print(event)
                 self._sent.append(event)
+
+        class Loader:
+            def __init__(self):
+                self._seen = []
+
+            def read(self, path):
+                print(path)
+                self._seen.append(path)
         """, "sched.py": """\
-        from pub import Publisher
+        from pub import Loader, Publisher
 
         class Scheduler:
             def __init__(self):
+                self.init_publisher()
+
+            def init_publisher(self):
                 self.publisher = Publisher()
+
+            def load_weights(self):
+                self.loader = Loader()
 
         class Step:
             def __init__(self):
