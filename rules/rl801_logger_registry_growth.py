@@ -604,9 +604,12 @@ if __name__ == "__main__":
     def _called_per_instance(self, fn: cst.FunctionDef) -> bool:
         """Does an instance method of the file call `fn` by its name (`self.fn()`,
         `Cls.fn()`, `fn()`), where the process does not make that class's one instance at
-        start-up: `fn` then runs once per instance made, whatever it is named."""
+        start-up: `fn` then runs once per instance made, whatever it is named. Not when that
+        class removes handlers: its release undoes what `fn` added for it."""
         name = fn.name.value
         for cls in self.ctx.classes.values():
+            if id(cls) in self._removes:
+                continue
             for method in body_functions(cls):
                 if method is fn or decorator_names(self.ctx, method) & _NOT_INSTANCE:
                     continue
