@@ -106,17 +106,24 @@ def used_on_release(cls: ast.ClassDef, target: str) -> bool:
 def cycle_broken(cls: ast.ClassDef, target: str, storing: ast.AST) -> bool:
     """Does a method of `cls` other than `storing` let go of `target` (`self.parser`, as
     the code spells it with the method's own first parameter): `= None` or `del`, as a
-    `close()` or `connection_lost()` does to break the cycle once the object is done?"""
+    `close()` or `connection_lost()` does to break the cycle once the object is done? For
+    an entry (`self.peers[name] = self`), also a `del` or `pop` of the container's entry
+    under whatever key the method spells (`del self.peers[self.name]`)."""
     spelled = target.partition(".")
     for method in cls.body:
         if method is storing or not isinstance(method, FUNCTIONS) or not method.args.args:
             continue
         mine = method.args.args[0].arg + spelled[1] + spelled[2]
+        container = mine.partition("[")[0] if mine.endswith("]") else None
         for node in ast.walk(method):
             dropped = [t for t, v in bindings(node) if isinstance(v, ast.Constant) and v.value is None]
             if isinstance(node, ast.Delete):
                 dropped += node.targets
-            if any(ast.unparse(t) == mine for t in dropped):
+            if any(ast.unparse(t) == mine or container is not None and isinstance(t, ast.Subscript)
+                   and ast.unparse(t.value) == container for t in dropped):
+                return True
+            if container is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "pop" and ast.unparse(node.func.value) == container:
                 return True
     return False
 

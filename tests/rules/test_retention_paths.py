@@ -356,6 +356,30 @@ def test_a_cycle_broken_when_the_object_is_done_is_not_reported(tmp_path):
         """}) == []
 
 
+def test_an_entry_of_itself_removed_under_another_spelling_of_its_key_breaks_the_cycle(tmp_path):
+    source = """\
+        import asyncio
+
+        class Protocol(asyncio.Protocol):
+            def __init__(self, connections):
+                self.connections = connections
+                self.conn = None
+
+            def connection_made(self, transport):
+                self.peername = peername = transport.get_extra_info("peername")
+                self.conn = transport
+                self.connections[peername] = self
+
+            def connection_lost(self, exc):
+                {release}
+        """
+    kept = _check(tmp_path / "kept", {"proto.py": source.format(release="self.conn = None")})
+    assert [(line, code) for line, code, _, _ in kept] == [(11, "RL703")]
+    assert _check(tmp_path / "del", {"proto.py": source.format(release="del self.connections[self.peername]")}) == []
+    assert _check(tmp_path / "pop", {"proto.py": source.format(
+        release="self.connections.pop(self.peername, None)")}) == []
+
+
 def test_a_cycle_kept_past_the_release_method_is_reported_once(tmp_path):
     # `close()` stops the timer but keeps it: RL701's finding (the instance stays in the
     # cycle after its release); RL703 does not report the same cycle again.
