@@ -50,8 +50,9 @@ collector back on with `gc.enable()`).
 Not reported: weak references (`weakref.ref(self)`, `WeakMethod`, `weakref.proxy`); a
 thread or process made with a bound method (it drops its target when it has run); a cycle
 another method breaks when the object is done (`self.parser = None` or `del self.parser` in
-`connection_lost()` or `close()`); classes with no sign of being made per call (a cycle in a
-singleton costs nothing).
+`connection_lost()` or `close()`; for an entry of itself, `del self.peers[self.name]` or
+`self.peers.pop(...)` under any key); classes with no sign of being made per call (a cycle in
+a singleton costs nothing).
 RL701 covers heavy classes (models, tensors) whatever their lifetime; where it reports a
 line (a cache around the instance's own method, a callback kept on it), this rule leaves
 that line to it.
