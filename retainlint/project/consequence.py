@@ -168,10 +168,22 @@ def _owned_by_one_that_lives(index: "ProjectIndex", key: Hashable) -> Hashable:
     depth: int = key[1]
     if depth > 3:
         return False
-    owners = {owner for summary in dict.values(index.files) if summary.retention
-              for made, owner in summary.retention[OWNED] if _same_class(index, made, cls)}
+    owners = {owner for made, owner in _owners_by_name(index).get(cls.rpartition(".")[2], ())
+              if _same_class(index, made, cls)}
     return any(index.ask(_made_at_start, index.resolve(o) or o)
                or index.ask(_owned_by_one_that_lives, (index.resolve(o) or o, depth + 1)) for o in sorted(owners))
+
+
+def _owners_by_name(index: "ProjectIndex") -> dict[str, list[tuple[str, str]]]:
+    """Class name -> (class, owner) of every instance kept by its owner in the project, read
+    from every file once per index (read inside an asked question: see `ProjectIndex.ask`)."""
+    def make() -> dict[str, list[tuple[str, str]]]:
+        table: dict[str, list[tuple[str, str]]] = {}
+        for summary in dict.values(index.files):
+            for made, owner in (summary.retention[OWNED] if summary.retention else ()):
+                table.setdefault(made.rpartition(".")[2], []).append((made, owner))
+        return table
+    return index.memo("owners by class name", make)
 
 
 def _same_class(index: "ProjectIndex", imported: str, cls: str) -> bool:

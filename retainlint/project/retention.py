@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Optional
+from typing import Iterator, Optional
 
 from retainlint.project.frames import frame_cycles
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
@@ -228,24 +228,22 @@ class ModuleBuilder:
         that completes it (`__post_init__`, `init_*()`, `setup()`): one instance per owner,
         kept as long as the owner lives (`lives_for_the_process` follows it). Not `load_*()`
         or `start()`: what a reload or restart makes replaces what it made before."""
-        found: set[tuple[str, str]] = set()
-        for name, cls in self.holders.classes.items():
-            for init in cls.body:
-                if isinstance(init, FUNCTIONS) and init.args.args and (
-                        init.name in ("__init__", "__post_init__") or init.name.lstrip("_").startswith(("init", "setup"))):
-                    self._kept_on_owner(init, f"{self.holders.module}.{name}", found)
-        return found
+        return {(made, f"{self.holders.module}.{name}")
+                for name, cls in self.holders.classes.items() for method in cls.body
+                if isinstance(method, FUNCTIONS) and method.args.args and (
+                    method.name in ("__init__", "__post_init__") or method.name.lstrip("_").startswith(("init", "setup")))
+                for made in self._kept_on_self(method)}
 
-    def _kept_on_owner(self, init: ast.AST, owner: str, found: set[tuple[str, str]]) -> None:
-        """Adds (class, owner) for each `self.attr = Class(...)` in `init`."""
-        me = getattr(init, "args").args[0].arg
-        for stmt in statements(getattr(init, "body")):
+    def _kept_on_self(self, method: ast.AST) -> Iterator[str]:
+        """The classes (`module.Class`) of each `self.attr = Class(...)` in `method`."""
+        me = getattr(method, "args").args[0].arg
+        for stmt in statements(getattr(method, "body")):
             for target, value in bindings(stmt):
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                         and target.value.id == me and isinstance(value, ast.Call):
                     made = self._class_called(value.func)
                     if made is not None:
-                        found.add((made, owner))
+                        yield made
 
     def _made_from_itself(self, function: ast.AST, made: str) -> bool:
         """Is `function` an instance method of the class it makes (`split()`, `copy()`,
