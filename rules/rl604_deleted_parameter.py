@@ -6,11 +6,12 @@ from __future__ import annotations
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_statements
-from retainlint.analysis.deletions import after, bare_names, breaks_traceback_cycle, is_docstring, kept_under_alias
+from retainlint.analysis.deletions import (Deleted, Unbound, after, bare_names, breaks_traceback_cycle, is_docstring,
+                                           kept_under_alias, listed)
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes, names_in
 from retainlint.analysis.reclaims import reclaims_in
-from retainlint.analysis.rule import Example, Rule
+from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.names import name_words
 from retainlint.project.release_scan import CLEANUP_WORDS
@@ -30,7 +31,9 @@ class DeletedParameter(Rule):
 Reports `del objs` (or `del self`) in a function that is meant to free something (its
 name says so: `free`, `release`, `cleanup`, `delete`, `destroy`, `unload`, `close`, ...;
 or it calls `gc.collect()` / `torch.cuda.empty_cache()`). `del` only unbinds the
-function's own name.
+function's own name. A function that deletes several of its parameters gets one finding,
+at the first `del`, naming them all (the others are its related locations): the fix is
+one, in the caller.
 
 Not reported: a parameter rebound in the function first (`x = prepare(x); ...; del x`
 frees the new object), and the "unused argument" idiom: `del` as the first statement
@@ -115,6 +118,10 @@ def free_model(model):
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._unbound = Unbound()
+
     def visit_Del(self, node: cst.Del) -> None:
         fn = self.ctx.scope.function
         if fn is None:
@@ -138,15 +145,28 @@ def free_model(model):
             # the function goes on using the object under another name: the `del` was
             # never the release of it, whatever the caller holds
             heavy = heavy and not kept_under_alias(fn, node, name)
+            self._unbound.add(fn, Deleted(node, self.ctx.scope.statement, name, heavy))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        found = self._unbound.pop(original_node)
+        if not found:
+            return
+        fn = original_node.name.value
+        first, rest = found[0], found[1:]
+        name, names = first.name, [d.name for d in found]
+        if len(set(names)) == 1:
             what = "the instance" if name == "self" else "the object"
-            self.report(
-                node,
-                f"`del {name}` in `{fn.name.value}()` only unbinds its own "
-                f"{'`self`' if name == 'self' else f'parameter `{name}`'}: the caller's "
-                f"references keep {what} alive, so nothing is freed; drop the reference where "
-                "it is held (the caller's variable or attribute)",
-                severity=Severity.ERROR if heavy else Severity.WARNING,
-            )
+            message = (f"`del {name}` in `{fn}()` only unbinds its own "
+                       f"{'`self`' if name == 'self' else f'parameter `{name}`'}: the caller's "
+                       f"references keep {what} alive, so nothing is freed; drop the reference where "
+                       "it is held (the caller's variable or attribute)")
+        else:
+            message = (f"`del` in `{fn}()` only unbinds its own parameters {listed(names)}: the "
+                       "caller's references keep the objects alive, so nothing is freed; drop the "
+                       "references where they are held (the caller's variables or attributes)")
+        self.report(first.node, message, statement=first.statement,
+                    severity=Severity.ERROR if any(d.heavy for d in found) else Severity.WARNING,
+                    related=[RelatedNode(f"`del {d.name}`", d.node) for d in rest if d.node is not first.node])
 
     def _deletes_to_free(self, fn: cst.FunctionDef, name: str) -> bool:
         if fn.name.value in ("__exit__", "__aexit__"):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from retainlint.analysis.deletions import bare_names, is_parameter
+from retainlint.analysis.deletions import Deleted, Unbound, bare_names, is_parameter, listed
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.reclaims import reclaims_in
-from retainlint.analysis.rule import Example, Rule
+from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.names import name_words
 from retainlint.project.release_scan import CLEANUP_WORDS
@@ -29,7 +29,8 @@ class DeletedLoopVariable(Rule):
 Reports `for obj in objs: del obj` over a parameter, in a function meant to free (a
 cleanup name: `free`, `release`, `cleanup`, `unload`, ...; or a reclaim call in it:
 `gc.collect()`, `torch.cuda.empty_cache()`): each `del` unbinds the loop variable; the
-caller's list and names keep every object. Not reported: a loop over a list the function
+caller's list and names keep every object. A function with several such loops gets one
+finding, at the first `del`, naming them all. Not reported: a loop over a list the function
 made itself (`pending = list(queue)`), nor a loop variable the function assigns again.
 
 Severity: a warning - what is kept depends on the caller.
@@ -81,6 +82,10 @@ def release_all(objects):
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._unbound = Unbound()
+
     def visit_Del(self, node: cst.Del) -> None:
         fn = self.ctx.scope.function
         if fn is None:
@@ -98,11 +103,23 @@ def release_all(objects):
             return
         if not (name_words(fn.name.value) & CLEANUP_WORDS or reclaims_in(self.ctx, fn.body)):
             return
-        objects = loop.iter.value
-        self.report(
-            node,
-            f"`del {name}` in `{fn.name.value}()` only unbinds the loop variable over its parameter "
-            f"`{objects}`: the caller's `{objects}` and its own names keep every object alive, so "
-            f"nothing is freed; the caller has to drop its references (`del a, b`) before collecting",
-            severity=Severity.WARNING,
-        )
+        self._unbound.add(fn, Deleted(node, self.ctx.scope.statement, name, over=loop.iter.value))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        found = self._unbound.pop(original_node)
+        if not found:
+            return
+        fn = original_node.name.value
+        names, objects = [d.name for d in found], [d.over for d in found]
+        first, rest = found[0], found[1:]
+        if len(found) == 1:
+            message = (f"`del {names[0]}` in `{fn}()` only unbinds the loop variable over its parameter "
+                       f"`{objects[0]}`: the caller's `{objects[0]}` and its own names keep every object alive, so "
+                       "nothing is freed; the caller has to drop its references (`del a, b`) before collecting")
+        else:
+            variables = "variable" if len(set(names)) == 1 else "variables"
+            message = (f"`del` in `{fn}()` only unbinds the loop {variables} {listed(names)} over its parameters "
+                       f"{listed(objects)}: the caller's references and its own names keep every object alive, so "
+                       "nothing is freed; the caller has to drop its references (`del a, b`) before collecting")
+        self.report(first.node, message, statement=first.statement, severity=Severity.WARNING,
+                    related=[RelatedNode(f"`del {d.name}`", d.node) for d in rest])

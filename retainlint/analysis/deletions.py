@@ -4,6 +4,7 @@ keeps the object, and a deletion that breaks an exception's traceback cycle."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
@@ -83,3 +84,35 @@ def is_docstring(stmt) -> bool:
     return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
             and isinstance(stmt.body[0], cst.Expr)
             and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """One `del` that only unbinds a function's own name: `over`, the parameter a deleted
+    loop variable iterates (RL607)."""
+    node: cst.Del
+    statement: cst.CSTNode
+    name: str
+    heavy: bool = False
+    over: str = ""
+
+
+class Unbound:
+    """The `del` statements of one function that only unbind its own names, gathered so
+    that the function gets one finding: the fix is one, at the caller (torchtune's
+    `cleanup_after_step()` deletes six parameters, and each one the caller still holds)."""
+
+    def __init__(self) -> None:
+        self.found: dict[int, list[Deleted]] = {}
+
+    def add(self, fn: cst.FunctionDef, deleted: Deleted) -> None:
+        self.found.setdefault(id(fn), []).append(deleted)
+
+    def pop(self, fn: cst.FunctionDef) -> list[Deleted]:
+        return self.found.pop(id(fn), [])
+
+
+def listed(names: list[str]) -> str:
+    """`a`, `b` and `c`: each name once, in the order deleted."""
+    quoted = [f"`{n}`" for n in dict.fromkeys(names)]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]

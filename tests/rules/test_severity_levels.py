@@ -157,13 +157,19 @@ def test_deleting_a_tensor_parameter_is_a_warning_a_model_parameter_an_error(tre
     root = tree({"m.py": (
         "import gc\n\n"
         "import torch\n\n\n"
-        "def cleanup_after_step(advantages: torch.Tensor, model: torch.nn.Module):\n"
+        "def cleanup_after_step(advantages: torch.Tensor):\n"
+        "    total = advantages.sum()\n"
+        "    del advantages\n"
+        "    gc.collect()\n"
+        "    return total\n\n\n"
+        "def unload(advantages: torch.Tensor, model: torch.nn.Module):\n"
         "    total = advantages.sum() + sum(p.sum() for p in model.parameters())\n"
         "    del advantages\n"
         "    del model\n"
         "    gc.collect()\n"
         "    return total\n")})
-    assert _levels(root, "RL604") == [(8, "warning"), (9, "error")]
+    # one finding per function, at its first `del`: an error when any deleted name is heavy
+    assert _levels(root, "RL604") == [(8, "warning"), (15, "error")]
 
 
 def test_a_bounded_cache_keyed_by_tensors_is_a_warning(tree):
