@@ -132,9 +132,9 @@ class Session:
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
                     else f"`{g.value}` of every `{function}()` call" if g.value
                     else f"what every `{function}()` call adds")
-            removal = {"success": "it is removed from only once an `await` (or a context manager's "
-                                  "`yield`) has returned, outside `finally`, so a call that fails or is "
-                                  "cancelled there leaves its entry",
+            removal = {"success": "it is removed from only past an `await`, a context manager's `yield` "
+                                  "or an `except` that returns or raises (outside `finally`), so a call that "
+                                  "fails or is cancelled there leaves its entry",
                        "teardown": "it is emptied only at shutdown",
                        None: "nothing in the project removes one"}[how]
             yield (g.site,

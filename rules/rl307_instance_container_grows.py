@@ -132,9 +132,9 @@ SERVER = JobServer()
                                   "loop, or start and stop)",
                         "outlives": f"a `{owner}` outlives the calls that add to it"}[outlives]
             how = how_dropped(index, g.holder)
-            removal = {"success": "its entries are removed only once an `await` (or a context manager's "
-                                  "`yield`) has returned, outside `finally`, so a call that fails or is "
-                                  "cancelled there leaves its entry",
+            removal = {"success": "its entries are removed only past an `await`, a context manager's `yield` "
+                                  "or an `except` that returns or raises (outside `finally`), so a call that "
+                                  "fails or is cancelled there leaves its entry",
                        "teardown": f"it is emptied only when the `{owner}` is closed or stopped",
                        None: "nothing in the project removes an entry"}[how]
             kept = f"`{g.value}` of every `{method}()` call" if g.value else f"what every `{method}()` call adds"

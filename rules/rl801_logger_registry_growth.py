@@ -572,7 +572,7 @@ if __name__ == "__main__":
             return
         is_method = self._per_instance(fn, call)
         if not is_method and not (self._built_here(handler, fn) and (
-                self._handles_requests(fn) or self._called_per_instance(fn))):
+                self._handles_requests(fn) or self._called_per_instance(fn) or self._called_in_a_loop(fn))):
             return
         if is_method and call.cls is not None and once_per_process(self.ctx, call.cls, fn):
             return  # the start-up of the process's one instance configures logging once
@@ -619,6 +619,16 @@ if __name__ == "__main__":
                        for n in iter_nodes(method.body)) and not once_per_process(self.ctx, cls, method):
                     return True
         return False
+
+    def _called_in_a_loop(self, fn: cst.FunctionDef) -> bool:
+        """Does the file call `fn` by its name inside the body of a loop (`for call in
+        workflow.calls: run_task(call)`): it runs once per item, whatever it is named."""
+        name = fn.name.value
+        return any(isinstance(n, cst.Call) and (
+                       isinstance(n.func, cst.Name) and n.func.value == name
+                       or isinstance(n.func, cst.Attribute) and n.func.attr.value == name)
+                   for loop in iter_nodes(self.ctx.module) if isinstance(loop, (cst.For, cst.While))
+                   for n in iter_nodes(loop.body))
 
     def _shared_logger(self, expr, fn, cls, depth) -> Optional[str]:
         """How to name `expr` when it is a logger from the logging registry (module

@@ -15,7 +15,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression, body_functions, body_statements
 from retainlint.analysis.walk import children, visit
-from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, TENSOR_TYPES, UNION_WRAPPERS
+from retainlint.project.names import HEAVY_TYPES, LOADERS, TENSOR_FACTORIES, TENSOR_TYPES, UNION_WRAPPERS
 
 if TYPE_CHECKING:
     from retainlint.analysis.context import FileContext
@@ -137,6 +137,9 @@ class HeavyOracle:
         qualified = self.ctx.qualname(call.func)
         if qualified in TENSOR_FACTORIES or self.is_heavy_qualname(qualified):
             return True
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in LOADERS \
+                and self.is_heavy_qualname(self.ctx.qualname(call.func.value)):
+            return True  # `Pipeline.from_pretrained(...)`: a heavy class's own loader
         target = self._callee(call.func, cls)
         if target is not None:
             return self.is_heavy_annotation(target.returns.annotation if target.returns else None)

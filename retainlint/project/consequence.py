@@ -90,8 +90,8 @@ def _dropped_at_teardown(index: "ProjectIndex", holder: Hashable) -> Hashable:
 
 def how_dropped(index: "ProjectIndex", holder: str) -> Optional[str]:
     """How the project takes entries out of `holder`, when it does so on some paths only:
-    "success" (only after an `await` returns, outside `finally`: a call failing or cancelled
-    there skips it), "teardown" (only when its owner is closed or stopped), or None when
+    "success" (only past an `await`, a `yield` or an `except` that leaves the function,
+    outside `finally`: a call failing or cancelled there skips it), "teardown" (only when its owner is closed or stopped), or None when
     nothing removes one at all."""
     if index.ask(_dropped_on_success, holder):
         return "success"
@@ -142,9 +142,16 @@ def keyed_by_each_request(g: Growth) -> bool:
     (`request.request_id`, `response.id`): one entry per request or response made, never
     the same key twice? A bare key the caller hands in (`sender_id`) may name one of a few
     senders, and `id(x)` may be that of an object that lives on: growth not proven."""
+    if g.counted:
+        return True
     owner, dot, attr = g.key.partition(".")
     return bool(dot) and owner.isidentifier() and owner != "self" and attr.isidentifier() \
         and key_per_request(g.key)
+
+
+def _fresh_keys(g: Growth) -> bool:
+    """Does each add use a key no earlier add used: a request's, or a counter's?"""
+    return g.counted or key_per_request(g.key)
 
 
 def _role(name: str, roles: tuple[str, ...]) -> bool:
@@ -224,17 +231,19 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
 def grows_per_call(g: Growth) -> Optional[str]:
     """Why each call of `g.function` adds an entry nothing reuses, or None when the
     growth is bounded in practice (a memo over a small domain, registration)."""
-    if g.once and not (g.keyed and not g.in_init and key_per_request(g.key)):
+    if g.once and not (g.keyed and not g.in_init and _fresh_keys(g)):
         return None  # set-up, unless each call is handed a request's key: then it runs per request
     if g.undone_on_success:
         return "one entry per call that fails or is cancelled before it removes its own"
     if g.in_init:
-        if g.pins_self and not (g.keyed and not key_per_request(g.key)):
+        if g.pins_self and not (g.keyed and not _fresh_keys(g)):
             return "one per instance made, each entry keeping that instance"
         if not g.keyed and not (g.registers or g.guarded):
             return "one more item per instance made"
         return None  # a slot per name, overwritten by the next instance of that name
     if g.keyed:
+        if g.counted:
+            return f"one entry per call, under a new `{g.key}` each time"
         return f"one entry per distinct `{g.key}`" if key_per_request(g.key) else None
     if g.registers or g.guarded:
         return None  # registration (its callers decide how often), or one per distinct value

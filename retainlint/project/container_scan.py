@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from retainlint.project import prefilter
-from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
+from retainlint.project.names import HEAVY_TYPES, LOADERS, TENSOR_FACTORIES, absolute_import
 from retainlint.project.nodes import dotted as ast_dotted
 
 
@@ -361,6 +361,9 @@ def _heavy_qualified(q: str, configured, index) -> bool:
         return True
     if q.startswith("torch.nn.") and q.count(".") == 2 and q.rsplit(".", 1)[1][:1].isupper():
         return True
+    owner, _, method = q.rpartition(".")
+    if method in LOADERS and owner and _heavy_qualified(owner, configured, index):
+        return True  # `Pipeline.from_pretrained`: a heavy class's own loader
     return index.is_heavy_class(q) or index.returns_heavy(q)
 
 

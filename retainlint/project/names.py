@@ -102,3 +102,9 @@ def frees(name: Optional[str]) -> bool:
 def releases(name: str) -> bool:
     """Does a method or function of this name release what it is called on or handed?"""
     return not RELEASE_WORDS.isdisjoint(name.lower().split("_"))
+
+
+# The classmethods a model class loads an instance of itself with (transformers, diffusers,
+# peft, sentence-transformers and the projects built on them spell them so): called on a
+# heavy class, they make a heavy object.
+LOADERS = frozenset({"from_pretrained", "from_single_file", "from_config"})

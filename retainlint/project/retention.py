@@ -198,8 +198,10 @@ class ModuleBuilder:
                       if any(a.lstrip("_") in ("instance", "singleton")
                              for a in self.holders.class_level.get(c, {}))}
         per_call: set[str] = set()
+        factories = self._factories()
         calls = [(c, made) for c in self.nodes.of(ast.Call)
-                 if (made := self._class_called(getattr(c, "func"))) is not None]
+                 if (made := self._class_called(getattr(c, "func")) or self._factory_called(c, factories))]
+        called = {getattr(func, "id") for c in self.nodes.of(ast.Call) if isinstance(func := getattr(c, "func"), ast.Name)}
         if not calls:
             return long_lived, per_call
         loops: dict[int, list[tuple[int, int]]] = {}
@@ -214,6 +216,8 @@ class ModuleBuilder:
                 long_lived.add(made)
                 continue
             fname = getattr(function, "name")
+            if factories.get(fname) == made and fname in called:
+                continue  # the factory's own `return Class()`: its callers say how often
             if fname == "__init__" or runs_once(fname) or not made.startswith(module + "."):
                 continue  # made once per owner, or at set-up; other modules' classes: theirs
             line = getattr(call, "lineno")
@@ -222,6 +226,26 @@ class ModuleBuilder:
                     self._made_from_itself(function, made):
                 per_call.add(made)
         return long_lived, per_call
+
+    def _factories(self) -> dict[str, str]:
+        """The module's functions that only make an instance (`def get_handler(): return
+        Handler()`): name -> `module.Class`. Where the file calls such a function is where
+        the instance is made (`handler = get_handler()` at module level: one for the
+        process); one it never calls is judged by its name, like any other."""
+        found: dict[str, str] = {}
+        for node in statements(self.tree.body):
+            if isinstance(node, FUNCTIONS):
+                body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+                if len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Call):
+                    made = self._class_called(body[0].value.func)
+                    if made is not None:
+                        found[node.name] = made
+        return found
+
+    @staticmethod
+    def _factory_called(call: ast.AST, factories: dict[str, str]) -> Optional[str]:
+        func = getattr(call, "func")
+        return factories.get(func.id) if isinstance(func, ast.Name) else None
 
     def _owned(self) -> set[tuple[str, str]]:
         """(class, owner) for each `self.attr = Class(...)` in `owner.__init__` or a method

@@ -41,6 +41,9 @@ class Growth:
     # the function itself removes the entry, but only once an `await` has returned, outside
     # `finally`: a call that fails or is cancelled there leaves its entry behind
     undone_on_success: bool
+    # the key is a counter the adding function advances (`self._next_id += 1`): a new slot
+    # per call, never the same key twice
+    counted: bool
     site: Site
 
 

@@ -20,6 +20,9 @@ from retainlint.project.retention_shapes import (
 if TYPE_CHECKING:
     from retainlint.project.retention import ModuleBuilder
 
+# Exceptions that say an entry is not there: a handler for one skips no removal.
+_MISSING = frozenset({"KeyError", "LookupError", "IndexError"})
+
 
 class FunctionFacts:
     """What one function does to the module's holders."""
@@ -113,8 +116,10 @@ class FunctionFacts:
 
     def scan(self) -> None:
         guarded = self._looked_up()
-        if isinstance(self.node, ast.AsyncFunctionDef) or self._context_manager:
+        exits = self._handler_exits()
+        if isinstance(self.node, ast.AsyncFunctionDef) or self._context_manager or exits:
             self._paths()
+            self.awaits = sorted(self.awaits + exits)
         first = len(self.facts.growth)
         for stmt in statements(self.node.body):
             self.fragile = bool(self.awaits) and id(stmt) not in self.covered and self.awaits[0] < stmt.lineno
@@ -144,6 +149,20 @@ class FunctionFacts:
                 for block in [getattr(sub, "finalbody"), *(h.body for h in getattr(sub, "handlers"))]:
                     self.covered.update(id(s) for s in statements(block))
         self.awaits.sort()
+
+    def _handler_exits(self) -> list[int]:
+        """The lines of `except` handlers that leave the function (`except X: return`,
+        `raise`): a statement after their `try` runs only when nothing was raised there.
+        Not a handler for a missing key (`KeyError`, `LookupError`): the entry is not there."""
+        found = []
+        for handler in self.facts.nodes.own(self.node, ast.ExceptHandler):
+            caught = {last_name(t) for t in ([handler.type] if not isinstance(handler.type, ast.Tuple)
+                                              else handler.type.elts) if t is not None}
+            if caught & _MISSING or not handler.body:
+                continue
+            if isinstance(handler.body[-1], (ast.Return, ast.Raise)):
+                found.append(handler.lineno)
+        return found
 
     def _drop(self, holder: str) -> None:
         """Something here removes from, rebinds or hands on `holder`: a release wherever
@@ -276,7 +295,36 @@ class FunctionFacts:
             self.name, (self.once and not any(a <= stmt.lineno <= b for a, b in self.loops))
             or any(a <= stmt.lineno <= b for a, b in self.warmup),
             self.node.name == "__init__", holder in guarded or self.memoised,
-            pins, self.registers, False, self.facts.lines.site(stmt, stmt)))
+            pins, self.registers and not self._made_here(value), False,
+            key is not None and self._advances(key),
+            self.facts.lines.site(stmt, stmt)))
+
+    def _made_here(self, value: Optional[ast.AST]) -> bool:
+        """Is the stored value a callback this call makes (a nested `def`, a lambda, a
+        `partial`): a new one per call, whatever the function is named (`add_handler()`
+        storing its own `on_disconnect`), not something its caller registers."""
+        if isinstance(value, ast.Lambda):
+            return True
+        if isinstance(value, ast.Call):
+            return last_name(value.func) == "partial"
+        return isinstance(value, ast.Name) and any(
+            isinstance(d, FUNCTIONS) and d.name == value.id for d in ast.walk(self.node) if d is not self.node)
+
+    def _advances(self, key: ast.AST) -> bool:
+        """Is `key` (`self._request_id`) an attribute this function counts up
+        (`self._request_id += 1`, `= self._request_id + 1`): a fresh key per call?"""
+        if not (isinstance(key, ast.Attribute) and isinstance(key.value, ast.Name) and key.value.id == self.me):
+            return False
+        spelled = ast.unparse(key)
+        for stmt in self.facts.nodes.own(self.node, ast.AugAssign, ast.Assign):
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) \
+                    and ast.unparse(stmt.target) == spelled:
+                return True
+            if isinstance(stmt, ast.Assign) and any(ast.unparse(t) == spelled for t in stmt.targets) \
+                    and isinstance(stmt.value, ast.BinOp) and isinstance(stmt.value.op, ast.Add) \
+                    and spelled in (ast.unparse(stmt.value.left), ast.unparse(stmt.value.right)):
+                return True
+        return False
 
     def _pins_self(self, value: ast.AST) -> bool:
         """Does the stored value keep the instance itself: `self`, a tuple holding it, a

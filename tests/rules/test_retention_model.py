@@ -482,3 +482,60 @@ def test_an_id_keyed_store_whose_value_holds_the_key_is_reported_once(tmp_path):
     assert [(f.start.line, f.code) for f in every] == [(14, "RL305")]
     alone = runner.run(paths, ["RL306"], Settings(root=tmp_path), runner.Mode(), jobs=1).findings
     assert [(f.start.line, f.code) for f in alone] == [(14, "RL306")]
+
+
+def test_a_key_the_adding_call_counts_up_is_a_new_slot_per_call(tmp_path):
+    """asyncua's client protocol keys each pending request's future by `self._request_id`,
+    which the same call counts up: a new slot per request, not one per instance."""
+    found = _check(tmp_path, {"client.py": """\
+        class Client:
+            def __init__(self):
+                self._request_id = 0
+                self._last = None
+                self._pending = {}
+                self._labels = {}
+
+            def on_request(self, payload, future):
+                self._request_id += 1
+                self._pending[self._request_id] = future
+                self._labels[self._last] = payload
+
+        CLIENT = Client()
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(10, "RL307")]
+    assert "under a new `self._request_id` each time" in found[0][3]
+
+
+def test_an_object_a_factory_makes_at_module_level_lives_for_the_process(tmp_path):
+    """A zero-argument factory (`def handler(): return Handler()`) called at module level
+    makes the process's one instance; its own name (`*handler`) says nothing of how often
+    it runs. Called per request, it makes one per request."""
+    found = _check(tmp_path, {"callbacks.py": """\
+        class SpanHandler:
+            def __init__(self):
+                self.spans = {}
+
+            def on_start(self, call_id, span):
+                self.spans[call_id] = span
+
+        class Tracker:
+            def __init__(self):
+                self.seen = {}
+
+            def on_start(self, call_id, span):
+                self.seen[call_id] = span
+
+        def span_handler():
+            return SpanHandler()
+
+        def new_tracker():
+            return Tracker()
+
+        CALLBACKS = [span_handler()]
+
+        def handle_request(request):
+            tracker = new_tracker()
+            tracker.on_start(request.id, request)
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(6, "RL307")]
+    assert "a `SpanHandler` lives for the process" in found[0][3]
