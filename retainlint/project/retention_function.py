@@ -116,7 +116,7 @@ class FunctionFacts:
 
     def scan(self) -> None:
         guarded = self._looked_up()
-        exits = self._handler_exits()
+        exits = self._except_exits()
         if isinstance(self.node, ast.AsyncFunctionDef) or self._context_manager or exits:
             self._paths()
             self.awaits = sorted(self.awaits + exits)
@@ -150,7 +150,7 @@ class FunctionFacts:
                     self.covered.update(id(s) for s in statements(block))
         self.awaits.sort()
 
-    def _handler_exits(self) -> list[int]:
+    def _except_exits(self) -> list[int]:
         """The lines of `except` handlers that leave the function (`except X: return`,
         `raise`): a statement after their `try` runs only when nothing was raised there.
         Not a handler for a missing key (`KeyError`, `LookupError`): the entry is not there."""

@@ -413,3 +413,27 @@ def test_a_callback_kept_by_an_object_of_an_unseen_library_is_not_taken_as_colle
         "    def _send(self, data):\n"
         "        pass\n")})
     assert _levels(root, "RL701") == [(14, "warning"), (15, "info"), (16, "info")]
+
+
+def test_a_method_cache_counts_what_a_base_class_of_the_file_keeps(tree):
+    """crossfit's `ArrayBundle` (0.0.4) inherits `__init__` from `FrameBackend`, which keeps
+    the columns it is handed: a bounded `lru_cache` on `ArrayBundle.__len__` keeps the last
+    128 bundles with their arrays, not light. A subclass of a base that keeps nothing it
+    was handed stays info."""
+    root = tree({"m.py": (
+        "from functools import lru_cache\n\n\n"
+        "class FrameBackend:\n"
+        "    def __init__(self, data):\n"
+        "        self.__data = data\n\n\n"
+        "class ArrayBundle(FrameBackend):\n"
+        "    @lru_cache\n"
+        "    def __len__(self):\n"
+        "        return 0\n\n\n"
+        "class Base:\n"
+        "    def __init__(self, n: int):\n"
+        "        self.n = n\n\n\n"
+        "class Counter(Base):\n"
+        "    @lru_cache(maxsize=8)\n"
+        "    def double(self):\n"
+        "        return self.n * 2\n")})
+    assert _levels(root, "RL102") == [(10, "warning"), (21, "info")]
