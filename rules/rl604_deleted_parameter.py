@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_statements
-from retainlint.analysis.deletions import (Deleted, Unbound, after, bare_names, breaks_traceback_cycle, is_docstring,
+from retainlint.analysis.deletions import (Deleted, after, bare_names, breaks_traceback_cycle, is_docstring,
                                            kept_under_alias, listed)
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes, names_in
@@ -120,7 +120,7 @@ def free_model(model):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._unbound = Unbound()
+        self._deleted: dict[int, list[Deleted]] = {}  # id(function) -> its `del`s
 
     def visit_Del(self, node: cst.Del) -> None:
         fn = self.ctx.scope.function
@@ -145,10 +145,10 @@ def free_model(model):
             # the function goes on using the object under another name: the `del` was
             # never the release of it, whatever the caller holds
             heavy = heavy and not kept_under_alias(fn, node, name)
-            self._unbound.add(fn, Deleted(node, self.ctx.scope.statement, name, heavy))
+            self._deleted.setdefault(id(fn), []).append(Deleted(node, self.ctx.scope.statement, name, heavy))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        found = self._unbound.pop(original_node)
+        found = self._deleted.pop(id(original_node), [])
         if not found:
             return
         fn = original_node.name.value

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from retainlint.analysis.deletions import Deleted, Unbound, bare_names, is_parameter, listed
+from retainlint.analysis.deletions import Deleted, bare_names, is_parameter, listed
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.reclaims import reclaims_in
@@ -84,7 +84,7 @@ def release_all(objects):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._unbound = Unbound()
+        self._deleted: dict[int, list[Deleted]] = {}  # id(function) -> its `del`s
 
     def visit_Del(self, node: cst.Del) -> None:
         fn = self.ctx.scope.function
@@ -103,10 +103,10 @@ def release_all(objects):
             return
         if not (name_words(fn.name.value) & CLEANUP_WORDS or reclaims_in(self.ctx, fn.body)):
             return
-        self._unbound.add(fn, Deleted(node, self.ctx.scope.statement, name, over=loop.iter.value))
+        self._deleted.setdefault(id(fn), []).append(Deleted(node, self.ctx.scope.statement, name, over=loop.iter.value))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        found = self._unbound.pop(original_node)
+        found = self._deleted.pop(id(original_node), [])
         if not found:
             return
         fn = original_node.name.value

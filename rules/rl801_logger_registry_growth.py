@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional
 
 import libcst as cst
@@ -623,12 +624,15 @@ if __name__ == "__main__":
     def _called_in_a_loop(self, fn: cst.FunctionDef) -> bool:
         """Does the file call `fn` by its name inside the body of a loop (`for call in
         workflow.calls: run_task(call)`): it runs once per item, whatever it is named."""
-        name = fn.name.value
-        return any(isinstance(n, cst.Call) and (
-                       isinstance(n.func, cst.Name) and n.func.value == name
-                       or isinstance(n.func, cst.Attribute) and n.func.attr.value == name)
-                   for loop in iter_nodes(self.ctx.module) if isinstance(loop, (cst.For, cst.While))
-                   for n in iter_nodes(loop.body))
+        return fn.name.value in self._called_in_loops
+
+    @cached_property
+    def _called_in_loops(self) -> frozenset[str]:
+        """The names (`f`, `x.f`'s `f`) the file calls inside a loop's body: read once per file."""
+        return frozenset(n.func.value if isinstance(n.func, cst.Name) else n.func.attr.value
+                         for loop in iter_nodes(self.ctx.module) if isinstance(loop, (cst.For, cst.While))
+                         for n in iter_nodes(loop.body)
+                         if isinstance(n, cst.Call) and isinstance(n.func, (cst.Name, cst.Attribute)))
 
     def _shared_logger(self, expr, fn, cls, depth) -> Optional[str]:
         """How to name `expr` when it is a logger from the logging registry (module

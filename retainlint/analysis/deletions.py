@@ -89,27 +89,14 @@ def is_docstring(stmt) -> bool:
 @dataclass(frozen=True)
 class Deleted:
     """One `del` that only unbinds a function's own name: `over`, the parameter a deleted
-    loop variable iterates (RL607)."""
+    loop variable iterates (RL607). A rule gathers them per function (by `id`) and reports
+    the function once: the fix is one, at the caller (torchtune's `cleanup_after_step()`
+    deletes six parameters, each of which the caller still holds)."""
     node: cst.Del
     statement: cst.CSTNode
     name: str
     heavy: bool = False
     over: str = ""
-
-
-class Unbound:
-    """The `del` statements of one function that only unbind its own names, gathered so
-    that the function gets one finding: the fix is one, at the caller (torchtune's
-    `cleanup_after_step()` deletes six parameters, and each one the caller still holds)."""
-
-    def __init__(self) -> None:
-        self.found: dict[int, list[Deleted]] = {}
-
-    def add(self, fn: cst.FunctionDef, deleted: Deleted) -> None:
-        self.found.setdefault(id(fn), []).append(deleted)
-
-    def pop(self, fn: cst.FunctionDef) -> list[Deleted]:
-        return self.found.pop(id(fn), [])
 
 
 def listed(names: list[str]) -> str:

@@ -91,8 +91,8 @@ def _dropped_at_teardown(index: "ProjectIndex", holder: Hashable) -> Hashable:
 def how_dropped(index: "ProjectIndex", holder: str) -> Optional[str]:
     """How the project takes entries out of `holder`, when it does so on some paths only:
     "success" (only past an `await`, a `yield` or an `except` that leaves the function,
-    outside `finally`: a call failing or cancelled there skips it), "teardown" (only when its owner is closed or stopped), or None when
-    nothing removes one at all."""
+    outside `finally`: a call failing or cancelled there skips it), "teardown" (only when
+    its owner is closed or stopped), or None when nothing removes one at all."""
     if index.ask(_dropped_on_success, holder):
         return "success"
     if index.ask(_dropped_at_teardown, holder):

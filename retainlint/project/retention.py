@@ -199,9 +199,16 @@ class ModuleBuilder:
                              for a in self.holders.class_level.get(c, {}))}
         per_call: set[str] = set()
         factories = self._factories()
-        calls = [(c, made) for c in self.nodes.of(ast.Call)
-                 if (made := self._class_called(getattr(c, "func")) or self._factory_called(c, factories))]
-        called = {getattr(func, "id") for c in self.nodes.of(ast.Call) if isinstance(func := getattr(c, "func"), ast.Name)}
+        calls: list[tuple[ast.AST, str]] = []
+        called: set[str] = set()  # the factories the file calls
+        for c in self.nodes.of(ast.Call):
+            func = getattr(c, "func")
+            made = self._class_called(func)
+            if made is None and isinstance(func, ast.Name) and func.id in factories:
+                made = factories[func.id]
+                called.add(func.id)
+            if made is not None:
+                calls.append((c, made))
         if not calls:
             return long_lived, per_call
         loops: dict[int, list[tuple[int, int]]] = {}
@@ -241,11 +248,6 @@ class ModuleBuilder:
                     if made is not None:
                         found[node.name] = made
         return found
-
-    @staticmethod
-    def _factory_called(call: ast.AST, factories: dict[str, str]) -> Optional[str]:
-        func = getattr(call, "func")
-        return factories.get(func.id) if isinstance(func, ast.Name) else None
 
     def _owned(self) -> set[tuple[str, str]]:
         """(class, owner) for each `self.attr = Class(...)` in `owner.__init__` or a method

@@ -315,14 +315,14 @@ class FunctionFacts:
         (`self._request_id += 1`, `= self._request_id + 1`): a fresh key per call?"""
         if not (isinstance(key, ast.Attribute) and isinstance(key.value, ast.Name) and key.value.id == self.me):
             return False
-        spelled = ast.unparse(key)
+        spelled = dotted(key)
         for stmt in self.facts.nodes.own(self.node, ast.AugAssign, ast.Assign):
-            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) \
-                    and ast.unparse(stmt.target) == spelled:
-                return True
-            if isinstance(stmt, ast.Assign) and any(ast.unparse(t) == spelled for t in stmt.targets) \
-                    and isinstance(stmt.value, ast.BinOp) and isinstance(stmt.value.op, ast.Add) \
-                    and spelled in (ast.unparse(stmt.value.left), ast.unparse(stmt.value.right)):
+            if isinstance(stmt, ast.AugAssign):
+                if isinstance(stmt.op, ast.Add) and dotted(stmt.target) == spelled:
+                    return True
+            elif isinstance(stmt, ast.Assign) and any(dotted(t) == spelled for t in stmt.targets) \
+                    and isinstance(value := stmt.value, ast.BinOp) and isinstance(value.op, ast.Add) \
+                    and spelled in (dotted(value.left), dotted(value.right)):
                 return True
         return False
 

@@ -16,6 +16,7 @@ import libcst.helpers
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
 from retainlint.analysis.cstutil import body_functions, body_statements, call_args, is_self, self_attribute
 from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.hooks import local_bases
 from retainlint.analysis.weight import weigher
 from retainlint.core.finding import Applicability, Severity
 from retainlint.project.index import CACHE_DECORATORS, instantiated_in_functions
@@ -119,28 +120,16 @@ class CachedInstanceMethod(Rule):
                 self.ctx.index, f"{self.ctx.module_name}.{cls.name.value}"):
             return Facts(heavy=weights, grows=grows, meant_to_go=False)
         # A torch module's weight is what its parameters, buffers and children weigh, which
-        # `weights` measured; what else its `__init__` keeps is configuration.
+        # `weights` measured; what else its `__init__` keeps is configuration. An instance
+        # keeps what a base of this file stores too (crossfit's `FrameBackend.__init__`).
         if not weights and maxsize not in (None, "None") and (
-                is_model(self.ctx, cls) or not any(self._keeps_arguments(c) for c in self._with_bases(cls))):
+                is_model(self.ctx, cls) or not any(self._keeps_arguments(c) for c in [cls, *local_bases(self.ctx, cls)])):
             return Facts(heavy=False, grows=False)
         several = maxsize in (None, "None") or maxsize.strip() not in ("0", "1")
         model = weights and several and is_model(self.ctx, cls)
         # an unbounded cache of a heavy class keyed by more than a device makes a new value
         # per distinct key (a frequency table per requested shape) and never drops one
         return Facts(heavy=weights or None, grows=grows, meant_to_go=True if model or grows else None)
-
-    def _with_bases(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
-        """`cls` and the classes of this file it derives from, nearest first: an instance
-        keeps what a base's `__init__` stores (`self.__data = data`) as well."""
-        found, todo = [], [cls]
-        while todo and len(found) < 8:
-            c = todo.pop(0)
-            if any(c is f for f in found):
-                continue
-            found.append(c)
-            todo += [b for arg in c.bases if isinstance(arg.value, cst.Name)
-                     and (b := self.ctx.classes.get(arg.value.value)) is not None]
-        return found
 
     @staticmethod
     def _keeps_arguments(cls: cst.ClassDef) -> bool:
