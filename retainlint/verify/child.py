@@ -1,6 +1,7 @@
 """One verifier run in a fresh process: `python -m retainlint.verify.child --scenario FILE
 --module NAME --model M --device D --out RESULT.json`, or, for the user's own object,
-`--target pkg.module:factory [--release METHOD] --path DIR` (DIR first on sys.path).
+`--target pkg.module:factory [--release METHOD] --path DIR` (DIR first on sys.path). On the
+CPU the process is a child of `retainlint.verify.forkserver`, torch already imported.
 
 Steps: import torch and the scenario (slow imports happen before the baseline), warm up
 (build, exercise and drop a throwaway model), baseline, run `lifecycle(ctx)` (its frame dies

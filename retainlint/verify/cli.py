@@ -9,6 +9,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -52,11 +53,70 @@ def run_child(args: list[str], workdir: Path, tag: str, timeout: float) -> dict:
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"the subprocess ran past {timeout:.0f} s"}
+    return read_result(out, proc.returncode, proc.stderr or proc.stdout or "")
+
+
+class ForkServer:
+    """A `retainlint.verify.forkserver` process: each run is a child forked from it, torch
+    already imported (see that module). Where it cannot fork, or once it has failed, runs
+    go to fresh interpreters (`run_child`)."""
+
+    def __init__(self, workdir: Path, device: str) -> None:
+        self.workdir = workdir
+        self.proc: Optional[subprocess.Popen] = subprocess.Popen(
+            [sys.executable, "-m", "retainlint.verify.forkserver", device], env=child_env(), cwd=workdir,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.forks: Optional[bool] = None  # known once the server has imported torch
+
+    def _reply(self) -> Optional[dict]:
+        assert self.proc is not None and self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        try:
+            reply: dict = json.loads(line)
+            return reply
+        except ValueError:
+            return None
+
+    def run(self, args: list[str], tag: str, timeout: float) -> dict:
+        if self.forks is None:
+            first = self._reply()
+            self.forks = bool(first and first.get("fork"))
+        if not self.forks or self.proc is None or self.proc.stdin is None:
+            return run_child(args, self.workdir, tag, timeout)
+        out, log = self.workdir / f"{tag}.json", self.workdir / f"{tag}.log"
+        try:
+            self.proc.stdin.write(json.dumps({"args": [*args, "--out", str(out)], "log": str(log),
+                                              "timeout": timeout}) + "\n")
+            self.proc.stdin.flush()
+            reply = self._reply()
+        except OSError:
+            reply = None
+        if reply is None:  # the server died: every later run gets a fresh interpreter
+            self.forks = False
+            return run_child(args, self.workdir, tag, timeout)
+        if reply["status"] is None:
+            return {"error": f"the subprocess ran past {timeout:.0f} s"}
+        return read_result(out, reply["status"], log.read_text(errors="replace") if log.exists() else "")
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+def read_result(out: Path, returncode: int, output: str) -> dict:
     try:
-        return json.loads(out.read_text())
+        result: dict = json.loads(out.read_text())
+        return result
     except (OSError, ValueError):
-        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
-        return {"error": f"the subprocess exited with {proc.returncode} and no result: " + " | ".join(tail)}
+        tail = output.strip().splitlines()[-5:]
+        return {"error": f"the subprocess exited with {returncode} and no result: " + " | ".join(tail)}
 
 
 def _installed_version(dist: str) -> Optional[str]:
@@ -131,13 +191,21 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
     tasks = [(r, s, how, variant) for r in range(1, repeat + 1) for s, how in prepared
              for variant in ("buggy", "fixed")]
 
+    jobs = jobs or max(1, min(os.cpu_count() or 1, 4))
+    servers: queue.Queue[ForkServer] = queue.Queue()
+    for _ in range(min(jobs, len(tasks))):
+        servers.put(ForkServer(work, device))
+
     def one(task):
         r, s, _how, variant = task
         args = ["--scenario", str(work / s.rule / variant / f"{s.name}.py"), "--module", s.module,
                 "--model", model, "--device", device]
-        return run_child(args, work, f"{s.rule}-{s.name}-{variant}-{r}", timeout)
+        server = servers.get()
+        try:
+            return server.run(args, f"{s.rule}-{s.name}-{variant}-{r}", timeout)
+        finally:
+            servers.put(server)
 
-    jobs = jobs or max(1, min(os.cpu_count() or 1, 4))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         if output_format == "full" and err.is_terminal:
             from rich.progress import Progress
@@ -150,6 +218,8 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
         else:
             results = list(pool.map(one, tasks))
 
+    while not servers.empty():
+        servers.get().close()
     for res in results:  # the finding that covers each chain, in the code that ran
         attribution.cover(res.get("holder"), [work])
     shutil.rmtree(work, ignore_errors=True)

@@ -161,3 +161,72 @@ def test_expect_released_weights_kept_by_an_autograd_graph():
     assert ("local keep -> list(len=1)[0] -> Tensor(2, 64).grad_fn -> AddmmBackward0.next_functions[2]"
             " -> TBackward0.next_functions[0] -> AccumulateGrad.variable -> Parameter(64, 64)") in str(info.value)
     keep.clear()
+
+
+def _scenario(root, code, name, body, fixed=None):
+    """A scenario and its hand-written fix (the same program when `fixed` is None)."""
+    (root / code).mkdir(exist_ok=True)
+    (root / code / f"{name}.py").write_text(textwrap.dedent(body))
+    (root / code / f"{name}.fixed.py").write_text(textwrap.dedent(fixed or body))
+
+
+def test_each_run_starts_in_a_process_that_ran_nothing_before(tmp_path):
+    # The runs are forked from one process that imported torch: what a run changes in a
+    # module both import (here a mark on `torch.nn.Module`, a model kept by the scenario)
+    # must not be seen by the next run, whichever child of the same server it is.
+    _scenario(tmp_path, "RL301", "marks_the_class", """\
+        import torch.nn as nn
+
+        _by_module = {}
+
+
+        def lifecycle(ctx):
+            assert not hasattr(nn.Module, "_seen_by_an_earlier_run"), "state of an earlier run"
+            nn.Module._seen_by_an_earlier_run = True
+            model = ctx.build_model()
+            ctx.expect_freed(model)
+            _by_module[model] = 1
+        """, fixed="""\
+        import torch.nn as nn
+
+
+        def lifecycle(ctx):
+            assert not hasattr(nn.Module, "_seen_by_an_earlier_run"), "state of an earlier run"
+            nn.Module._seen_by_an_earlier_run = True
+            ctx.expect_freed(ctx.build_model())
+        """)
+    rc, rows = verify("--scenarios", str(tmp_path), "--repeat", "3", "-j", "1", "--device", "cpu")
+    assert [r["before"]["error"] for r in rows] == [None, None, None]
+    assert [r["after"]["error"] for r in rows] == [None, None, None]
+    assert [r["verdict"] for r in rows] == ["freed"] * 3, rows
+    assert rc == 0
+
+
+def test_a_run_past_its_timeout_is_killed_and_reported(tmp_path):
+    _scenario(tmp_path, "RL401", "hangs", """\
+        import time
+
+
+        def lifecycle(ctx):
+            time.sleep(600)
+        """)
+    rc, [row] = verify("--scenarios", str(tmp_path), "--timeout", "5", "--device", "cpu")
+    assert rc == 1
+    assert row["verdict"] == "error"
+    assert row["before"]["error"] == row["after"]["error"] == "the subprocess ran past 5 s"
+
+
+def test_a_run_that_dies_without_a_result_shows_the_end_of_its_output(tmp_path):
+    _scenario(tmp_path, "RL401", "dies", """\
+        import os
+        import sys
+
+
+        def lifecycle(ctx):
+            print("about to exit hard", file=sys.stderr, flush=True)
+            os._exit(7)
+        """)
+    rc, [row] = verify("--scenarios", str(tmp_path), "--device", "cpu")
+    assert rc == 1
+    assert row["verdict"] == "error"
+    assert row["before"]["error"] == "the subprocess exited with 7 and no result: about to exit hard"
