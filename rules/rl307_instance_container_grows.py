@@ -31,7 +31,9 @@ and nothing in the project ever takes an entry out of it (no `pop`, `del`, `remo
 The object also outlives the requests it keeps when its class serves them: a method is
 a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also a function nested in a
 method, or a method decorated as a route), a method runs a serve loop (`while True:`,
-`while not self.stopped:`), or the class has both `start()` and `stop()`/`shutdown()`.
+`while not self.stopped:`), the class has both `start()` and `stop()`/`shutdown()`, or its
+`__init__` makes and keeps a worker pool (`self._pool = ThreadPoolExecutor()`: it exists to
+run many submissions).
 
 Removals count by path. A removal in an `async` method after an `await`, or in a
 context manager's generator after the `yield` every path reaches, outside `finally` and
@@ -129,7 +131,7 @@ SERVER = JobServer()
             owner, _, method = g.function.partition(".")
             lifetime = {"process": f"a `{owner}` lives for the process",
                         "serves": f"a `{owner}` serves many requests (its methods are handlers, a serve "
-                                  "loop, or start and stop)",
+                                  "loop, or start and stop, or it keeps a worker pool)",
                         "outlives": f"a `{owner}` outlives the calls that add to it"}[outlives]
             how = how_dropped(index, g.holder)
             removal = {"success": "its entries are removed only past an `await`, a context manager's `yield` "

@@ -106,8 +106,8 @@ def _serving(index: "ProjectIndex", cls: Hashable) -> Hashable:
 
 
 def serves_requests(index: "ProjectIndex", cls: str) -> bool:
-    """Do `cls`'s methods serve requests (handlers, a serve loop, start and stop), so that
-    one instance outlives many requests?"""
+    """Do `cls`'s methods serve requests (handlers, a serve loop, start and stop, a worker
+    pool), so that one instance outlives many requests?"""
     return bool(index.ask(_serving, index.resolve(cls) or cls))
 
 
@@ -125,13 +125,37 @@ def released_anywhere(index: "ProjectIndex", holder: str) -> bool:
     return bool(index.ask(_released, holder))
 
 
+def _elements(key: str) -> list[str]:
+    """The parts of a tuple key (`(fmt, hash_id)`, `fmt, hash_id`), split at its top-level
+    commas; `[key]` for any other key."""
+    inner = key[1:-1] if key.startswith("(") and key.endswith(")") else key
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth < 0:
+            return [key]  # `(a)(b)`: not one tuple
+        if ch == "," and depth == 0:
+            parts.append(inner[start:i].strip())
+            start = i + 1
+    parts.append(inner[start:].strip())
+    parts = [p for p in parts if p]
+    return parts if len(parts) > 1 else [key]
+
+
 def key_per_request(key: str) -> bool:
-    """Is a slot per distinct `key` a slot per request or per object (never reused)?"""
-    if key.startswith("self.") and "(" not in key and "[" not in key:
-        return False  # the instance's own value (`self.engine_id`): one key per instance
+    """Is a slot per distinct `key` a slot per request or per object (never reused)? A
+    tuple key is new whenever any of its parts is (`(fmt, hash_id)`: a slot per id), unless
+    a part names the code or the deployment (`(device, stream_id)`, `(rank, pg_id)`): then
+    the parts are members of a fixed set."""
     words = [w.lower() for w in _WORD.findall(key.replace("_", " "))]
     if _CODE_WORDS.intersection(words) or _DEPLOYMENT_WORDS.intersection(words):
         return False
+    parts = _elements(key)
+    if len(parts) > 1:
+        return any(key_per_request(part) for part in parts)
+    if key.startswith("self.") and "(" not in key and "[" not in key:
+        return False  # the instance's own value (`self.engine_id`): one key per instance
     if any(call in key for call in _PER_REQUEST_CALLS):
         return True
     return bool(words) and (words[-1] in _PER_REQUEST_WORDS or key == "self")

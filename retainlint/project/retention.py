@@ -31,8 +31,8 @@ from retainlint.project.frames import frame_cycles
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
-    DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, PER_CALL_FUNCTIONS, READERS, bindings,
-    last_name, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_tree)
+    DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, PER_CALL_FUNCTIONS, READERS, WORKER_POOLS,
+    bindings, last_name, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts
 
@@ -177,6 +177,22 @@ class ModuleBuilder:
             return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
         return None
 
+    def _own_class_called(self, call: ast.AST) -> Optional[str]:
+        """`module.Class` for `type(self)(...)` or `self.__class__(...)` in a method of one of
+        the module's classes: the instance making another of its own class."""
+        func = getattr(call, "func")
+        me = func.args[0] if isinstance(func, ast.Call) and dotted(func.func) == "type" and len(func.args) == 1 \
+            else func.value if isinstance(func, ast.Attribute) and func.attr == "__class__" else None
+        if not isinstance(me, ast.Name):
+            return None
+        method = self._function_around(call)
+        cls = self.nodes.owner_of.get(id(method)) if method is not None else None
+        args = getattr(method, "args", None)
+        if not (isinstance(cls, ast.ClassDef) and args is not None and args.args
+                and args.args[0].arg == me.id and self.holders.classes.get(cls.name) is cls):
+            return None
+        return f"{self.holders.module}.{cls.name}"
+
     def _collector_off(self) -> bool:
         """Does a `gc.disable()` here leave the collector off? gc.freeze() only exempts what
         exists when it runs (objects made per call later are still collected), and a function
@@ -203,7 +219,7 @@ class ModuleBuilder:
         called: set[str] = set()  # the factories the file calls
         for c in self.nodes.of(ast.Call):
             func = getattr(c, "func")
-            made = self._class_called(func)
+            made = self._class_called(func) or self._own_class_called(c)
             if made is None and isinstance(func, ast.Name) and func.id in factories:
                 made = factories[func.id]
                 called.add(func.id)
@@ -285,8 +301,10 @@ class ModuleBuilder:
         """The module's classes whose methods serve requests, so that one instance outlives
         many of them: a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also nested in
         a method, or a method decorated as a route), a serve loop (`while True:`, `while not
-        self.stopped:`), or both `start()` and `stop()`/`shutdown()`. A class made per call
-        here is no such server, nor a parser or tree visitor: it reads one input."""
+        self.stopped:`), both `start()` and `stop()`/`shutdown()`, or a worker pool its
+        `__init__` makes and keeps (`self._pool = ThreadPoolExecutor()`: it exists to run many
+        submissions). A class made per call here is no such server, nor a parser or tree
+        visitor: it reads one input."""
         found: set[str] = set()
         for name, cls in self.holders.classes.items():
             qualified = f"{self.holders.module}.{name}"
@@ -296,6 +314,8 @@ class ModuleBuilder:
             methods = [f for f in cls.body if isinstance(f, FUNCTIONS)]
             names = {f.name for f in methods}
             if "start" in names and names & {"stop", "shutdown"} or any(
+                    f.name == "__init__" and f.args.args and WORKER_POOLS.intersection(self._kept_on_self(f))
+                    for f in methods) or any(
                     serves(f) or any(serves(inner) for inner in self.nodes.own(f, *FUNCTIONS))
                     or any(serves_until_stopped(w) for w in self.nodes.own(f, ast.While)) for f in methods):
                 found.add(qualified)

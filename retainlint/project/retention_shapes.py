@@ -36,6 +36,12 @@ REGISTERS = ("register", "add_", "subscribe", "attach", "install", "declare")
 
 
 
+# Worker pools: an object that makes one to keep exists to run many submissions on it.
+WORKER_POOLS = frozenset({
+    "concurrent.futures.ThreadPoolExecutor", "concurrent.futures.ProcessPoolExecutor",
+    "concurrent.futures.thread.ThreadPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor",
+    "multiprocessing.Pool", "multiprocessing.pool.Pool", "multiprocessing.pool.ThreadPool"})
+
 # Classes made with a callback that drop it once it has run: a thread or process forgets
 # its target when `run()` returns.
 RUNS_ONCE_CLASSES = ("Thread", "Process", "Greenlet")

@@ -539,3 +539,87 @@ def test_an_object_a_factory_makes_at_module_level_lives_for_the_process(tmp_pat
         """})
     assert [(line, code) for _, line, code, _ in found] == [(6, "RL307")]
     assert "a `SpanHandler` lives for the process" in found[0][3]
+
+
+def test_a_tuple_key_is_a_new_slot_when_any_part_is(tmp_path):
+    """croniter kept every expanded expression in a module dict keyed by `(expr_format,
+    hash_id, second_at_beginning)`: a slot per distinct id, whatever the last part is named.
+    A tuple with a part naming the deployment or the code (`(device, stream_id)`, `(rank,
+    pg_id)`) keys a fixed set of members."""
+    found = _check(tmp_path, {"expressions.py": """\
+        EXPRESSIONS = {}
+        BUFFERS = {}
+        WORKSPACES = {}
+
+        def expand(expr_format, hash_id, second_at_beginning):
+            expressions = expr_format.split()
+            EXPRESSIONS[(expr_format, hash_id, second_at_beginning)] = expressions
+            return expressions
+
+        def buffers(device, stream_id, size):
+            BUFFERS[(device, stream_id)] = bytearray(size)
+
+        def workspace(rank, pg_id, size):
+            WORKSPACES[rank, pg_id] = bytearray(size)
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(7, "RL306")]
+    assert "one entry per distinct `(expr_format, hash_id, second_at_beginning)`" in found[0][3]
+
+
+def test_an_object_that_keeps_a_worker_pool_outlives_its_submissions(tmp_path):
+    """AntaREST's task service made a thread pool in `__init__` and kept every submitted
+    task's future under the task's id: an object made to run many submissions outlives
+    each of them, wherever it is made. Without a pool (or another sign that it serves
+    requests), who makes the object and how often is unknown: nothing is said."""
+    found = _check(tmp_path, {"service.py": """\
+        from concurrent.futures import ThreadPoolExecutor
+
+        class TaskJobService:
+            def __init__(self, workers):
+                self.tasks = {}
+                self.threadpool = ThreadPoolExecutor(max_workers=workers)
+
+            def launch(self, task):
+                future = self.threadpool.submit(task.run)
+                self.tasks[task.id] = future
+
+        class Recorder:
+            def __init__(self):
+                self.tasks = {}
+
+            def launch(self, task):
+                self.tasks[task.id] = task.run()
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(10, "RL307")]
+    assert "a `TaskJobService` serves many requests" in found[0][3] and "worker pool" in found[0][3]
+
+
+def test_an_object_that_makes_another_of_its_own_class_is_made_per_call(tmp_path):
+    """`type(self)(...)` and `self.__class__(...)` in a method (a copy, a transform) make
+    instances that come and go, as `Part(...)` does in a method of `Part`."""
+    found = _check(tmp_path, {"images.py": """\
+        class Image:
+            def __init__(self, pixels):
+                self.pixels = pixels
+                self.on_copy = self.copy
+
+            def copy(self):
+                return type(self)(list(self.pixels))
+
+        class Mesh:
+            def __init__(self, points):
+                self.points = points
+                self.on_copy = self.copy
+
+            def copy(self):
+                return self.__class__(list(self.points))
+
+        class Scene:
+            def __init__(self, objects):
+                self.objects = objects
+                self.on_load = self.load
+
+            def load(self):
+                pass
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(4, "RL703"), (12, "RL703")]
