@@ -33,8 +33,9 @@ aliased).
 What counts as growth per call: one more item (`append`, `add`, `extend`) in a function
 that does not first look the value up; a slot per key (`h[k] = v`, `setdefault`) when
 the key names something made per request or per object (`request_id`, `id(obj)`,
-`conn`, `self`, a uuid, a counter), or is a tuple with such a part (`(fmt, hash_id)`) and
-none naming the code or the deployment (`(device, stream_id)` is a fixed set); in `__init__`, one more item in a list (also
+`conn`, `self`, a uuid, a counter), or is a tuple with such a part (`(fmt, hash_id)`)
+and none naming the code or the deployment (`(device, stream_id)` is a fixed set); in
+`__init__`, one more item in a list (also
 `self.buffers.append(b)` on a list the class or one of its bases declares in its body: one
 list for all instances) or an entry that keeps the instance (`Cls._instances.append(self)`). Not reported: memos over plain keys (names, sizes,
 dtypes: a small domain), registration at import (a decorator returning what it

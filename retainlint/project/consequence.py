@@ -4,6 +4,7 @@ project index keeps per file (`FileSummary.retention`)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from typing import TYPE_CHECKING, Hashable, Optional
@@ -126,21 +127,14 @@ def released_anywhere(index: "ProjectIndex", holder: str) -> bool:
 
 
 def _elements(key: str) -> list[str]:
-    """The parts of a tuple key (`(fmt, hash_id)`, `fmt, hash_id`), split at its top-level
-    commas; `[key]` for any other key."""
-    inner = key[1:-1] if key.startswith("(") and key.endswith(")") else key
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(inner):
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if depth < 0:
-            return [key]  # `(a)(b)`: not one tuple
-        if ch == "," and depth == 0:
-            parts.append(inner[start:i].strip())
-            start = i + 1
-    parts.append(inner[start:].strip())
-    parts = [p for p in parts if p]
-    return parts if len(parts) > 1 else [key]
+    """The parts of a tuple key (`(fmt, hash_id)`, `fmt, hash_id`); `[key]` for any other key."""
+    if "," not in key:
+        return [key]
+    try:
+        node = ast.parse(key, mode="eval").body
+    except SyntaxError:
+        return [key]
+    return [ast.unparse(e) for e in node.elts] if isinstance(node, ast.Tuple) and len(node.elts) > 1 else [key]
 
 
 def key_per_request(key: str) -> bool:

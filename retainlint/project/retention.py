@@ -104,13 +104,14 @@ class ModuleBuilder:
         self.drops |= self._dropped_elsewhere()
         long_lived, per_call = self._instantiations()
         collector_off = self._collector_off()
-        serving = self._serving(per_call)
+        owned = self._owned()
+        serving = self._serving(per_call, owned)
         frames = [replace(f, per_call=self._runs_per_call(f.function, serving))
                   for f in frame_cycles(self.nodes, lambda node: self.lines.site(node, node))]
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
                            long_lived, per_call, collector_off, frames,
                            self.success_drops - self.drops, self.teardown_drops - self.drops,
-                           serving, self._owned())
+                           serving, owned)
 
     def _runs_per_call(self, function: str, serving: set[str]) -> bool:
         """Does `function` (`Class.method` or `function`) run per request, message or job:
@@ -181,8 +182,12 @@ class ModuleBuilder:
         """`module.Class` for `type(self)(...)` or `self.__class__(...)` in a method of one of
         the module's classes: the instance making another of its own class."""
         func = getattr(call, "func")
-        me = func.args[0] if isinstance(func, ast.Call) and dotted(func.func) == "type" and len(func.args) == 1 \
-            else func.value if isinstance(func, ast.Attribute) and func.attr == "__class__" else None
+        if isinstance(func, ast.Call) and dotted(func.func) == "type" and len(func.args) == 1:
+            me = func.args[0]
+        elif isinstance(func, ast.Attribute) and func.attr == "__class__":
+            me = func.value
+        else:
+            return None
         if not isinstance(me, ast.Name):
             return None
         method = self._function_around(call)
@@ -297,14 +302,15 @@ class ModuleBuilder:
             any(item is function for item in cls.body) and \
             not any(last_name(d) in ("classmethod", "staticmethod") for d in getattr(function, "decorator_list"))
 
-    def _serving(self, per_call: set[str]) -> set[str]:
+    def _serving(self, per_call: set[str], owned: set[tuple[str, str]]) -> set[str]:
         """The module's classes whose methods serve requests, so that one instance outlives
         many of them: a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also nested in
         a method, or a method decorated as a route), a serve loop (`while True:`, `while not
-        self.stopped:`), both `start()` and `stop()`/`shutdown()`, or a worker pool its
-        `__init__` makes and keeps (`self._pool = ThreadPoolExecutor()`: it exists to run many
-        submissions). A class made per call here is no such server, nor a parser or tree
-        visitor: it reads one input."""
+        self.stopped:`), both `start()` and `stop()`/`shutdown()`, or a worker pool it makes
+        and keeps (`self._pool = ThreadPoolExecutor()` in `__init__`, see `_owned`: it exists
+        to run many submissions). A class made per call here is no such server, nor a parser
+        or tree visitor: it reads one input."""
+        pools = {owner for made, owner in owned if made in WORKER_POOLS}
         found: set[str] = set()
         for name, cls in self.holders.classes.items():
             qualified = f"{self.holders.module}.{name}"
@@ -313,9 +319,7 @@ class ModuleBuilder:
                 continue
             methods = [f for f in cls.body if isinstance(f, FUNCTIONS)]
             names = {f.name for f in methods}
-            if "start" in names and names & {"stop", "shutdown"} or any(
-                    f.name == "__init__" and f.args.args and WORKER_POOLS.intersection(self._kept_on_self(f))
-                    for f in methods) or any(
+            if "start" in names and names & {"stop", "shutdown"} or qualified in pools or any(
                     serves(f) or any(serves(inner) for inner in self.nodes.own(f, *FUNCTIONS))
                     or any(serves_until_stopped(w) for w in self.nodes.own(f, ast.While)) for f in methods):
                 found.add(qualified)

@@ -206,20 +206,21 @@ def verify(rules, model, device, repeat, output_format, scenario_root, jobs, tim
         finally:
             servers.put(server)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        if output_format == "full" and err.is_terminal:
-            from rich.progress import Progress
-            with Progress(console=err, transient=True) as progress:
-                bar = progress.add_task(f"verify --model {model}", total=len(tasks))
-                futures = [pool.submit(one, t) for t in tasks]
-                for f in futures:
-                    f.add_done_callback(lambda _f: progress.advance(bar))
-                results = [f.result() for f in futures]
-        else:
-            results = list(pool.map(one, tasks))
-
-    while not servers.empty():
-        servers.get().close()
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            if output_format == "full" and err.is_terminal:
+                from rich.progress import Progress
+                with Progress(console=err, transient=True) as progress:
+                    bar = progress.add_task(f"verify --model {model}", total=len(tasks))
+                    futures = [pool.submit(one, t) for t in tasks]
+                    for f in futures:
+                        f.add_done_callback(lambda _f: progress.advance(bar))
+                    results = [f.result() for f in futures]
+            else:
+                results = list(pool.map(one, tasks))
+    finally:
+        while not servers.empty():
+            servers.get().close()
     for res in results:  # the finding that covers each chain, in the code that ran
         attribution.cover(res.get("holder"), [work])
     shutil.rmtree(work, ignore_errors=True)
