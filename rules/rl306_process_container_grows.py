@@ -30,8 +30,9 @@ no `pop`, `del`, `remove`, `discard`, `clear`, no rebinding, no size check (`len
 and it is never handed to other code that could (passed as an argument, returned,
 aliased).
 
-What counts as growth per call: one more item (`append`, `add`, `extend`) in a function
-that does not first look the value up; a slot per key (`h[k] = v`, `setdefault`) when
+What counts as growth per call: one more item (`append`, `extend`) in a function
+that does not first look the value up; a set's `add` of a value named as made per request
+(a set holds each value once: `_dead.add(rank)` keeps as many as there are ranks); a slot per key (`h[k] = v`, `setdefault`) when
 the key names something made per request or per object (`request_id`, `id(obj)`,
 `conn`, `self`, a uuid, a counter), or is a tuple with such a part (`(fmt, hash_id)`)
 and none naming the code or the deployment (`(device, stream_id)` is a fixed set); in

@@ -34,7 +34,9 @@ Reader(self)`), or a class from elsewhere handed a callback (`self._cache =
 Cache(on_remove=self._evict)`, `CFUNCTYPE(...)(self.next)`; the instance itself handed to
 such a class is not counted: owners and senders are often kept weakly) - when such
 objects are made per call: the module creates them inside functions, or the class is a
-request, response, connection, protocol, stream, session, job, task or the like. The
+request, response, connection, protocol, stream, session, job, task or the like. A loop
+over a model's layers (`for name, child in model.named_children()`, `model.modules()`)
+makes one per layer when the model is set up, not one per call. The
 finding points at the argument that closes the cycle.
 
 A warning when the object keeps an OS resource or bulk data (an attribute named for a

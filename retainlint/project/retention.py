@@ -32,7 +32,7 @@ from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
     DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, PER_CALL_FUNCTIONS, READERS, WORKER_POOLS,
-    bindings, last_name, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_tree)
+    bindings, last_name, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_model, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts
 
@@ -235,7 +235,7 @@ class ModuleBuilder:
         loops: dict[int, list[tuple[int, int]]] = {}
         for loop in self.nodes.of(*LOOPS):
             around = self._function_around(loop)
-            if around is not None:
+            if around is not None and not walks_a_model(loop):
                 loops.setdefault(id(around), []).append(
                     (loop.lineno, loop.end_lineno or loop.lineno))  # type: ignore[attr-defined]
         for call, made in calls:

@@ -289,6 +289,10 @@ class FunctionFacts:
         pins = bool(self.me) and value is not None and self._pins_self(value)
         if container == "set" and self.node.name == "__init__" and not pins:
             return  # a value per distinct instance name or kind, not one per instance made
+        if container == "set" and value is not None and holder not in guarded and not self.memoised:
+            if isinstance(value, ast.Constant):
+                return
+            keyed, key = True, value  # a set holds each value once: a slot per distinct value
         self.facts.growth.append(Growth(
             holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
             ast.unparse(value) if value is not None else "",

@@ -235,6 +235,24 @@ ENTRY_POINTS = frozenset({"main", "cli", "serve", "run_server", "start_server", 
 LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+# What iterates over a model's own structure: one item per layer or parameter it has.
+MODEL_WALKS = frozenset({"modules", "named_modules", "children", "named_children", "parameters",
+                         "named_parameters", "buffers", "named_buffers"})
+
+
+def walks_a_model(loop: ast.AST) -> bool:
+    """Does `loop` go over a model's layers (`for name, child in model.named_children()`)?
+    What it makes, it makes once per layer when the model is set up: as many as the model
+    has layers, and they come and go with the model, not with each call."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        over = loop.iter
+    elif isinstance(loop, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        over = loop.generators[0].iter
+    else:
+        return False
+    return isinstance(over, ast.Call) and last_name(over.func) in MODEL_WALKS
+
+
 def adds_a_parameter(stmt: ast.stmt, params: set[str]) -> bool:
     """`h.append(param)`, `h.add(param)`: one more item, exactly what the caller handed."""
     call = stmt.value if isinstance(stmt, ast.Expr) else None

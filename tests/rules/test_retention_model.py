@@ -623,3 +623,60 @@ def test_an_object_that_makes_another_of_its_own_class_is_made_per_call(tmp_path
                 pass
         """})
     assert [(line, code) for _, line, code, _ in found] == [(4, "RL703"), (12, "RL703")]
+
+
+def test_a_set_holds_each_value_once(tmp_path):
+    """A set never holds the same value twice: adding to it grows per call only when the
+    value is new per call (a request, a connection), as a dict's slot per key does. A set
+    of ranks or exchange names is as large as the deployment or the configuration."""
+    found = _check(tmp_path, {"watch.py": """\
+        _DEAD = set()
+        _EXCHANGES = set()
+        _OPEN = set()
+
+        def on_worker_exit(fut):
+            rank = fut.result()
+            _DEAD.add(rank)
+
+        def bind(queue):
+            exchange = queue.exchange
+            _EXCHANGES.add(exchange)
+
+        def on_connect(listener):
+            conn, _ = listener.accept()
+            _OPEN.add(conn)
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(15, "RL306")]
+    assert "one entry per distinct `conn`" in found[0][3]
+
+
+def test_objects_made_in_a_walk_over_a_models_layers_are_not_made_per_call(tmp_path):
+    """A loop over a model's layers (`named_children()`, `modules()`) makes one object per
+    layer when the model is set up, as many as it has layers: they come and go with the
+    model, not per call. A loop over the rows a call is handed makes one per row."""
+    found = _check(tmp_path, {"wrap.py": """\
+        class Adapter:
+            def __init__(self, layer):
+                self.layer = layer
+                self.on_forward = self.forward
+
+            def forward(self, x):
+                return self.layer(x)
+
+        class Item:
+            def __init__(self, row):
+                self.row = row
+                self.on_done = self.done
+
+            def done(self):
+                pass
+
+        def wrap(model):
+            for name, child in model.named_children():
+                setattr(model, name, Adapter(child))
+            return [Adapter(m) for m in model.modules()]
+
+        def items(rows):
+            return [Item(row) for row in rows]
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(12, "RL703")]
