@@ -7,7 +7,7 @@ from typing import Iterator
 from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
-from retainlint.project.consequence import collector_off_anywhere, cycle_matters
+from retainlint.project.consequence import collector_off_anywhere, cycle_matters, made_per_call
 from retainlint.analysis.severity import Facts, level
 from retainlint.project.frames import FrameCycle
 from retainlint.project.retention_facts import ModuleFacts, Site
@@ -75,7 +75,9 @@ avoids by deleting `except ... as e` at the end of the handler:
 
 The traceback keeps every frame it passed through, with their locals (requests, buffers,
 tensors), until the collector runs: info, since the collector frees it, unless the project
-disables the collector or the traceback is kept on an object (a warning then). A fresh exception raised from a
+disables the collector or the traceback is kept on an object (a warning then; `info` again
+when the object is made per call, a message or a request: it keeps the traceback no longer
+than it lives itself). A fresh exception raised from a
 local (`err = ValueError(...); raise err`) or a single copy of the caught one (`last = e`)
 cycles through this frame alone: the collector's ordinary work, not reported. Not reported when the function lets
 go first: `del tb`, `tb = None`, `traceback.clear_frames(tb)`, `errors.clear()`, or `raise`
@@ -189,10 +191,15 @@ def handle_request():
                    Consequence(f"each `{name}`{kept} and what it references", "its own reference cycle",
                                later, "one per call"))
         for frame in facts.frames:
-            yield self._frame(frame, off, later)
+            owner = frame.function.rpartition(".")[0]
+            # kept on an object made per call (a message, a request): it goes with it
+            short_lived = frame.how == "stored" and bool(owner) and made_per_call(
+                f"{self.ctx.index.module_of(self.ctx.path)}.{owner}", facts)
+            yield self._frame(frame, off, later, short_lived)
 
     @staticmethod
-    def _frame(frame: FrameCycle, off: bool, later: str) -> tuple[Site, str, Severity, Consequence]:
+    def _frame(frame: FrameCycle, off: bool, later: str,
+               short_lived: bool) -> tuple[Site, str, Severity, Consequence]:
         """A frame that keeps its own traceback, and with it every frame below (see
         `project/frames.py`)."""
         function = frame.function.rpartition(".")[2]
@@ -203,8 +210,10 @@ def handle_request():
                 "raised": f"`{frame.name}` is raised from a local",
                 "stored": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback"}[frame.how]
         if frame.how == "stored":
+            owner = frame.function.rpartition(".")[0]
+            made = f" (a `{owner}`, made per call)" if short_lived else ""
             message = (f"{what}: each traceback keeps every frame it passed through, with all their "
-                       f"locals, for as long as the object keeps it; store the exception's text or "
+                       f"locals, for as long as the object{made} keeps it; store the exception's text or "
                        f"a copy without `__traceback__`")
             holder, lifetime = f"`{frame.name}`", "as long as its object"
         else:
@@ -218,7 +227,9 @@ def handle_request():
         # is kept on an object, which keeps it as long as it lives: a warning then. (Read on
         # the development trees, frames of functions run per request - benchmark clients,
         # Flask's handle_exception - kept nothing heavy: being per request is no weight.)
-        collected = not (off or frame.how == "stored")
+        # An object made per call that keeps it is short-lived: the traceback goes with it
+        # (the frame's `self` makes it a cycle the collector frees).
+        collected = not off and (frame.how != "stored" or short_lived)
         severity = level(Facts(meant_to_go=True, collected=collected))
         return (frame.site, message, severity,  # type: ignore[return-value]
                 Consequence(f"the locals of `{function}()`" + (" and of the frames below it" if frame.carries else ""),

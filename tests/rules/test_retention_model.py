@@ -680,3 +680,42 @@ def test_objects_made_in_a_walk_over_a_models_layers_are_not_made_per_call(tmp_p
             return [Item(row) for row in rows]
         """})
     assert [(line, code) for _, line, code, _ in found] == [(12, "RL703")]
+
+
+def _levels(root: Path, files: dict[str, str]) -> list[tuple[int, str, str]]:
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text))
+    result = runner.run(sorted(str(p) for p in root.rglob("*.py")), CODES,
+                        Settings(root=root), runner.Mode(), jobs=1)
+    return [(f.start.line, f.code, f.severity.value) for f in result.findings if f.code == "RL703"]
+
+
+def test_a_traceback_kept_on_an_object_made_per_call_goes_with_it(tmp_path):
+    """kombu's `Message` keeps `sys.exc_info()` of a failed decode in `self.errors`: one
+    message, made per message received, keeps it as long as it lives - an exception kept on
+    a short-lived object, negligible (`info`). A long-lived object keeping every traceback
+    keeps them with all their frames: a warning."""
+    found = _levels(tmp_path, {"messages.py": """\
+        import sys
+
+        class Message:
+            def __init__(self, body):
+                self.errors = []
+                try:
+                    self.body = body.decode()
+                except Exception:
+                    self.errors.append(sys.exc_info())
+
+        class Decoder:
+            def __init__(self):
+                self.errors = []
+
+            def decode(self, body):
+                try:
+                    return body.decode()
+                except Exception:
+                    self.errors.append(sys.exc_info())
+
+        DECODER = Decoder()
+        """})
+    assert found == [(9, "RL703", "info"), (19, "RL703", "warning")]
