@@ -76,8 +76,8 @@ avoids by deleting `except ... as e` at the end of the handler:
 The traceback keeps every frame it passed through, with their locals (requests, buffers,
 tensors), until the collector runs: info, since the collector frees it, unless the project
 disables the collector or the traceback is kept on an object (a warning then; `info` again
-when the object is made per call, a message or a request: it keeps the traceback no longer
-than it lives itself). A fresh exception raised from a
+when `__init__` keeps it on an object made per call, a message or a request: the object keeps
+the traceback no longer than it lives itself). A fresh exception raised from a
 local (`err = ValueError(...); raise err`) or a single copy of the caught one (`last = e`)
 cycles through this frame alone: the collector's ordinary work, not reported. Not reported when the function lets
 go first: `del tb`, `tb = None`, `traceback.clear_frames(tb)`, `errors.clear()`, or `raise`
@@ -191,9 +191,10 @@ def handle_request():
                    Consequence(f"each `{name}`{kept} and what it references", "its own reference cycle",
                                later, "one per call"))
         for frame in facts.frames:
-            owner = frame.function.rpartition(".")[0]
-            # kept on an object made per call (a message, a request): it goes with it
-            short_lived = frame.how == "stored" and bool(owner) and made_per_call(
+            owner, _, method = frame.function.rpartition(".")
+            # kept by `__init__` on an object made per call (a message, a request): it goes
+            # with it (a method run again and again on one object would add one per call)
+            short_lived = frame.how == "stored" and method == "__init__" and made_per_call(
                 f"{self.ctx.index.module_of(self.ctx.path)}.{owner}", facts)
             yield self._frame(frame, off, later, short_lived)
 

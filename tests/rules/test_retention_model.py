@@ -691,10 +691,10 @@ def _levels(root: Path, files: dict[str, str]) -> list[tuple[int, str, str]]:
 
 
 def test_a_traceback_kept_on_an_object_made_per_call_goes_with_it(tmp_path):
-    """kombu's `Message` keeps `sys.exc_info()` of a failed decode in `self.errors`: one
-    message, made per message received, keeps it as long as it lives - an exception kept on
-    a short-lived object, negligible (`info`). A long-lived object keeping every traceback
-    keeps them with all their frames: a warning."""
+    """kombu's `Message.__init__` keeps `sys.exc_info()` of a failed decode in
+    `self.errors`: one message, made per message received, keeps it as long as it lives - an
+    exception kept on a short-lived object, negligible (`info`). A long-lived object keeping
+    every traceback keeps them with all their frames: a warning."""
     found = _levels(tmp_path, {"messages.py": """\
         import sys
 
