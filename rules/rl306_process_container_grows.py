@@ -35,7 +35,8 @@ that does not first look the value up; a set's `add` of a value named as made pe
 (a set holds each value once: `_dead.add(rank)` keeps as many as there are ranks); a slot per key (`h[k] = v`, `setdefault`) when
 the key names something made per request or per object (`request_id`, `id(obj)`,
 `conn`, `self`, a uuid, a counter), or is a tuple with such a part (`(fmt, hash_id)`)
-and none naming the code or the deployment (`(device, stream_id)` is a fixed set); in
+and none naming the code or the deployment (`(device, stream_id)` is a fixed set; a count,
+a size or a flag, `max_blocks_per_seq`, `use_small_batch`, names no request either); in
 `__init__`, one more item in a list (also
 `self.buffers.append(b)` on a list the class or one of its bases declares in its body: one
 list for all instances) or an entry that keeps the instance (`Cls._instances.append(self)`). Not reported: memos over plain keys (names, sizes,

@@ -10,7 +10,7 @@ from typing import Optional
 
 from retainlint.project.index import METHOD_NAMES
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
-from retainlint.project.nodes import FileNodes, dotted
+from retainlint.project.nodes import FileNodes, dotted, module_level
 
 
 PROPERTIES = frozenset({"property", "builtins.property", "functools.cached_property"})
@@ -132,7 +132,7 @@ class Values:
         # the last definition of a name wins, as in `FileContext`
         self.functions: dict[str, ast.AST] = {}
         self.classes: dict[str, ast.ClassDef] = {}
-        for node in nodes.tree.body:
+        for node in module_level(nodes.tree.body):
             if isinstance(node, DEFS):
                 self.functions[node.name] = node
             elif isinstance(node, ast.ClassDef):

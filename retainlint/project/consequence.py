@@ -36,6 +36,9 @@ _CODE_WORDS = frozenset({
 # keys as the deployment has members, however many requests it serves.
 _DEPLOYMENT_WORDS = frozenset({"engine", "rank", "node", "host", "hostname", "replica", "gpu",
                                "shard", "world", "teacher"})
+# First words of a count, a size or a flag, and the conversions around one.
+_QUANTITY_PREFIXES = frozenset({"num", "n", "max", "min", "total", "use", "is", "has", "enable", "stride"})
+_CONVERSIONS = frozenset({"int", "float", "bool", "round", "abs"})
 _PER_REQUEST_CALLS = ("id(", "uuid", "time.", "get_ident", "current_thread", "current_task",
                       "next(", "count(", "monotonic", "perf_counter")
 _WORD = re.compile(r"[A-Za-z]+|\d+")
@@ -152,7 +155,17 @@ def key_per_request(key: str) -> bool:
         return False  # the instance's own value (`self.engine_id`): one key per instance
     if any(call in key for call in _PER_REQUEST_CALLS):
         return True
+    if _quantity(words):
+        return False  # a count or a flag (`max_blocks_per_seq`, `use_small_batch`): no identity
     return bool(words) and (words[-1] in _PER_REQUEST_WORDS or key == "self")
+
+
+def _quantity(words: list[str]) -> bool:
+    """Do a key's words name a count, a size, a stride or a flag - `num_*`, `max_*`, `*_per_*`,
+    `use_*`, `is_*`, also converted (`int(num_partitions)`) - rather than an object?"""
+    while words and words[0] in _CONVERSIONS:
+        words = words[1:]
+    return bool(words) and (words[0] in _QUANTITY_PREFIXES or "per" in words[:-1])
 
 
 def keyed_by_each_request(g: Growth) -> bool:

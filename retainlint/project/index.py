@@ -27,7 +27,7 @@ from retainlint.project.installed_types import Verdicts, known_verdicts
 from retainlint.project.names import HEAVY_TYPES
 from retainlint.project.memoizers import caches_per_instance, memoizes
 from retainlint.project.module_names import module_name as module_name, module_names  # cache.py imports it here
-from retainlint.project.nodes import FileNodes, dotted
+from retainlint.project.nodes import FileNodes, dotted, module_level
 from retainlint.project.recorded import _Recorded
 from retainlint.core.source import MAX_PARSE_BYTES, read_source
 from retainlint.project.retention import module_facts
@@ -198,7 +198,7 @@ class _Summarizer(_FileWalk):
 
     def summary(self) -> FileSummary:
         classes, functions = {}, {}
-        for node in self.tree.body:
+        for node in module_level(self.tree.body):
             if isinstance(node, _FUNCTION_DEFS):
                 functions[node.name] = self.function(node, self.module, False)
             elif isinstance(node, ast.ClassDef):

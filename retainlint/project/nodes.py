@@ -29,6 +29,19 @@ def dotted(node: ast.AST) -> Optional[str]:
 OWNERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
+def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """A module's statements, with those of its `if`, `try` and `with` blocks: a `def`
+    under `except ImportError:` or `if sys.version_info < ...:` is a module function too,
+    a class under `if is_torch_available():` a module class."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+            for field in ("body", "orelse", "finalbody"):
+                yield from module_level(getattr(stmt, field, []))
+            for handler in getattr(stmt, "handlers", ()):
+                yield from module_level(handler.body)
+
+
 class FileNodes:
     """Every node of the file except leaves (`Name`, `Constant`, `alias`, operators,
     contexts, `pass`/`break`/`continue`: read those from their parents), by type, and the

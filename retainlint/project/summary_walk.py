@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, Optional
 
 from retainlint.project.module_names import module_name
 from retainlint.project.names import absolute_import
-from retainlint.project.nodes import OWNERS, FileNodes, dotted
+from retainlint.project.nodes import OWNERS, FileNodes, dotted, module_level
 
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _OWNER_KINDS = frozenset(OWNERS)
@@ -52,7 +52,7 @@ class _FileWalk:
         self.is_package = os.path.basename(path).startswith("__init__.")
         self.imports: dict[str, str] = {}
         self.tree = tree
-        self.local = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, *_FUNCTION_DEFS))}
+        self.local = {n.name for n in module_level(tree.body) if isinstance(n, (ast.ClassDef, *_FUNCTION_DEFS))}
         self.calls: list[ast.Call] = []  # outside logger classes: for bound_calls
         self.assigns: list[ast.Assign] = []
         self.bodies: dict[int, _Body] = {}  # id(function node) -> its contents
@@ -81,7 +81,7 @@ class _FileWalk:
         #  the innermost function/class/lambda around it)
         by_type, owner_of = self.nodes.by_type, self.nodes.owner_of
         fields = _CHILD_FIELDS
-        top_level = {id(n) for n in self.tree.body}  # `node in tree.body` per def: quadratic
+        top_level = {id(n) for n in module_level(self.tree.body)}  # ids: `in` per def is quadratic
         stack: list[tuple[ast.AST, Optional[_Body], bool, bool, Optional[ast.AST]]] = [
             (n, None, False, False, None) for n in reversed(self.tree.body)]
         while stack:
@@ -221,3 +221,4 @@ _SCALAR_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "
 # Node type -> its fields that can hold walked nodes.
 _CHILD_FIELDS = {kind: tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
                  for kind in _node_types(ast.AST)}
+

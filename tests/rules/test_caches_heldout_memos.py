@@ -235,3 +235,33 @@ def test_a_cached_loader_of_an_array_table_is_reported_until_something_clears_it
         """,
     })
     assert _findings(tmp_path, "RL303") == []
+
+
+def test_a_fallback_cache_decorator_under_an_import_guard_is_a_cache(tmp_path):
+    """satpy's `_compat.cached_property` is defined under `except ImportError:` (a backport
+    for old Pythons) as `property(lru_cache(maxsize=None)(func))`: a definition in a
+    module-level `try` is a module function too, and this one caches on `self`."""
+    _write(tmp_path, {
+        "compat.py": """
+            from functools import lru_cache
+
+            try:
+                from functools import cached_property_missing as cached_property
+            except ImportError:
+                def cached_property(func):
+                    return property(lru_cache(maxsize=None)(func))
+        """,
+        "reader.py": """
+            from compat import cached_property
+
+            class FileHandler:
+                def __init__(self, data):
+                    self.data = data
+
+                @cached_property
+                def area(self):
+                    return sum(self.data)
+        """,
+    })
+    found = _findings(tmp_path, "RL102")
+    assert [(code, name, row) for code, name, row, _ in found] == [("RL102", "reader.py", 8)]

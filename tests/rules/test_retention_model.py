@@ -719,3 +719,20 @@ def test_a_traceback_kept_on_an_object_made_per_call_goes_with_it(tmp_path):
         DECODER = Decoder()
         """})
     assert found == [(9, "RL703", "info"), (19, "RL703", "warning")]
+
+
+def test_a_count_or_a_flag_in_a_key_is_no_identity(tmp_path):
+    """A kernel cache keyed by sizes and flags (`max_blocks_per_seq`, `use_small_batch`,
+    `int(num_partitions)`) holds one entry per configuration, however many requests: a
+    count or a flag names no request. `id(cu_seqlens)` still does."""
+    found = _check(tmp_path, {"kernels.py": """\
+        _KERNELS = {}
+        _SEEN = {}
+
+        def get_kernel(num_heads, max_blocks_per_seq, use_small_batch, num_partitions):
+            _KERNELS[num_heads, int(max_blocks_per_seq), use_small_batch, int(num_partitions)] = object()
+
+        def seen(cu_seqlens):
+            _SEEN[id(cu_seqlens)] = True
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(8, "RL306")]
