@@ -12,15 +12,19 @@ from retainlint.engine.registry import all_rules
 CODES = [r.code for r in all_rules()]
 
 
-def _check(root: Path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:
+def _run(root: Path, files: dict[str, str]) -> list:
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
     result = runner.run(sorted(str(p) for p in root.rglob("*.py")), CODES,
                         Settings(root=root), runner.Mode(), jobs=1)
+    return [f for f in result.findings if f.code in ("RL306", "RL307", "RL703")]
+
+
+def _check(root: Path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:
     return [(Path(f.path).relative_to(root).as_posix(), f.start.line, f.code, f.message)
-            for f in result.findings if f.code in ("RL306", "RL307", "RL703")]
+            for f in _run(root, files)]
 
 
 STATE = """\
@@ -683,11 +687,7 @@ def test_objects_made_in_a_walk_over_a_models_layers_are_not_made_per_call(tmp_p
 
 
 def _levels(root: Path, files: dict[str, str]) -> list[tuple[int, str, str]]:
-    for name, text in files.items():
-        (root / name).write_text(textwrap.dedent(text))
-    result = runner.run(sorted(str(p) for p in root.rglob("*.py")), CODES,
-                        Settings(root=root), runner.Mode(), jobs=1)
-    return [(f.start.line, f.code, f.severity.value) for f in result.findings if f.code == "RL703"]
+    return [(f.start.line, f.code, f.severity.value) for f in _run(root, files) if f.code == "RL703"]
 
 
 def test_a_traceback_kept_on_an_object_made_per_call_goes_with_it(tmp_path):
