@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
@@ -196,13 +196,14 @@ def handle_request():
             # with it (a method run again and again on one object would add one per call)
             short_lived = frame.how == "stored" and method == "__init__" and made_per_call(
                 f"{self.ctx.index.module_of(self.ctx.path)}.{owner}", facts)
-            yield self._frame(frame, off, later, short_lived)
+            yield self._frame(frame, off, later, owner if short_lived else None)
 
     @staticmethod
     def _frame(frame: FrameCycle, off: bool, later: str,
-               short_lived: bool) -> tuple[Site, str, Severity, Consequence]:
+               per_call_owner: Optional[str]) -> tuple[Site, str, Severity, Consequence]:
         """A frame that keeps its own traceback, and with it every frame below (see
-        `project/frames.py`)."""
+        `project/frames.py`); `per_call_owner`: the class, made per call, whose `__init__`
+        keeps it."""
         function = frame.function.rpartition(".")[2]
         what = {"exc_info": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback",
                 "exception": f"`{frame.name}` keeps the exception `sys.exception()` returned",
@@ -211,8 +212,7 @@ def handle_request():
                 "raised": f"`{frame.name}` is raised from a local",
                 "stored": f"`{frame.name}` keeps `sys.exc_info()`'s exception or traceback"}[frame.how]
         if frame.how == "stored":
-            owner = frame.function.rpartition(".")[0]
-            made = f" (a `{owner}`, made per call)" if short_lived else ""
+            made = f" (a `{per_call_owner}`, made per call)" if per_call_owner else ""
             message = (f"{what}: each traceback keeps every frame it passed through, with all their "
                        f"locals, for as long as the object{made} keeps it; store the exception's text or "
                        f"a copy without `__traceback__`")
@@ -230,7 +230,7 @@ def handle_request():
         # Flask's handle_exception - kept nothing heavy: being per request is no weight.)
         # An object made per call that keeps it is short-lived: the traceback goes with it
         # (the frame's `self` makes it a cycle the collector frees).
-        collected = not off and (frame.how != "stored" or short_lived)
+        collected = not off and (frame.how != "stored" or per_call_owner is not None)
         severity = level(Facts(meant_to_go=True, collected=collected))
         return (frame.site, message, severity,  # type: ignore[return-value]
                 Consequence(f"the locals of `{function}()`" + (" and of the frames below it" if frame.carries else ""),

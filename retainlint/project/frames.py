@@ -17,10 +17,9 @@ import ast
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
-from retainlint.project.nodes import FileNodes, dotted
+from retainlint.project.nodes import TRY_STAR, FileNodes, dotted
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # `try: ... except* E:` (3.11)
 _STORES = frozenset({"append", "add", "insert", "appendleft", "setdefault", "extend"})
 
 

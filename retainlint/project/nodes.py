@@ -27,6 +27,7 @@ def dotted(node: ast.AST) -> Optional[str]:
 
 # Nodes that open a scope: `owner(node)` is the innermost one around a node.
 OWNERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # `try: ... except* E:` (3.11)
 
 
 def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -35,7 +36,7 @@ def module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     a class under `if is_torch_available():` a module class."""
     for stmt in body:
         yield stmt
-        if isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+        if isinstance(stmt, (ast.If, ast.Try, ast.With, *TRY_STAR)):
             for field in ("body", "orelse", "finalbody"):
                 yield from module_level(getattr(stmt, field, []))
             for handler in getattr(stmt, "handlers", ()):

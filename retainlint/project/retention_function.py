@@ -8,8 +8,7 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
-from retainlint.project.frames import TRY_STAR
-from retainlint.project.nodes import dotted
+from retainlint.project.nodes import TRY_STAR, dotted
 from retainlint.project.retention_facts import Growth, SelfReference
 from retainlint.project.retention_shapes import (
     FUNCTIONS, MEMOS, ADD_CALLS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,

@@ -221,4 +221,3 @@ _SCALAR_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "asname", "
 # Node type -> its fields that can hold walked nodes.
 _CHILD_FIELDS = {kind: tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)
                  for kind in _node_types(ast.AST)}
-
