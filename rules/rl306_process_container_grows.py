@@ -23,15 +23,18 @@ class ProcessContainerGrows(RetentionRule):
 
     docs = """
 ## What it does
-Reports a container that lives for the process - bound at module level (`_pending = {}`)
-or in a class body (`_instances = []`) - that a function adds to on every call, or
+Reports a container that lives for the process - bound at module level (`_pending = {}`),
+in a class body (`_instances = []`), or given as a parameter's default value (`def
+feed(token, seen=set())`: the default is made once, when the `def` runs, and every call
+that is not handed its own shares it) - that a function adds to on every call, or
 `__init__` on every instance, when nothing in the project ever takes an entry out of it:
 no `pop`, `del`, `remove`, `discard`, `clear`, no rebinding, no size check (`len(h) > n`),
 and it is never handed to other code that could (passed as an argument, returned,
 aliased).
 
-What counts as growth per call: one more item (`append`, `extend`) in a function
-that does not first look the value up; a set's `add` of a value named as made per request
+What counts as growth per call: one more item (`append`, `extend`, `+=`, also into the
+list under a key: `d.setdefault(k, []).append(v)`, `d[k].append(v)` on a `defaultdict`) in
+a function that does not first look the value up; a set's `add` of a value named as made per request
 (a set holds each value once: `_dead.add(rank)` keeps as many as there are ranks); a slot per key (`h[k] = v`, `setdefault`) when
 the key names something made per request or per object (`request_id`, `id(obj)`,
 `conn`, `self`, a uuid, a counter), or is a tuple with such a part (`(fmt, hash_id)`)
@@ -126,7 +129,8 @@ class Session:
             why = process_growth(g)
             if why is None or released_anywhere(self.ctx.index, g.holder):
                 continue
-            where = "module-level" if g.kind == "module" else "class-level"
+            where = {"module": "module-level", "class": "class-level",
+                     "default": f"a default value of `{g.function}()`"}[g.kind]
             function = g.function.rpartition(".")[2]
             # Every instance, or an entry per request served, kept for the process: a
             # maintainer would merge the fix.

@@ -23,7 +23,8 @@ class InstanceContainerGrows(RetentionRule):
     docs = """
 ## What it does
 Reports a container an object makes in `__init__` (`self._jobs = {}`) that a method adds
-to on every call, when the object lives for the process - somewhere in the project one is made at module
+to on every call (`append`, `+=`, a slot per key, or one more item in the list under a key:
+`self._by_kind[kind].append(job)` on a `defaultdict`), when the object lives for the process - somewhere in the project one is made at module
 level, in a class body, as a singleton or in an entry point (`main()`, `serve()`) -
 and nothing in the project ever takes an entry out of it (no `pop`, `del`, `remove`,
 `clear`, no rebinding outside `__init__`, no size check, never handed to other code).

@@ -11,9 +11,12 @@ Holders, by lifetime:
 - `class`: a container in a class body (`_instances = []`): lives for the process, shared
   by every instance;
 - `instance`: a container an instance keeps (`self._jobs = {}`): lives as long as the
-  instance (a server or an engine often lives for the process).
+  instance (a server or an engine often lives for the process);
+- `default`: a container given as a parameter's default value (`def f(x, seen=[])`): made
+  once, when the `def` runs, and kept by the function for every later call.
 
-A holder is named `module.name`, `module.Class.attr` or `module.Class().attr`, so that
+A holder is named `module.name`, `module.Class.attr`, `module.Class().attr` or
+`module.function(param=)`, so that
 other files' drops (`from pkg.state import _pending; _pending.pop(k)`) join with it.
 
 Everything is plain data (tuples of strings and numbers): the project index caches it.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+from functools import cached_property
 from typing import Iterator, Optional
 
 from retainlint.project.frames import frame_cycles
@@ -34,7 +38,7 @@ from retainlint.project.retention_shapes import (
     DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, PER_CALL_FUNCTIONS, READERS, WORKER_POOLS,
     bindings, last_name, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_model, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
-from retainlint.project.retention_function import FunctionFacts
+from retainlint.project.retention_function import FunctionFacts, container_defaults
 
 
 class ModuleBuilder:
@@ -91,7 +95,8 @@ class ModuleBuilder:
 
     def build(self) -> ModuleFacts:
         holders = self.holders
-        if holders.module_level or any(holders.class_level.values()) or any(holders.instance.values()):
+        if holders.module_level or any(holders.class_level.values()) or any(holders.instance.values()) \
+                or self._container_defaults:
             for node in statements(self.tree.body):
                 if isinstance(node, FUNCTIONS):
                     self._function(node, None)
@@ -120,14 +125,21 @@ class ModuleBuilder:
         return any(word in name.lower() for word in PER_CALL_FUNCTIONS) or (
             bool(cls) and f"{self.holders.module}.{cls}" in serving)
 
+    @cached_property
+    def _container_defaults(self) -> bool:
+        """Does a module-level function or a method take a container as a default value?"""
+        return any(container_defaults(f) for node in statements(self.tree.body)
+                   for f in ([node] if isinstance(node, FUNCTIONS) else node.body if isinstance(node, ast.ClassDef) else [])
+                   if isinstance(f, FUNCTIONS))
+
     def _function(self, node: ast.AST, cls: Optional[str]) -> None:
-        if not self._mentions_a_holder(node):
+        if not (self._mentions_a_holder(node) or container_defaults(node)):
             return
         outer = FunctionFacts(self, node, cls)
         outer.scan()
         for inner in ast.walk(node):  # nested functions: same holders, their own locals
             if inner is not node and isinstance(inner, FUNCTIONS):
-                FunctionFacts(self, inner, cls if outer.me else None, outer.me).scan()
+                FunctionFacts(self, inner, cls if outer.me else None, outer.me, nested=True).scan()
 
     def _mentions_a_holder(self, node: ast.AST) -> bool:
         """Does the function's text name one of the module's holders? (Most functions do
@@ -256,19 +268,31 @@ class ModuleBuilder:
         return long_lived, per_call
 
     def _factories(self) -> dict[str, str]:
-        """The module's functions that only make an instance (`def get_handler(): return
-        Handler()`): name -> `module.Class`. Where the file calls such a function is where
+        """The module's functions that make one instance and return it (`def get_handler():
+        return Handler()`): name -> `module.Class`. Where the file calls such a function is where
         the instance is made (`handler = get_handler()` at module level: one for the
         process); one it never calls is judged by its name, like any other."""
         found: dict[str, str] = {}
         for node in statements(self.tree.body):
             if isinstance(node, FUNCTIONS):
-                body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
-                if len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Call):
-                    made = self._class_called(body[0].value.func)
-                    if made is not None:
-                        found[node.name] = made
+                made = {m for m in (self._returned_new(node, b) for b in node.body) if m is not None}
+                if len(made) == 1:
+                    found[node.name] = made.pop()
         return found
+
+    def _returned_new(self, function: ast.AST, stmt: ast.stmt) -> Optional[str]:
+        """The class of the instance a statement of a function's own body makes and hands
+        back: `return Class()`, or `x = Class()` that a later `return x` of the body returns
+        (a loader that reads a cached one first, `fm = FontManager(); dump(fm); return fm`)."""
+        if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
+            return self._class_called(stmt.value.func)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and isinstance(stmt.value, ast.Call):
+            name = stmt.targets[0].id
+            if any(isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == name
+                   for r in getattr(function, "body")):
+                return self._class_called(stmt.value.func)
+        return None
 
     def _owned(self) -> set[tuple[str, str]]:
         """(class, owner) for each `self.attr = Class(...)` in `owner.__init__` or a method

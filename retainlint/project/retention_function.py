@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Optional
 from retainlint.project.nodes import TRY_STAR, dotted
 from retainlint.project.retention_facts import Growth, SelfReference
 from retainlint.project.retention_shapes import (
-    FUNCTIONS, MEMOS, ADD_CALLS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
+    FUNCTIONS, MEMOS, ADD_CALLS, ITEM_ADDS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
+    container_kind,
     names_in, bindings, statements, expressions, stored_names, adds_a_parameter,
     serves_until_stopped, runs_once, keeps_what_it_is_handed, resource_kept,
     cycle_broken, used_on_release)
@@ -27,13 +28,15 @@ class FunctionFacts:
     """What one function does to the module's holders."""
 
     def __init__(self, facts: "ModuleBuilder", node: ast.AST, cls: Optional[str],
-                 outer_me: Optional[str] = None) -> None:
+                 outer_me: Optional[str] = None, nested: bool = False) -> None:
         """`outer_me`: for a function nested in a method, the method's name for the
-        instance (a closure sees it)."""
+        instance (a closure sees it). `nested`: defined inside another function, so its
+        default values are made anew each time the outer one runs."""
         assert isinstance(node, FUNCTIONS)
         self.facts, self.node, self.cls = facts, node, cls
         args = node.args
         self.params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        self.defaults = {} if nested else container_defaults(node)
         if outer_me is not None:
             self.me: Optional[str] = outer_me
         else:
@@ -106,6 +109,8 @@ class FunctionFacts:
         return {d.name for d in self.node.body if isinstance(d, FUNCTIONS) and me in names_in(d)}
 
     def holder(self, expr: ast.AST) -> Optional[tuple[str, str, str]]:
+        if isinstance(expr, ast.Name) and expr.id in self.defaults:
+            return f"{self.facts.holders.module}.{self.name}({expr.id}=)", "default", self.defaults[expr.id]
         holders = self.facts.holders
         if isinstance(expr, ast.Name) and expr.id not in holders.module_level:
             return None  # the common case, without working out the function's locals
@@ -217,15 +222,19 @@ class FunctionFacts:
                     self._grow(named, target.value, True, target.slice, value, stmt, guarded)
             else:
                 named = self.holder(target)
-                if named and not (named[1] == "instance" and self.node.name == "__init__"):
+                if named and named[1] != "default" and not (named[1] == "instance" and self.node.name == "__init__"):
                     self._drop(named[0])  # rebound: what it held goes
             aliased = self.holder(value) if value is not None else None
-            if aliased:
+            if aliased and aliased[1] != "default":
                 facts.drops.add(aliased[0])  # an alias: may be emptied through it
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
             named = self.holder(stmt.target.value)
             if named and named[2] in ("defaultdict", "Counter") and not isinstance(stmt.target.slice, ast.Constant):
                 self._grow(named, stmt.target.value, True, stmt.target.slice, None, stmt, guarded)
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add):
+            named = self.holder(stmt.target)  # `self._log += [entry]`: `extend` spelled as `+=`
+            if named and named[2] in ("list", "deque"):  # a batch of items: no membership test guards it
+                self._grow(named, stmt.target, False, None, stmt.value, stmt, set())
         if isinstance(stmt, ast.Delete):
             for target in stmt.targets:
                 inner = target.value if isinstance(target, ast.Subscript) else target
@@ -241,7 +250,7 @@ class FunctionFacts:
             self.in_callback = id(node) in callbacks
             if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
                 named = self.holder(node.value)
-                if named:
+                if named and named[1] != "default":  # a default handed back is still the default
                     facts.drops.add(named[0])  # handed to the caller, who may empty it
             if isinstance(node, ast.Call):
                 self._call(node, stmt, guarded)
@@ -273,11 +282,26 @@ class FunctionFacts:
                     value = call.args[-1] if call.args else None
                     if not (keyed and isinstance(key, ast.Constant)):
                         self._grow(named, call.func.value, keyed, key, value, stmt, guarded)
+            elif call.func.attr in ITEM_ADDS:
+                entry = self._entry(call.func.value)
+                if entry:  # the list under a key gains one more item per call, whatever the key
+                    self._grow(entry, call.func.value, False, None, call.args[-1] if call.args else None,
+                               stmt, guarded)
         if last_name(call.func) not in READERS:
             for arg in [*call.args, *(k.value for k in call.keywords)]:
                 named = self.holder(arg.value if isinstance(arg, ast.Starred) else arg)
-                if named:
+                if named and named[1] != "default":
                     facts.drops.add(named[0])  # handed to code that may empty it
+
+    def _entry(self, expr: ast.AST) -> Optional[tuple[str, str, str]]:
+        """The holder whose entry `expr` is, where reading the entry makes it: `d[k]` of a
+        `defaultdict`, `d.setdefault(k, [])`."""
+        if isinstance(expr, ast.Subscript):
+            named = self.holder(expr.value)
+            return named if named and named[2] == "defaultdict" else None
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "setdefault":
+            return self.holder(expr.func.value)
+        return None
 
     def _grow(self, named: tuple[str, str, str], expr: ast.AST, keyed: bool,
               key: Optional[ast.AST], value: Optional[ast.AST], stmt: ast.stmt,
@@ -419,6 +443,28 @@ class FunctionFacts:
         if isinstance(value, ast.Starred):
             value = value.value
         return (isinstance(value, ast.Name) and value.id == self.me) or self._calls_back(value)
+
+
+def container_defaults(node: ast.AST) -> dict[str, str]:
+    """Parameters whose default value is a container (`def f(x, seen=[])`), with its kind.
+    The default is made once, when the `def` runs, and lives as long as the function: what
+    a call adds to it stays for every later call. A parameter the body binds anew to
+    anything but what a call handed it returns (`acc = list(acc)`) is left out: the adds
+    after it go to a new container (`acc += items` adds in place)."""
+    args = node.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    found = {a.arg: kind for a, d in pairs if (kind := container_kind(d)) not in (None, "weak", "bounded")}
+    if found:
+        nodes = list(ast.walk(node))
+        handed_back = {id(n) for a in nodes if isinstance(a, ast.Assign) and isinstance(a.value, ast.Call)
+                       for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name) and n.id in names_in(a.value)}
+        handed_back |= {id(a.target) for a in nodes if isinstance(a, ast.AugAssign)}  # `acc += x` adds in place
+        for sub in nodes:
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and id(sub) not in handed_back:
+                found.pop(sub.id, None)
+    return found
 
 
 def _unconditional_yields(body: list[ast.stmt]) -> list[int]:

@@ -16,6 +16,8 @@ CONTAINER_CALLS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict"
 WEAK = frozenset({"WeakValueDictionary", "WeakKeyDictionary", "WeakSet"})
 ADD_CALLS = frozenset({"append", "extend", "add", "insert", "appendleft", "extendleft",
                    "setdefault", "__setitem__"})
+# Calls that put one more item into a sequence (the list under a key of a defaultdict).
+ITEM_ADDS = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
 DROP_CALLS = frozenset({"pop", "popitem", "remove", "discard", "clear", "popleft", "__delitem__",
                     "difference_update", "intersection_update", "cancel"})
 # Calls that read a container without keeping it or changing it.

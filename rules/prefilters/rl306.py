@@ -11,16 +11,17 @@ from retainlint.project.retention_prefilter import RetentionPrefilter
 
 
 def process_growth(g: Growth) -> Optional[str]:
-    """Why each call or instance adds to a module- or class-level container (RL306's first
+    """Why each call or instance adds to a module- or class-level container, or to a
+    parameter's default value (RL306's first
     question, asked of the facts alone: most adds are set-up or memos), or None."""
-    return grows_per_call(g) if g.kind in ("module", "class") else None
+    return grows_per_call(g) if g.kind in ("module", "class", "default") else None
 
 
 class ProcessContainerGrowsPrefilter(RetentionPrefilter):
     code = "RL306"
 
     # Every growth the facts record is one of these.
-    triggers = ("append", "add", "extend", "insert", "setdefault", "]", "update")
+    triggers = ("append", "add", "extend", "insert", "setdefault", "]", "update", "+=")
 
     @classmethod
     def candidates(cls, facts: tuple[Any, ...]) -> bool:

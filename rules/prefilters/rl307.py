@@ -24,7 +24,7 @@ class InstanceContainerGrowsPrefilter(RetentionPrefilter):
     code = "RL307"
 
     # Every growth the facts record is one of these.
-    triggers = ("append", "add", "extend", "insert", "setdefault", "]", "update")
+    triggers = ("append", "add", "extend", "insert", "setdefault", "]", "update", "+=")
 
     @classmethod
     def candidates(cls, facts: tuple[Any, ...]) -> bool:

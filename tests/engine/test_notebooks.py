@@ -178,7 +178,7 @@ def test_fix_keeps_the_layout_of_an_unusual_notebook(tmp_path):
     code = ("import weakref\nfrom torch import nn\nfiles = !ls\n# retainlint: cell 1\n"
             "class Registry:\n    _owners = {}\n\n"
             "    def own(self, layer: nn.Module) -> None:\n"
-            "        self._owners.setdefault(layer, []).append(1)\n")
+            "        self._owners[layer] = layer.out_features\n")
     document = {"cells": [
         {"cell_type": "markdown", "metadata": {}, "source": "Caf\u00e9 \u2615"},
         {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": ""},

@@ -265,3 +265,42 @@ def test_a_fallback_cache_decorator_under_an_import_guard_is_a_cache(tmp_path):
     })
     found = _findings(tmp_path, "RL102")
     assert [(code, name, row) for code, name, row, _ in found] == [("RL102", "reader.py", 8)]
+
+
+def test_an_instance_a_module_level_loader_makes_and_returns_lives_for_the_process(tmp_path):
+    """matplotlib's `fontManager = _load_fontmanager()`: the loader reads a cached manager
+    or makes one (`fm = FontManager(); json_dump(fm, path); return fm`), once, at import.
+    The one instance lives for the process, so a method cache keyed on it keeps nothing
+    that would go: `info`, not shown."""
+    source = """
+        import functools
+
+
+        class FontManager:
+            def __init__(self, size):
+                self.size = size
+                self.fonts = []
+
+            @functools.lru_cache(1024)
+            def _findfont_cached(self, prop):
+                return prop
+
+
+        def _load_fontmanager(path=None):
+            if path:
+                fm = load(path)
+                if fm is not None:
+                    return fm
+            fm = FontManager(10)
+            dump(fm, path)
+            return fm
+    """
+    source = textwrap.dedent(source)
+    (tmp_path / "font_manager.py").write_text(source + "\n\nfontManager = _load_fontmanager()\n")
+    assert _findings(tmp_path, "RL102") == []
+
+    # made by the same loader per call of a handler, it is not one for the process
+    per_call = tmp_path / "per_call"
+    per_call.mkdir()
+    (per_call / "font_manager.py").write_text(source + "\n\ndef handle_request(path):\n    return _load_fontmanager(path)\n")
+    assert [(code, row) for code, _, row, _ in _findings(per_call, "RL102")] == [("RL102", 10)]

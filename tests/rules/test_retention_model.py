@@ -736,3 +736,109 @@ def test_a_count_or_a_flag_in_a_key_is_no_identity(tmp_path):
             _SEEN[id(cu_seqlens)] = True
         """})
     assert [(line, code) for _, line, code, _ in found] == [(8, "RL306")]
+
+
+def test_adds_through_a_key_s_entry_and_through_plus_equals_grow_per_call(tmp_path):
+    found = _check(tmp_path, {"server.py": """\
+        from collections import defaultdict
+
+        _seen = {}
+        _log = []
+
+
+        def remember(request):
+            _seen.setdefault(request.tenant, []).append(request.payload)
+
+
+        def record(request):
+            global _log
+            _log += [request.payload]
+
+
+        class Server:
+            def __init__(self):
+                self._history = []
+                self._groups = defaultdict(list)
+
+            def serve_forever(self):
+                while True:
+                    self.handle(None)
+
+            def handle(self, request):
+                self._history += [request.body]
+                self._groups[request.kind].append(request.body)
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [
+        (8, "RL306"), (13, "RL306"), (26, "RL307"), (27, "RL307")]
+    assert "`_log` (module-level: lives for the process) gains one more item per call in `record()`" in found[1][3]
+    assert "`self._groups[request.kind]` gains one more item per call in `handle()`" in found[3][3]
+
+    # the list under each key of a plain dict is not the dict's entry; a constant list
+    # extended once at import is set-up
+    assert _check(tmp_path / "clean", {"server.py": """\
+        _table = {}
+        _names = []
+        _names += ["a", "b"]
+
+
+        def lookup(request):
+            return _table[request.tenant].copy()
+        """}) == []
+
+
+def test_a_container_default_value_lives_as_long_as_the_function(tmp_path):
+    found = _check(tmp_path, {"config.py": """\
+        def to_list(cfg, config_list=[], prefix="MODEL"):
+            for key, value in cfg.items():
+                if isinstance(value, dict):
+                    config_list, _ = to_list(value, config_list, prefix + "." + key)
+                else:
+                    config_list.append(value)
+            return config_list, prefix
+
+
+        class Parser:
+            def feed(self, token, seen=set()):
+                seen.add(token)
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(6, "RL306"), (12, "RL306")]
+    assert "`config_list` (a default value of `to_list()`: lives for the process) gains one more item " \
+           "per call in `to_list()`" in found[0][3]
+
+    # a default the body replaces before adding, `None` as the default, a memo, and a
+    # function made per call of another (its defaults are made with it) are fine
+    assert _check(tmp_path / "clean", {"config.py": """\
+        def copied(items, acc=[]):
+            acc = list(acc)
+            acc.extend(items)
+            return acc
+
+
+        def fresh(items, acc=None):
+            acc = [] if acc is None else acc
+            acc.extend(items)
+            return acc
+
+
+        def memo(key, _cache={}):
+            if key in _cache:
+                return _cache[key]
+            _cache[key] = value = len(key)
+            return value
+
+
+        def outer(items):
+            def inner(item, found=[]):
+                found.append(item)
+                return found
+            return [inner(i) for i in items]
+        """}) == []
+
+
+def test_a_default_list_extended_with_plus_equals_grows_despite_membership_tests(tmp_path):
+    found = _check(tmp_path, {"cast.py": """\
+        def raycast(origin, entities, ignore=[]):
+            ignore += tuple(e for e in entities if not e.collision)
+            return [e for e in entities if e not in ignore]
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(2, "RL306")]
