@@ -191,11 +191,20 @@ def _role(name: str, roles: tuple[str, ...]) -> bool:
 
 
 def _made_at_start(index: "ProjectIndex", cls: Hashable) -> Hashable:
+    """Is `cls` (`module.Class`, or `module.function()` for what a factory returns) made at
+    start-up in some file?"""
     for summary in dict.values(index.files):
-        if summary.retention and any(made == cls or index.resolve(made) == cls
+        if summary.retention and any(made == cls or _resolved(index, made) == cls
                                      for made in summary.retention[LONG_LIVED]):
             return True  # the names as each file imports them: re-exports resolved
     return False
+
+
+def _resolved(index: "ProjectIndex", made: str) -> Optional[str]:
+    if made.endswith("()"):
+        function = index.resolve(made[:-2])
+        return function + "()" if function else None
+    return index.resolve(made)
 
 
 def _owned_by_one_that_lives(index: "ProjectIndex", key: Hashable) -> Hashable:

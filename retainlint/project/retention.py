@@ -109,7 +109,10 @@ class ModuleBuilder:
         self.drops |= self._dropped_elsewhere()
         long_lived, per_call = self._instantiations()
         collector_off = self._collector_off()
-        owned = self._owned()
+        # A factory owns what it returns: `module.get_logger()` makes one `Adapter` per call,
+        # so one call at start-up in any file (`logger = get_logger(__name__)`) makes one
+        # for the process (`lives_for_the_process` follows owners).
+        owned = self._owned() | {(made, f"{self.holders.module}.{name}()") for name, made in self._factories.items()}
         serving = self._serving(per_call, owned)
         frames = [replace(f, per_call=self._runs_per_call(f.function, serving))
                   for f in frame_cycles(self.nodes, lambda node: self.lines.site(node, node))]
@@ -231,7 +234,7 @@ class ModuleBuilder:
                       if any(a.lstrip("_") in ("instance", "singleton")
                              for a in self.holders.class_level.get(c, {}))}
         per_call: set[str] = set()
-        factories = self._factories()
+        factories = self._factories
         calls: list[tuple[ast.AST, str]] = []
         called: set[str] = set()  # the factories the file calls
         for c in self.nodes.of(ast.Call):
@@ -240,6 +243,10 @@ class ModuleBuilder:
             if made is None and isinstance(func, ast.Name) and func.id in factories:
                 made = factories[func.id]
                 called.add(func.id)
+            if made is None and self._at_start(c):
+                imported = self._function_called(func)
+                if imported is not None:
+                    long_lived.add(imported + "()")  # what another module's function returns
             if made is not None:
                 calls.append((c, made))
         if not calls:
@@ -267,6 +274,23 @@ class ModuleBuilder:
                 per_call.add(made)
         return long_lived, per_call
 
+    def _at_start(self, call: ast.AST) -> bool:
+        """Does `call` run once, at start-up: at module level or in an entry point?"""
+        function = self._function_around(call)
+        return function is None or getattr(function, "name") in ENTRY_POINTS or process_entry(function)
+
+    def _function_called(self, func: ast.AST) -> Optional[str]:
+        """The absolute name of an imported function a call calls (`get_logger(...)`,
+        `logging_utils.get_logger(...)`), or None."""
+        name = dotted(func)
+        if not name or name.rpartition(".")[2][:1].isupper():
+            return None
+        head, _, rest = name.partition(".")
+        if head not in self.imports:
+            return None
+        return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
+
+    @cached_property
     def _factories(self) -> dict[str, str]:
         """The module's functions that make one instance and return it (`def get_handler():
         return Handler()`): name -> `module.Class`. Where the file calls such a function is where

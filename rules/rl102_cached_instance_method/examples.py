@@ -40,7 +40,8 @@ most the last instance (`maxsize=1`), or when a light class's cache has no bound
 (shown with `--min-severity info`) when the class holds no weights, keeps nothing its
 callers hand it (no `self.df = df`, no dataclass fields) and the cache is bounded - it pins
 only the few small values it returned - or when the instances are made
-once for the whole process (at module level, as a singleton, in an entry point), so the
+once for the whole process (at module level, as a singleton, in an entry point, or by a
+factory called there: `logger = get_logger(__name__)`, `fontManager = _load_fontmanager()`), so the
 cache keeps them no longer than they live anyway. Weights of a project
 subclass count (an abstract base's cached method runs on its subclasses' instances), and
 so do children built from a class chosen at run time (`self.lm = lm_cls(config)`). The message

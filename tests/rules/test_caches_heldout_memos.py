@@ -304,3 +304,37 @@ def test_an_instance_a_module_level_loader_makes_and_returns_lives_for_the_proce
     per_call.mkdir()
     (per_call / "font_manager.py").write_text(source + "\n\ndef handle_request(path):\n    return _load_fontmanager(path)\n")
     assert [(code, row) for code, _, row, _ in _findings(per_call, "RL102")] == [("RL102", 10)]
+
+
+def test_an_instance_another_module_s_factory_makes_at_import_lives_for_the_process(tmp_path):
+    """accelerate's `logger = get_logger(__name__)` at the top of its modules: `get_logger`
+    (in `logging.py`) returns a new `MultiProcessAdapter`, one per importing module, each
+    kept for the process, so its method cache keeps nothing that would go."""
+    (tmp_path / "pkg").mkdir()
+    _write(tmp_path / "pkg", {
+        "__init__.py": "",
+        "log.py": """
+            import functools
+            import logging
+
+
+            class MultiProcessAdapter(logging.LoggerAdapter):
+                @functools.lru_cache(None)
+                def warning_once(self, *args, **kwargs):
+                    self.warning(*args, **kwargs)
+
+
+            def get_logger(name, log_level=None):
+                logger = logging.getLogger(name)
+                if log_level is not None:
+                    logger.setLevel(log_level)
+                return MultiProcessAdapter(logger, {})
+        """,
+    })
+    assert [(code, row) for code, _, row, _ in _findings(tmp_path, "RL102")] == [("RL102", 7)]
+    _write(tmp_path / "pkg", {"data.py": """
+        from .log import get_logger
+
+        logger = get_logger(__name__)
+    """})
+    assert _findings(tmp_path, "RL102") == []
