@@ -6,7 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import proven_module_ref
+from retainlint.analysis.cstutil import is_self, proven_module_ref
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.holding import keeps_argument
 from retainlint.project.names import UNION_WRAPPERS
@@ -54,7 +55,9 @@ memo), and either the key is heavy or the value stored is built around the key
 object passed stays alive as long as the memo's owner, which is often itself long-lived
 (held by another cache). A warning unless the key is heavy. Keys annotated as plain
 values (`str`, `int`, `tuple`, `torch.device`), parameters rebound before the write,
-values that do not hold the key and memos never read back are not reported.
+values that do not hold the key, memos never read back, and keys the method checks
+against the names they may take (`if trace in self.traces:`, membership in a literal
+collection, `key == "contour"`: a name from a known set) are not reported.
 
 A module- or class-level memo that a method fills under the instance itself and reads
 back by it (`_boxes[self] = box ... return _boxes[self]`, also through a local that holds
@@ -546,6 +549,8 @@ class DomLookup(HtmlElementClassLookup):
             if not any(x.kind == "lookup" and x.function is fn and id(x.node) not in written
                        and isinstance(x.key, cst.Name) and x.key.value == name for x in events):
                 continue  # not read back by this key: not a memo
+            if _checked_as_a_name(fn, name, c.name):
+                continue  # one of the names the instance knows: as many entries as names
             kinds = self._value_kinds(e.key, fn, e.cls, 0)
             if not kinds and not self._built_around(e.value, name, fn):
                 continue
@@ -742,6 +747,25 @@ _PLAIN_KEYS = frozenset(
      "torch.device", "torch.dtype", "typing.Tuple", "typing.FrozenSet", "typing.Hashable",
      "collections.abc.Hashable"}
 )
+
+
+def _checked_as_a_name(fn: cst.FunctionDef, name: str, memo: str) -> bool:
+    """Does `fn` check its key `name` against the names it may take - membership in
+    another collection the instance keeps (`if trace in self.traces`), in a literal one, or
+    equality with a string (`key == "contour"`)? Then the key is a name from a known set,
+    not an object the memo keeps alive."""
+    for node in iter_nodes(fn.body):
+        if not (isinstance(node, cst.Comparison) and isinstance(node.left, cst.Name) and node.left.value == name):
+            continue
+        for target in node.comparisons:
+            other = target.comparator
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and (
+                    isinstance(other, cst.Attribute) and is_self(other.value) and other.attr.value != memo
+                    or isinstance(other, (cst.List, cst.Tuple, cst.Set))):
+                return True
+            if isinstance(target.operator, (cst.Equal, cst.NotEqual)) and isinstance(other, cst.SimpleString):
+                return True
+    return False
 
 
 def _plain_annotation(ctx, annotation: Optional[cst.Annotation]) -> bool:

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Hashable, Optional
 
 from retainlint.project.retention_facts import (
-    BOUNDED, COLLECTOR_OFF, DROPS, LONG_LIVED, OWNED, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
+    BOUNDED, COLLECTOR_OFF, DROPS, ITEMS, LONG_LIVED, OWNED, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
     SelfReference)
 
 if TYPE_CHECKING:
@@ -61,17 +61,19 @@ def _released(index: "ProjectIndex", holder: Hashable) -> Hashable:
     attribute (`Class().attr`, `Class.attr`) also counts as dropped when any code removes
     from an `attr` of some object: a base class's method may, on the same instance."""
     assert isinstance(holder, str)
-    names = {holder}
-    if "()" in holder or holder.count(".") > 1:
-        names.add("." + holder.rpartition(".")[2])
+    names = _names(holder)
     return any(summary.retention and (not names.isdisjoint(summary.retention[DROPS])
-                                      or holder in summary.retention[BOUNDED])
+                                      or not names.isdisjoint(summary.retention[BOUNDED]))
                for summary in dict.values(index.files))
 
 
 def _names(holder: str) -> set[str]:
+    """The names a drop of `holder` may be recorded under: itself, `.attr` for an
+    attribute, and for the items in its entries (`h[]`) the container's own."""
     names = {holder}
-    if "()" in holder or holder.count(".") > 1:
+    if holder.endswith(ITEMS):
+        names |= _names(holder[:-len(ITEMS)])
+    elif "()" in holder or holder.count(".") > 1:
         names.add("." + holder.rpartition(".")[2])
     return names
 
@@ -298,7 +300,7 @@ def cycle_matters(ref: SelfReference, facts: ModuleFacts) -> bool:
 
 def short(qualified: str) -> str:
     """`pkg.mod.Class().attr` -> `Class().attr`; `pkg.mod.name` -> `name`."""
-    parts = qualified.split(".")
+    parts = qualified.removesuffix(ITEMS).split(".")
     for i, part in enumerate(parts):
         if part[:1].isupper():
             return ".".join(parts[i:])

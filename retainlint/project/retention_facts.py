@@ -67,6 +67,11 @@ def growth_of(plain: tuple[Any, ...]) -> Growth:
 
 # Positions in `ModuleFacts.plain()`, for questions that read every file's facts without
 # decoding them; a plain growth holds `Growth`'s fields in order.
+# A holder's name with this suffix names the items in its entries (the list under each key
+# of `d`, grown by `d[k].append(x)`): removing an item (`d[k].remove(x)`) empties those, not
+# the slots; removing a slot, or emptying or handing on `d`, empties both.
+ITEMS = "[]"
+
 GROWTH, DROPS, BOUNDED, SELF_REFERENCES, LONG_LIVED, PER_CALL, COLLECTOR_OFF, FRAMES, \
     SUCCESS_DROPS, TEARDOWN_DROPS, SERVING, OWNED = range(12)
 GROWTH_KIND = 1

@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Optional
 
 from retainlint.project.nodes import TRY_STAR, dotted
-from retainlint.project.retention_facts import Growth, SelfReference
+from retainlint.project.retention_facts import ITEMS, Growth, SelfReference
 from retainlint.project.retention_shapes import (
     FUNCTIONS, MEMOS, ADD_CALLS, ITEM_ADDS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
     container_kind,
@@ -285,21 +285,27 @@ class FunctionFacts:
             elif call.func.attr in ITEM_ADDS:
                 entry = self._entry(call.func.value)
                 if entry:  # the list under a key gains one more item per call, whatever the key
-                    self._grow(entry, call.func.value, False, None, call.args[-1] if call.args else None,
-                               stmt, guarded)
+                    self._grow((entry[0] + ITEMS, *entry[1:]), call.func.value, False, None,
+                               call.args[-1] if call.args else None, stmt, guarded)
+            elif call.func.attr in DROP_CALLS and call.func.attr != "cancel":  # `d[k].cancel()` keeps `d[k]`
+                entry = self._entry(call.func.value, made_on_read=False)
+                if entry:  # `d[k].remove(x)` takes out what `d[k].append(x)` put in, not the key's slot
+                    self._drop(entry[0] + ITEMS)
         if last_name(call.func) not in READERS:
             for arg in [*call.args, *(k.value for k in call.keywords)]:
                 named = self.holder(arg.value if isinstance(arg, ast.Starred) else arg)
                 if named and named[1] != "default":
                     facts.drops.add(named[0])  # handed to code that may empty it
 
-    def _entry(self, expr: ast.AST) -> Optional[tuple[str, str, str]]:
-        """The holder whose entry `expr` is, where reading the entry makes it: `d[k]` of a
-        `defaultdict`, `d.setdefault(k, [])`."""
+    def _entry(self, expr: ast.AST, made_on_read: bool = True) -> Optional[tuple[str, str, str]]:
+        """The holder whose entry `expr` is: `d[k]`, `d.setdefault(k, [])`, `d.get(k)`. With
+        `made_on_read`, only where reading the entry makes it (`d[k]` of a `defaultdict`,
+        `setdefault`): an add through it is an add to the holder."""
         if isinstance(expr, ast.Subscript):
             named = self.holder(expr.value)
-            return named if named and named[2] == "defaultdict" else None
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "setdefault":
+            return named if named and (named[2] == "defaultdict" or not made_on_read) else None
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and (
+                expr.func.attr == "setdefault" or expr.func.attr == "get" and not made_on_read):
             return self.holder(expr.func.value)
         return None
 

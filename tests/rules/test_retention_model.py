@@ -842,3 +842,48 @@ def test_a_default_list_extended_with_plus_equals_grows_despite_membership_tests
             return [e for e in entities if e not in ignore]
         """})
     assert [(line, code) for _, line, code, _ in found] == [(2, "RL306")]
+
+
+def test_a_removal_through_a_key_s_list_undoes_an_add_through_it(tmp_path):
+    source = """\
+        class Connection:
+            def __init__(self):
+                self._handlers = {}
+
+            def serve_forever(self):
+                while True:
+                    self.on_message(None)
+
+            def on_message(self, message):
+                waiter = Waiter(message)
+                self._handlers.setdefault(message.kind, []).append(waiter)
+                return waiter
+
+            def done(self, message, waiter):
+                self._handlers[message.kind].DROP(waiter)
+        """
+    assert _check(tmp_path, {"conn.py": source.replace("DROP", "remove")}) == []
+    # cancelling what an entry holds leaves the entry
+    found = _check(tmp_path / "cancel", {"conn.py": source.replace("DROP", "cancel")})
+    assert [(line, code) for _, line, code, _ in found] == [(11, "RL307")]
+
+
+def test_removing_an_item_from_a_key_s_set_leaves_the_key_s_slot(tmp_path):
+    found = _check(tmp_path, {"resolvers.py": """\
+        class Resolvers:
+            def __init__(self):
+                self.flows = {}
+
+            def serve_forever(self):
+                while True:
+                    self.handle_subscribe(None)
+
+            def handle_subscribe(self, request):
+                self.flows[request.sub_id] = set()
+                return Subscription(request)
+
+            def processed(self, request, w_id):
+                self.flows[request.sub_id].remove(w_id)
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(10, "RL307")]
+    assert "`self.flows` gains one entry per distinct `request.sub_id` in `handle_subscribe()`" in found[0][3]
