@@ -804,6 +804,9 @@ def test_a_container_default_value_lives_as_long_as_the_function(tmp_path):
     assert [(line, code) for _, line, code, _ in found] == [(6, "RL306"), (12, "RL306")]
     assert "`config_list` (a default value of `to_list()`: lives for the process) gains one more item " \
            "per call in `to_list()`" in found[0][3]
+    consequence = _run(tmp_path, {})[0].consequence
+    assert (consequence.kept, consequence.holder) == ("`value` of every `to_list()` call",
+                                                      "the default `config_list` of `to_list()`")
 
     # a default the body replaces before adding, `None` as the default, a memo, and a
     # function made per call of another (its defaults are made with it) are fine
