@@ -149,5 +149,5 @@ class Session:
                    f"`{g.shown}` ({where}: lives for the process) gains {why} in `{function}()`; "
                    f"{removal}, so every entry stays alive "
                    f"(`{short(g.holder)}`)", severity,
-                   Consequence(kept, f"the default `{g.shown}` of `{function}()`" if g.kind == "default"
+                   Consequence(kept, f"the default `{g.shown}` of `{g.function}()`" if g.kind == "default"
                                else f"`{short(g.holder)}` ({where})", "the process", why))

@@ -136,13 +136,14 @@ class ModuleBuilder:
                    if isinstance(f, FUNCTIONS))
 
     def _function(self, node: ast.AST, cls: Optional[str]) -> None:
-        if not (self._mentions_a_holder(node) or container_defaults(node)):
+        defaults = container_defaults(node)
+        if not (defaults or self._mentions_a_holder(node)):
             return
-        outer = FunctionFacts(self, node, cls)
+        outer = FunctionFacts(self, node, cls, defaults=defaults)
         outer.scan()
         for inner in ast.walk(node):  # nested functions: same holders, their own locals
             if inner is not node and isinstance(inner, FUNCTIONS):
-                FunctionFacts(self, inner, cls if outer.me else None, outer.me, nested=True).scan()
+                FunctionFacts(self, inner, cls if outer.me else None, outer.me).scan()
 
     def _mentions_a_holder(self, node: ast.AST) -> bool:
         """Does the function's text name one of the module's holders? (Most functions do
@@ -186,12 +187,14 @@ class ModuleBuilder:
         if isinstance(func, ast.Name) and func.id in self.holders.classes:
             return f"{self.holders.module}.{func.id}"
         name = dotted(func)
-        if not name or not name.rpartition(".")[2][:1].isupper():
-            return None
+        return self._imported(name) if name and name.rpartition(".")[2][:1].isupper() else None
+
+    def _imported(self, name: str) -> Optional[str]:
+        """The absolute name of `name` (`Engine`, `engines.Engine`) when its head is imported."""
         head, _, rest = name.partition(".")
-        if head in self.imports:
-            return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
-        return None
+        if head not in self.imports:
+            return None
+        return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
 
     def _own_class_called(self, call: ast.AST) -> Optional[str]:
         """`module.Class` for `type(self)(...)` or `self.__class__(...)` in a method of one of
@@ -258,10 +261,11 @@ class ModuleBuilder:
                 loops.setdefault(id(around), []).append(
                     (loop.lineno, loop.end_lineno or loop.lineno))  # type: ignore[attr-defined]
         for call, made in calls:
-            function = self._function_around(call)
-            if function is None or getattr(function, "name") in ENTRY_POINTS or process_entry(function):
+            if self._at_start(call):
                 long_lived.add(made)
                 continue
+            function = self._function_around(call)
+            assert function is not None  # not at start-up: inside a function
             fname = getattr(function, "name")
             if factories.get(fname) == made and fname in called:
                 continue  # the factory's own `return Class()`: its callers say how often
@@ -283,12 +287,7 @@ class ModuleBuilder:
         """The absolute name of an imported function a call calls (`get_logger(...)`,
         `logging_utils.get_logger(...)`), or None."""
         name = dotted(func)
-        if not name or name.rpartition(".")[2][:1].isupper():
-            return None
-        head, _, rest = name.partition(".")
-        if head not in self.imports:
-            return None
-        return f"{self.imports[head]}.{rest}" if rest else self.imports[head]
+        return self._imported(name) if name and not name.rpartition(".")[2][:1].isupper() else None
 
     @cached_property
     def _factories(self) -> dict[str, str]:

@@ -28,15 +28,16 @@ class FunctionFacts:
     """What one function does to the module's holders."""
 
     def __init__(self, facts: "ModuleBuilder", node: ast.AST, cls: Optional[str],
-                 outer_me: Optional[str] = None, nested: bool = False) -> None:
+                 outer_me: Optional[str] = None, defaults: Optional[dict[str, str]] = None) -> None:
         """`outer_me`: for a function nested in a method, the method's name for the
-        instance (a closure sees it). `nested`: defined inside another function, so its
-        default values are made anew each time the outer one runs."""
+        instance (a closure sees it). `defaults`: the parameters whose container default
+        lives as long as the function (`container_defaults`; none for a nested function,
+        whose defaults are made anew each time the outer one runs)."""
         assert isinstance(node, FUNCTIONS)
         self.facts, self.node, self.cls = facts, node, cls
         args = node.args
         self.params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-        self.defaults = {} if nested else container_defaults(node)
+        self.defaults = defaults or {}
         if outer_me is not None:
             self.me: Optional[str] = outer_me
         else:
@@ -224,9 +225,8 @@ class FunctionFacts:
                 named = self.holder(target)
                 if named and named[1] != "default" and not (named[1] == "instance" and self.node.name == "__init__"):
                     self._drop(named[0])  # rebound: what it held goes
-            aliased = self.holder(value) if value is not None else None
-            if aliased and aliased[1] != "default":
-                facts.drops.add(aliased[0])  # an alias: may be emptied through it
+            if value is not None:
+                self._handed_on(value)  # an alias: may be emptied through it
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
             named = self.holder(stmt.target.value)
             if named and named[2] in ("defaultdict", "Counter") and not isinstance(stmt.target.slice, ast.Constant):
@@ -249,9 +249,7 @@ class FunctionFacts:
         for node in found:
             self.in_callback = id(node) in callbacks
             if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
-                named = self.holder(node.value)
-                if named and named[1] != "default":  # a default handed back is still the default
-                    facts.drops.add(named[0])  # handed to the caller, who may empty it
+                self._handed_on(node.value)  # to the caller, who may empty it
             if isinstance(node, ast.Call):
                 self._call(node, stmt, guarded)
             elif isinstance(node, ast.Attribute) and node.attr in DROP_CALLS and id(node) not in called:
@@ -266,7 +264,6 @@ class FunctionFacts:
                             facts.bounded.add(named[0])
 
     def _call(self, call: ast.Call, stmt: ast.stmt, guarded: set[str]) -> None:
-        facts = self.facts
         if isinstance(call.func, ast.Attribute) and call.func.attr in DROP_CALLS \
                 and isinstance(call.func.value, ast.Attribute):
             self._drop("." + call.func.value.attr)  # any class's `x.attr.pop(...)`
@@ -293,9 +290,14 @@ class FunctionFacts:
                     self._drop(entry[0] + ITEMS)
         if last_name(call.func) not in READERS:
             for arg in [*call.args, *(k.value for k in call.keywords)]:
-                named = self.holder(arg.value if isinstance(arg, ast.Starred) else arg)
-                if named and named[1] != "default":
-                    facts.drops.add(named[0])  # handed to code that may empty it
+                self._handed_on(arg.value if isinstance(arg, ast.Starred) else arg)  # to code that may empty it
+
+    def _handed_on(self, expr: ast.AST) -> None:
+        """`expr` goes elsewhere (aliased, returned, passed): if it names a holder, that
+        code may empty it - unless it is a default value, which stays the default."""
+        named = self.holder(expr)
+        if named and named[1] != "default":
+            self.facts.drops.add(named[0])
 
     def _entry(self, expr: ast.AST, made_on_read: bool = True) -> Optional[tuple[str, str, str]]:
         """The holder whose entry `expr` is: `d[k]`, `d.setdefault(k, [])`, `d.get(k)`. With
