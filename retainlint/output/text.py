@@ -136,14 +136,26 @@ CONSEQUENCE_MAX = 144  # characters of the consequence line: with its label, as 
 def consequence_line(c: Consequence) -> str:
     """What the finding costs, in one short line: what stays, who holds it, for how long,
     how it grows (`keeps `request` of every `handle()` call, held by `_seen` (module-level),
-    for the process; one more item per call`). Each part is cut short to fit."""
+    for the process; one more item per call`). Too long, a part's closing aside goes first
+    (`(a `Server` lives for the process)`: the holder says whose), then the longest part is
+    cut, so that the others stay whole and readable."""
     parts = [f"keeps {c.kept}", f"held by {c.holder}", f"for {c.lifetime}"]
-    room = CONSEQUENCE_MAX - (len(c.growth) + 2 if c.growth else 0)
-    line = ", ".join(_shortened(part, max(room // 3, 24)) if len(", ".join(parts)) > room else part
-                     for part in parts)
-    if c.growth:
-        line = f"{line}; {_shortened(c.growth, CONSEQUENCE_MAX // 3)}"
-    return _shortened(line, CONSEQUENCE_MAX)
+    tail = f"; {_shortened(c.growth, CONSEQUENCE_MAX // 3)}" if c.growth else ""
+    room = CONSEQUENCE_MAX - len(tail)
+    if len(", ".join(parts)) > room:
+        parts = [_without_aside(part) for part in parts]
+    while (excess := len(", ".join(parts)) - room) > 0:
+        longest = max(range(len(parts)), key=lambda i: len(parts[i]))
+        cut = _shortened(parts[longest], max(len(parts[longest]) - excess, 24))
+        if cut == parts[longest]:
+            break
+        parts[longest] = cut
+    return _shortened(", ".join(parts) + tail, CONSEQUENCE_MAX)
+
+
+def _without_aside(text: str) -> str:
+    aside = text.rfind(" (")
+    return text[:aside] if aside > 0 and text.endswith(")") else text
 
 
 def _shortened(text: str, limit: int) -> str:

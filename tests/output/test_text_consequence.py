@@ -47,3 +47,12 @@ def test_a_finding_without_a_consequence_has_no_such_line(tmp_path):
         lines = _check(tmp_path, source, "--output-format", fmt)
         assert any(" RL610 " in line for line in lines)
         assert not any("consequence:" in line for line in lines)
+
+
+def test_a_long_consequence_cuts_its_longest_part_and_keeps_the_others_whole(tmp_path):
+    source = ("class Server:\n    def __init__(self):\n        self._clients = {}\n\n"
+              "    async def serve(self, request):\n        self._clients[request.id] = request\n\n\n"
+              "def main():\n    Server().run()\n")
+    lines = _check(tmp_path, source, "--output-format", "concise")
+    assert lines[1] == ("  consequence: keeps `request` of every `serve()` call, held by `self._clients` of a "
+                        "`Server`, for as long as the `Server`; one entry per distinct `request.id`")
