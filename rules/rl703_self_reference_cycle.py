@@ -32,9 +32,15 @@ itself - a bound method (`self._on_done = self.done`), a lambda or nested functi
 handed: a class of the module whose `__init__` stores the argument (`self.reader =
 Reader(self)`), or a class from elsewhere handed a callback (`self._cache =
 Cache(on_remove=self._evict)`, `CFUNCTYPE(...)(self.next)`; the instance itself handed to
-such a class is not counted: owners and senders are often kept weakly) - when such
-objects are made per call: the module creates them inside functions, or the class is a
-request, response, connection, protocol, stream, session, job, task or the like. A loop
+such a class is not counted: owners and senders are often kept weakly); a child it holds
+handed a reference back (`col.parent = self` for a `col` read from one of its containers,
+looped over, or stored on it in the same method); a child made with the instance and
+stored through a local (`col = Column(self); self.columns[name] = col`) or added to one
+of its containers (`self.children.append(Child(self))`) - when such objects are made per
+call: a file of the project (not its tests, which make objects per case) creates them in
+a loop or in a function whose name says it runs per request (`handle_*`, `on_*`,
+`__call__`), or the class is a request, response, connection, protocol, stream, session,
+job, task or the like. A loop
 over a model's layers (`for name, child in model.named_children()`, `model.modules()`)
 makes one per layer when the model is set up, not one per call. The
 finding points at the argument that closes the cycle.
@@ -165,6 +171,25 @@ def handle_request():
 """,
             lines=[8],
         ),
+        Example(
+            """
+class Column:
+    def __init__(self, name):
+        self.parent = None
+
+class Table:
+    def __init__(self, names):
+        self.columns = {}
+        for name in names:
+            column = Column(name)
+            column.parent = self
+            self.columns[name] = column
+
+def handle_request(names):
+    return Table(names)
+""",
+            lines=[11],
+        ),
     ]
 
     def findings(self, facts: ModuleFacts) -> Iterator[tuple[Site, str, Severity, Consequence]]:
@@ -173,19 +198,21 @@ def handle_request():
         off = collector_off_anywhere(self.ctx.index)
         later = "the next cyclic collection" + (" (the project disables the collector)" if off else "")
         for ref in facts.self_references:
-            if not cycle_matters(ref, facts) or self.ctx.index.is_heavy_class(ref.cls):
+            if not cycle_matters(ref, facts, self.ctx.index) or self.ctx.index.is_heavy_class(ref.cls):
                 continue  # a heavy class's cycle is RL701's
             name = ref.cls.rpartition(".")[2]
             what = {"bound method": f"a bound method of itself (`{ref.shown}`)",
                     "closure": f"a function over `self` (`{ref.shown}`)",
                     "partial": f"a partial over itself (`{ref.shown}`)",
-                    "back-reference": f"a child that keeps it (`{ref.shown}`)"}[ref.how]
+                    "back-reference": f"a child that keeps it (`{ref.shown}`)",
+                    "held child": "a child it holds keep it"}[ref.how]
             kept = f" with `{ref.keeps}`" if ref.keeps else ""
             # Made per call, so meant to go; what it keeps open or allocated (a socket, a
             # stream, bulk data) waits for the collector with it.
             found = level(Facts(heavy=bool(ref.keeps), meant_to_go=True, collected=not off))
+            stored = f"`{ref.attr} = {ref.shown}` makes" if ref.how == "held child" else f"`{ref.attr}` keeps"
             yield (ref.site,
-                   f"`{ref.attr}` keeps {what}: each `{name}`, made per call, is freed{kept} only "
+                   f"{stored} {what}: each `{name}`, made per call, is freed{kept} only "
                    f"when the cyclic collector runs, not when its last use ends",
                    found,  # type: ignore[arg-type]
                    Consequence(f"each `{name}`{kept} and what it references", "its own reference cycle",
@@ -195,7 +222,7 @@ def handle_request():
             # kept by `__init__` on an object made per call (a message, a request): it goes
             # with it (a method run again and again on one object would add one per call)
             short_lived = frame.how == "stored" and method == "__init__" and made_per_call(
-                f"{self.ctx.index.module_of(self.ctx.path)}.{owner}", facts)
+                f"{self.ctx.index.module_of(self.ctx.path)}.{owner}", facts, self.ctx.index)
             yield self._frame(frame, off, later, owner if short_lived else None)
 
     @staticmethod

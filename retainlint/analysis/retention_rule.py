@@ -3,7 +3,6 @@ they are (their prefilters: `project.retention_prefilter`)."""
 
 from __future__ import annotations
 
-from pathlib import PurePath
 from typing import ClassVar, Iterator
 
 import libcst as cst
@@ -11,14 +10,8 @@ import libcst as cst
 from retainlint.analysis.rule import Located, Rule
 from retainlint.core.finding import Consequence, Severity
 from retainlint.project.consequence import facts_of
+from retainlint.project.module_names import is_test_code
 from retainlint.project.retention_facts import ModuleFacts, Site
-
-
-def is_test_code(path: str) -> bool:
-    parts = PurePath(path).parts
-    name = parts[-1] if parts else ""
-    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-            or any(p in ("tests", "test", "testing") for p in parts[:-1]))
 
 
 def located(site: Site) -> Located:

@@ -108,7 +108,7 @@ def made_per_call(ctx: "FileContext", cls: cst.ClassDef) -> bool:
     distribution)?"""
     qualified = f"{ctx.module_name}.{cls.name.value}"
     facts = facts_of(ctx.index, ctx.path)
-    if facts is not None and consequence_made_per_call(qualified, facts):
+    if facts is not None and consequence_made_per_call(qualified, facts, ctx.index):
         return True
     return any(base.startswith(_PER_CALL_BASES) for base in _bases(ctx, cls))
 

@@ -9,8 +9,9 @@ import os
 import re
 from typing import TYPE_CHECKING, Hashable, Optional
 
+from retainlint.project.module_names import is_test_code
 from retainlint.project.retention_facts import (
-    BOUNDED, COLLECTOR_OFF, DROPS, ITEMS, LONG_LIVED, OWNED, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
+    BOUNDED, COLLECTOR_OFF, DROPS, ITEMS, LONG_LIVED, OWNED, PER_CALL, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
     SelfReference)
 
 if TYPE_CHECKING:
@@ -195,9 +196,20 @@ def _role(name: str, roles: tuple[str, ...]) -> bool:
 def _made_at_start(index: "ProjectIndex", cls: Hashable) -> Hashable:
     """Is `cls` (`module.Class`, or `module.function()` for what a factory returns) made at
     start-up in some file?"""
+    return _made_in_some_file(index, LONG_LIVED, cls)
+
+
+def _made_per_call_somewhere(index: "ProjectIndex", cls: Hashable) -> Hashable:
+    """Does some file of the product (not its tests, which make objects per case) make
+    `cls` in a loop or a per-request function?"""
+    return _made_in_some_file(index, PER_CALL, cls, tests=False)
+
+
+def _made_in_some_file(index: "ProjectIndex", position: int, cls: Hashable, tests: bool = True) -> bool:
     for summary in dict.values(index.files):
-        if summary.retention and any(made == cls or _resolved(index, made) == cls
-                                     for made in summary.retention[LONG_LIVED]):
+        if (tests or not is_test_code(summary.path)) and summary.retention and any(
+                made == cls or _resolved(index, made) == cls
+                                     for made in summary.retention[position]):
             return True  # the names as each file imports them: re-exports resolved
     return False
 
@@ -250,9 +262,11 @@ def lives_for_the_process(index: "ProjectIndex", cls: str) -> bool:
     return bool(index.ask(_made_at_start, cls) or index.ask(_owned_by_one_that_lives, (cls, 0)))
 
 
-def made_per_call(cls: str, facts: ModuleFacts) -> bool:
-    """Are instances of `cls` made per request or per call, so that many come and go?"""
-    return cls in facts.made_per_call or _role(cls, _PER_CALL_ROLES)
+def made_per_call(cls: str, facts: ModuleFacts, index: Optional["ProjectIndex"] = None) -> bool:
+    """Are instances of `cls` made per request or per call, so that many come and go: here,
+    or (with the project's `index`) by any file of the project?"""
+    return cls in facts.made_per_call or _role(cls, _PER_CALL_ROLES) or (
+        index is not None and bool(index.ask(_made_per_call_somewhere, cls)))
 
 
 def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Growth) -> Optional[str]:
@@ -265,7 +279,7 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
         return "process"
     if serves_requests(index, cls):
         return "serves"
-    if g.undone_on_success and not made_per_call(cls, facts):
+    if g.undone_on_success and not made_per_call(cls, facts, index):
         return "outlives"
     return None
 
@@ -292,10 +306,10 @@ def grows_per_call(g: Growth) -> Optional[str]:
     return "one more item per call"
 
 
-def cycle_matters(ref: SelfReference, facts: ModuleFacts) -> bool:
+def cycle_matters(ref: SelfReference, facts: ModuleFacts, index: "ProjectIndex") -> bool:
     """A self-cycle costs when many such objects are made and dropped: each waits for
     the cyclic collector instead of being freed when its last use ends."""
-    return made_per_call(ref.cls, facts)
+    return made_per_call(ref.cls, facts, index)
 
 
 def short(qualified: str) -> str:

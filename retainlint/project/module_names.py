@@ -18,6 +18,7 @@ import keyword
 import os
 import sys
 from functools import lru_cache
+from pathlib import PurePath
 from typing import Optional
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -106,3 +107,12 @@ def _regular_chain(directory: str) -> str:
         return ""
     above = _regular_chain(parent)
     return f"{above}.{name}" if above else name
+
+
+def is_test_code(path: str) -> bool:
+    """A test module (`test_*.py`, `*_test.py`, `conftest.py`, or under `tests/`): how often
+    it makes an object says how its cases run, not how the product does."""
+    parts = PurePath(path).parts
+    name = parts[-1] if parts else ""
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test", "testing") for p in parts[:-1]))

@@ -35,8 +35,8 @@ from retainlint.project.frames import frame_cycles
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
-    DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, PER_CALL_FUNCTIONS, READERS, WORKER_POOLS,
-    bindings, last_name, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_model, walks_a_tree)
+    ADD_CALLS, DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, READERS, WORKER_POOLS,
+    bindings, last_name, named_per_call, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_model, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts, container_defaults
 
@@ -125,7 +125,7 @@ class ModuleBuilder:
         """Does `function` (`Class.method` or `function`) run per request, message or job:
         named so (`handle_error`, `run_job`, `__call__`), or a method of a class that serves?"""
         cls, _, name = function.rpartition(".")
-        return any(word in name.lower() for word in PER_CALL_FUNCTIONS) or (
+        return named_per_call(name) or (
             bool(cls) and f"{self.holders.module}.{cls}" in serving)
 
     @cached_property
@@ -156,22 +156,34 @@ class ModuleBuilder:
         return any(name in line for line in lines for name in self._holder_names)
 
     def _self_references(self) -> None:
-        """`self.x = <value>` in methods, read from the index's table of assignments."""
-        owner_of = self.nodes.owner_of
+        """`self.x = <value>` and `self.xs.append(<value>)` in methods, read from the index's
+        tables of assignments and calls."""
         methods: dict[int, FunctionFacts] = {}
         for stmt in self.nodes.of(ast.Assign, ast.AnnAssign):
-            method = owner_of.get(id(stmt))
-            cls = owner_of.get(id(method)) if method is not None else None
-            if not isinstance(method, FUNCTIONS) or not isinstance(cls, ast.ClassDef):
-                continue
-            function = methods.get(id(method))
+            function = self._method_facts(stmt, methods)
             if function is None:
-                function = methods[id(method)] = FunctionFacts(self, method, cls.name)
-            if function.me is None:
                 continue
             for target, value in bindings(stmt):
                 if isinstance(target, (ast.Attribute, ast.Subscript)) and value is not None:
-                    function._self_reference(target, value, stmt)  # type: ignore[arg-type]
+                    function._self_reference(target, value, stmt)
+        for call in self.nodes.of(ast.Call):  # `self.children.append(Child(self))`
+            func = getattr(call, "func")
+            if isinstance(func, ast.Attribute) and func.attr in ADD_CALLS:
+                function = self._method_facts(call, methods)
+                if function is not None:
+                    function.added_to_self(call)  # type: ignore[arg-type]
+
+    def _method_facts(self, node: ast.AST, methods: dict[int, FunctionFacts]) -> Optional[FunctionFacts]:
+        """The facts of the method `node` is directly in (made once per method), or None
+        outside a method or in one that takes no instance (a staticmethod)."""
+        method = self.nodes.owner_of.get(id(node))
+        cls = self.nodes.owner_of.get(id(method)) if method is not None else None
+        if not isinstance(method, FUNCTIONS) or not isinstance(cls, ast.ClassDef):
+            return None
+        function = methods.get(id(method))
+        if function is None:
+            function = methods[id(method)] = FunctionFacts(self, method, cls.name)
+        return function if function.me is not None else None
 
     def _function_around(self, node: ast.AST) -> Optional[ast.AST]:
         """The innermost function around `node` (lambdas looked through); None at module
@@ -229,9 +241,10 @@ class ModuleBuilder:
     def _instantiations(self) -> tuple[set[str], set[str]]:
         """Classes (`module.Class`, the module's own or imported) made once: at module level,
         in a class body, or in an entry point (`main()`, `serve()`), so they live for the
-        process; and the module's classes made many times: in a loop or comprehension, in a
-        function whose name says it runs per request (`handle`, `on_data`, `__call__`), or
-        by a method of the class itself (`split()` returning new ones)."""
+        process; and the classes it makes many times (its own, or imported from the project:
+        `made_per_call` resolves those): in a loop or comprehension, in a function whose name
+        says it runs per request (`handle`, `on_data`, `__call__`), or by a method of the
+        class itself (`split()` returning new ones)."""
         module = self.holders.module
         long_lived = {f"{module}.{c}" for c in self.holders.classes
                       if any(a.lstrip("_") in ("instance", "singleton")
@@ -269,10 +282,10 @@ class ModuleBuilder:
             fname = getattr(function, "name")
             if factories.get(fname) == made and fname in called:
                 continue  # the factory's own `return Class()`: its callers say how often
-            if fname == "__init__" or runs_once(fname) or not made.startswith(module + "."):
-                continue  # made once per owner, or at set-up; other modules' classes: theirs
+            if fname == "__init__" or runs_once(fname):
+                continue  # made once per owner, or at set-up
             line = getattr(call, "lineno")
-            if any(word in fname.lower() for word in PER_CALL_FUNCTIONS) or any(
+            if named_per_call(fname) or any(
                     start <= line <= end for start, end in loops.get(id(function), ())) or \
                     self._made_from_itself(function, made):
                 per_call.add(made)

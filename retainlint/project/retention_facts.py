@@ -53,7 +53,7 @@ class SelfReference:
 
     cls: str  # `module.Class`
     attr: str  # where it is kept, as the code spells it (`self._on_done`)
-    how: str  # "bound method", "closure", "partial", "back-reference"
+    how: str  # "bound method", "closure", "partial", "back-reference", "held child" (`col.parent = self`)
     shown: str  # the value's code
     function: str
     keeps: str  # an attribute of the class holding an OS resource or bulk data (`self._transport`), or ""
@@ -86,7 +86,7 @@ class ModuleFacts:
     bounded: set[str]  # holders whose size something here checks (`len(h) > n`)
     self_references: list[SelfReference]
     long_lived: set[str]  # classes (`module.Class`) made at module level or in an entry point
-    made_per_call: set[str]  # the module's classes made in a loop, a per-request function or their own methods
+    made_per_call: set[str]  # classes (as the module names them) it makes in a loop, a per-request function or their own methods
     collector_off: bool  # the module disables the cyclic collector
     frames: list[FrameCycle]  # functions whose frame keeps its own traceback (`frames.py`)
     # holders whose only drops here follow an `await` outside `finally` (a call cancelled or

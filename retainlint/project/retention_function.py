@@ -20,6 +20,8 @@ from retainlint.project.retention_shapes import (
 if TYPE_CHECKING:
     from retainlint.project.retention import ModuleBuilder
 
+# Calls that read a container's entries or views: what they give is what it holds.
+_VIEWS = frozenset({"values", "items", "get", "__getitem__"})
 # Exceptions that say an entry is not there: a handler for one skips no removal.
 _MISSING = frozenset({"KeyError", "LookupError", "IndexError"})
 
@@ -370,13 +372,19 @@ class FunctionFacts:
             return any(self._pins_self(e) for e in value.elts)
         return self.cls is not None and bool(self._refers_back(value))
 
-    def _self_reference(self, target: ast.AST, value: ast.AST, stmt: ast.stmt) -> None:
+    def _self_reference(self, target: ast.AST, value: ast.AST, stmt: ast.AST) -> None:
         base = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
         while isinstance(base, (ast.Attribute, ast.Subscript)):
             base = base.value
-        if not (isinstance(base, ast.Name) and base.id == self.me) or self._on_the_class():
+        if not isinstance(base, ast.Name) or self.me is None or self._on_the_class():
             return
-        how = self._refers_back(value)
+        if base.id != self.me and not (base.id in self._held and isinstance(target, ast.Attribute)
+                                       and target.value is base and isinstance(value, ast.Name)
+                                       and value.id == self.me):
+            return  # not the instance, nor a child it holds handed the instance (`col.parent = self`)
+        if isinstance(value, ast.Name) and value.id in self._made_here_once:
+            value = self._made_here_once[value.id]  # `col = Column(self); self.columns[k] = col`
+        how = "held child" if base.id != self.me else self._refers_back(value)
         if not how:
             return
         assert self.cls is not None
@@ -388,13 +396,75 @@ class FunctionFacts:
                 ast.unparse(value), self.name, resource_kept(cls),
                 self.facts.lines.site(self._culprit(stmt, value), stmt)))
 
+    def added_to_self(self, call: ast.Call) -> None:
+        """`self.children.append(Child(self))`, `self.layers.setdefault(k, layer)`: an add
+        to a container of the instance, read as a store of the added value."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ADD_CALLS and call.args \
+                and self._rooted_in_me(func.value):
+            self._self_reference(func.value, call.args[-1], call)
+
+    @cached_property
+    def _made_here_once(self) -> dict[str, ast.Call]:
+        """Locals the function binds once, to what a call returns (`col = Column(self, n)`)."""
+        seen: dict[str, list[Optional[ast.AST]]] = {}
+        for stmt in statements(getattr(self.node, "body")):
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                for n in ast.walk(stmt.target):
+                    if isinstance(n, ast.Name):
+                        seen.setdefault(n.id, []).append(None)
+            for target, value in bindings(stmt):
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):
+                        seen.setdefault(n.id, []).append(value if n is target else None)
+        return {name: values[0] for name, values in seen.items()
+                if len(values) == 1 and isinstance(values[0], ast.Call) and name not in self.params}
+
+    @cached_property
+    def _held(self) -> set[str]:
+        """Locals naming an object the instance holds: a loop variable over one of its
+        containers (`for v in self.overloaded.values()`), an entry read from one (`col =
+        self.columns[name]`), or a value this function stores on it (`self.columns[name] =
+        col`, `self.children.append(child)`)."""
+        found: set[str] = set()
+        for stmt in statements(getattr(self.node, "body")):
+            if isinstance(stmt, (ast.For, ast.AsyncFor)) and self._rooted_in_me(stmt.iter):
+                found.update(n.id for n in ast.walk(stmt.target) if isinstance(n, ast.Name))
+            for target, value in bindings(stmt):
+                if isinstance(target, ast.Name) and isinstance(value, (ast.Subscript, ast.Call)) \
+                        and self._rooted_in_me(value):
+                    found.add(target.id)
+                elif isinstance(target, (ast.Attribute, ast.Subscript)) and isinstance(value, ast.Name) \
+                        and self._rooted_in_me(target):
+                    found.add(value.id)
+            if isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call) \
+                    and isinstance(call.func, ast.Attribute) and call.func.attr in ADD_CALLS and call.args \
+                    and isinstance(call.args[-1], ast.Name) and self._rooted_in_me(call.func.value):
+                found.add(call.args[-1].id)
+        found.discard(self.me or "")
+        return found
+
+    def _rooted_in_me(self, expr: ast.AST) -> bool:
+        """An attribute chain on the instance, or an entry or view of one (`self.cols`,
+        `self.cols[k]`, `self.cols.get(k)`, `self.cols.values()`), not the instance itself."""
+        if not isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+            return False
+        while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+            if isinstance(expr, ast.Call):
+                if not (isinstance(expr.func, ast.Attribute) and expr.func.attr in _VIEWS):
+                    return False
+                expr = expr.func.value
+            else:
+                expr = expr.value
+        return isinstance(expr, ast.Name) and expr.id == self.me
+
     def _on_the_class(self) -> bool:
         """A classmethod, `__init_subclass__` or `__new__`: its first parameter is the class
         (`cls._registry[name] = cls` registers the class, no instance)."""
         return self.node.name in ("__init_subclass__", "__new__", "__class_getitem__") or any(
             last_name(d) == "classmethod" for d in self.node.decorator_list)
 
-    def _culprit(self, stmt: ast.stmt, value: ast.AST) -> ast.AST:
+    def _culprit(self, stmt: ast.AST, value: ast.AST) -> ast.AST:
         """Where the cycle closes: the argument that hands the instance (or a callback into
         it) to the object made (`on_remove=self._gc`, often lines below the statement's
         start); the whole statement otherwise."""

@@ -5,6 +5,7 @@ walks over assignments and statements."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, Optional
 
 from retainlint.project.frames import own_nodes
@@ -73,7 +74,9 @@ RESOURCE_WORDS = frozenset({"transport", "sock", "socket", "conn", "connection",
 
 def resource_kept(cls: ast.ClassDef) -> str:
     """`self.<attr>` that a method of `cls` assigns and whose name says it holds an OS
-    resource or bulk data (`self._transport`, `self.sock`, `self.buffer`); "" if none."""
+    resource or bulk data (`self._transport`, `self.sock`, `self.buffer`); "" if none. Not
+    one the class tests for truth (`x.pin_memory() if self.pin_tensors else x`): a flag."""
+    tested = {t.attr for n in ast.walk(cls) if isinstance(t := _tested(n), ast.Attribute)}
     for method in cls.body:
         if not isinstance(method, FUNCTIONS) or not method.args.args:
             continue
@@ -81,10 +84,18 @@ def resource_kept(cls: ast.ClassDef) -> str:
         for node in ast.walk(method):
             for target, _ in bindings(node):
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == me \
+                        and target.value.id == me and target.attr not in tested \
                         and _names_a_resource(target.attr):
                     return f"{me}.{target.attr}"
     return ""
+
+
+def _tested(node: ast.AST) -> Optional[ast.AST]:
+    """The expression an `if`, a `while` or a conditional expression tests, `not` looked through."""
+    test = node.test if isinstance(node, (ast.If, ast.IfExp, ast.While)) else None
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return test
 
 
 def _names_a_resource(attr: str) -> bool:
@@ -340,6 +351,18 @@ def runs_once(name: str) -> bool:
 
 
 # Words in a function's name that say it runs per request, message or item.
-PER_CALL_FUNCTIONS = ("handle", "process", "serve", "request", "dispatch", "on_", "call",
+PER_CALL_FUNCTIONS = ("handle", "process", "serve", "request", "dispatch", "call",
                        "submit", "step", "forward", "generate", "receive", "recv", "send",
                        "accept", "execute", "run", "query", "fetch", "invoke", "emit")
+
+
+def named_per_call(name: str) -> bool:
+    """Does a function's name say it runs per request, message or item: a word of it
+    starts with one of `PER_CALL_FUNCTIONS` (`handle_error`, `_run_job`, `__call__`), or
+    it is a handler (`on_message`)? Words, not letters anywhere: `clip_vision_encoder` is
+    no `on_` handler, `truncate` runs nothing."""
+    words = [w.lower() for w in _WORDS.findall(name)]
+    return bool(words) and (words[0] == "on" or any(w.startswith(PER_CALL_FUNCTIONS) for w in words))
+
+
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")  # `data_received`, `dataReceived`, `HTTPRequest`

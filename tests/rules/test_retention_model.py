@@ -890,3 +890,107 @@ def test_removing_an_item_from_a_key_s_set_leaves_the_key_s_slot(tmp_path):
         """})
     assert [(line, code) for _, line, code, _ in found] == [(10, "RL307")]
     assert "`self.flows` gains one entry per distinct `request.sub_id` in `handle_subscribe()`" in found[0][3]
+
+
+def test_a_class_another_module_makes_per_call_is_made_per_call(tmp_path):
+    """A cycle in a class costs when objects are made again and again: where they are made
+    is often another module (a request handler making a `Pipeline`), read through imports."""
+    pipeline = """\
+        class Reader:
+            def __init__(self, owner):
+                self.owner = owner
+
+        class Pipeline:
+            def __init__(self):
+                self.reader = Reader(self)
+        """
+    alone = tmp_path / "alone"
+    assert _check(alone, {"pkg/__init__.py": "", "pkg/pipeline.py": pipeline}) == []
+    found = _check(tmp_path / "used", {"pkg/__init__.py": "", "pkg/pipeline.py": pipeline, "pkg/server.py": """\
+        from pkg.pipeline import Pipeline
+
+        def handle_request(request):
+            return Pipeline()
+        """})
+    assert [(p, line, code) for p, line, code, _ in found] == [("pkg/pipeline.py", 7, "RL703")]
+    # made per case by the tests: how the tests run, not the product
+    assert _check(tmp_path / "tested", {"pkg/__init__.py": "", "pkg/pipeline.py": pipeline,
+                                        "tests/test_pipeline.py": """\
+        from pkg.pipeline import Pipeline
+
+        def test_many():
+            for _ in range(3):
+                Pipeline()
+        """}) == []
+    # made once, by a builder whose name has no per-call word in it (`vision_encoder`
+    # holds `on_` only as letters): no cycle that matters
+    assert _check(tmp_path / "built", {"pkg/__init__.py": "", "pkg/pipeline.py": pipeline, "pkg/build.py": """\
+        from pkg.pipeline import Pipeline
+
+        def clip_vision_encoder():
+            return Pipeline()
+        """}) == []
+
+
+def test_a_child_the_instance_holds_given_a_reference_back_is_a_cycle(tmp_path):
+    """`col.parent = self` for a child kept in the instance's own container, a child made
+    with the instance and stored through a local, or appended: each closes a cycle."""
+    found = _check(tmp_path, {"table.py": """\
+        class Column:
+            def __init__(self, name):
+                self.parent = None
+
+        class Surface:
+            def __init__(self, owner, layer):
+                self.owner = owner
+
+        class Table:
+            def __init__(self, names):
+                self.columns = {}
+                self.surfaces = {}
+                self.more = []
+                for name in names:
+                    col = Column(name)
+                    col.parent = self
+                    self.columns[name] = col
+
+            def add_surface(self, layer):
+                surface = Surface(self, layer)
+                self.surfaces[layer] = surface
+
+            def add_more(self, layer):
+                self.more.append(Surface(self, layer))
+
+            def relink(self):
+                for col in self.columns.values():
+                    col.parent = self
+
+            def unrelated(self, other):
+                other.parent = self
+
+        def handle(names):
+            return Table(names)
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [
+        (16, "RL703"), (20, "RL703"), (24, "RL703"), (28, "RL703")]
+    assert found[0][3].startswith("`col.parent = self` makes a child it holds keep it: each `Table`, made per call")
+    assert found[1][3].startswith("`self.surfaces[layer]` keeps a child that keeps it (`Surface(self, layer)`)")
+
+
+def test_an_attribute_tested_for_truth_is_a_flag_not_a_resource_the_cycle_keeps(tmp_path):
+    decoder = """\
+        class Decoder:
+            def __init__(self, pin):
+                self.pin_tensors = pin
+                self.hook = self.decode
+
+            def decode(self, x):
+                return x.pin_memory() if self.pin_tensors else x
+
+        def handle_message(message):
+            return Decoder(True).decode(message)
+        """
+    found = _levels(tmp_path / "flag", {"codec.py": decoder})
+    assert found == [(4, "RL703", "info")]
+    kept = decoder.replace("x.pin_memory() if self.pin_tensors else x", "self.pin_tensors.append(x)")
+    assert _levels(tmp_path / "kept", {"codec.py": kept}) == [(4, "RL703", "warning")]
