@@ -9,6 +9,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Hashable, Optional
 
+from retainlint.project.class_family import class_family
 from retainlint.project.module_names import is_test_code
 from retainlint.project.retention_facts import (
     BOUNDED, COLLECTOR_OFF, DROPS, ITEMS, LONG_LIVED, OWNED, PER_CALL, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
@@ -308,8 +309,9 @@ def grows_per_call(g: Growth) -> Optional[str]:
 
 def cycle_matters(ref: SelfReference, facts: ModuleFacts, index: "ProjectIndex") -> bool:
     """A self-cycle costs when many such objects are made and dropped: each waits for
-    the cyclic collector instead of being freed when its last use ends."""
-    return made_per_call(ref.cls, facts, index)
+    the cyclic collector instead of being freed when its last use ends. A cycle a class
+    makes (in its `__init__`, say) is made for every instance of a class deriving from it."""
+    return any(made_per_call(cls, facts, index) for cls in sorted(index.ask(class_family, ref.cls)))
 
 
 def short(qualified: str) -> str:

@@ -75,10 +75,11 @@ class ModuleBuilder:
 
     def kept_params(self, cls: ast.ClassDef) -> list[tuple[Optional[int], str]]:
         """(position after `self`, name) of the `__init__` parameters the class stores
-        on its instance as they are (`self.parent = parent`)."""
+        on its instance as they are (`self.parent = parent`); a class without an `__init__`
+        of its own is made by the one it inherits from a class of this module."""
         if cls.name not in self._kept:
             kept: list[tuple[Optional[int], str]] = []
-            init = next((f for f in cls.body if isinstance(f, FUNCTIONS) and f.name == "__init__"), None)
+            init = self._init_of(cls)
             if init is not None and init.args.args:
                 me = init.args.args[0].arg
                 positional = [a.arg for a in init.args.args[1:]]
@@ -92,6 +93,16 @@ class ModuleBuilder:
                         kept.append((None, name))
             self._kept[cls.name] = kept
         return self._kept[cls.name]
+
+    def _init_of(self, cls: ast.ClassDef, depth: int = 0) -> Optional[ast.FunctionDef]:
+        init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        if init is not None or depth > 5:
+            return init
+        for base in cls.bases:
+            known = self.holders.classes.get(base.id) if isinstance(base, ast.Name) else None
+            if known is not None and known is not cls:
+                return self._init_of(known, depth + 1)
+        return None
 
     def build(self) -> ModuleFacts:
         holders = self.holders

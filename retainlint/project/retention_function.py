@@ -414,8 +414,8 @@ class FunctionFacts:
                     if isinstance(n, ast.Name):
                         seen.setdefault(n.id, []).append(None)
             for target, value in bindings(stmt):
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name):
+                for n in ast.walk(target):  # `col.parent = x` binds no name: `col` is read
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         seen.setdefault(n.id, []).append(value if n is target else None)
         return {name: values[0] for name, values in seen.items()
                 if len(values) == 1 and isinstance(values[0], ast.Call) and name not in self.params}

@@ -29,6 +29,10 @@ class Lines:
                     end_line, self.column(end_line, end_col),
                     statement.lineno, statement.end_lineno or statement.lineno)  # type: ignore[attr-defined]
 
+# Decorators after which `self.name` is no method bound to the instance.
+_NOT_BOUND = frozenset({"setter", "getter", "staticmethod"})
+
+
 class Holders:
     """The holders a module declares, and how an expression inside a function names one."""
 
@@ -53,9 +57,10 @@ class Holders:
     def _class(self, node: ast.ClassDef) -> None:
         self.classes[node.name] = node
         own = self.class_level.setdefault(node.name, {})
-        # Methods, not properties: `self.size` reads a value, it is no bound method.
+        # Methods, not properties (`self.size` reads a value) nor staticmethods (`self.f` is
+        # the plain function): neither is a bound method.
         self.methods[node.name] = {f.name for f in node.body if isinstance(f, FUNCTIONS)
-                                   and not any("property" in (dotted(d) or "") or last_name(d) in ("setter", "getter")
+                                   and not any("property" in (dotted(d) or "") or last_name(d) in _NOT_BOUND
                                                for d in f.decorator_list)}
         for item in node.body:
             for target, value in bindings(item):

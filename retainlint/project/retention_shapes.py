@@ -9,6 +9,7 @@ import re
 from typing import Iterator, Optional
 
 from retainlint.project.frames import own_nodes
+from retainlint.project.nodes import dotted
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -81,13 +82,32 @@ def resource_kept(cls: ast.ClassDef) -> str:
         if not isinstance(method, FUNCTIONS) or not method.args.args:
             continue
         me = method.args.args[0].arg
+        handed = {a.arg for a in (*method.args.args[1:], *method.args.kwonlyargs)} if method.name == "__init__" else set()
         for node in ast.walk(method):
-            for target, _ in bindings(node):
+            for target, value in bindings(node):
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                         and target.value.id == me and target.attr not in tested \
-                        and _names_a_resource(target.attr):
+                        and (_names_a_resource(target.attr) or _array_of(value, handed)):
                     return f"{me}.{target.attr}"
     return ""
+
+
+# Array libraries as code imports them, and the calls of theirs that make an array.
+_ARRAY_MODULES = frozenset({"np", "numpy", "torch", "cp", "cupy", "jnp", "mx"})
+_ARRAY_MAKERS = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray", "concatenate", "stack",
+                           "vstack", "hstack", "tensor", "as_tensor", "from_numpy", "frombuffer", "copy"})
+
+
+def _array_of(value: Optional[ast.AST], handed: set[str]) -> bool:
+    """`np.asarray(endog)` in `__init__`, for a parameter `endog`: the object keeps the data
+    its caller hands it as an array, bulk data of a size nothing here bounds, whatever the
+    attribute is named (`self.exog`). An array made of the object's own values
+    (`np.array(self.boundaries)`) is not counted."""
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    module = dotted(value.func.value)
+    return (module in _ARRAY_MODULES or module == "jax.numpy") and value.func.attr in _ARRAY_MAKERS \
+        and any(isinstance(a, ast.Name) and a.id in handed for a in value.args)
 
 
 def _tested(node: ast.AST) -> Optional[ast.AST]:

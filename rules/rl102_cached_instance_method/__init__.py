@@ -30,10 +30,10 @@ from retainlint.analysis.rule import RelatedNode, Rule
 from retainlint.analysis.walk import visit
 from retainlint.rules.rl102_cached_instance_method.arguments import _container, _per_device, _scalar
 from retainlint.rules.rl102_cached_instance_method.examples import DOCS, INVALID, VALID
+from retainlint.project.class_family import class_family
 from retainlint.rules.rl102_cached_instance_method.singletons import (
     _fillers_in,
     _Instantiations,
-    class_family,
     process_singleton,
 )
 

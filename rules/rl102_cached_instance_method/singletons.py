@@ -12,6 +12,8 @@ from typing import Any
 
 import libcst as cst
 
+from retainlint.project.class_family import class_family, member_of
+
 
 class _Instantiations(cst.CSTVisitor):
     """Calls of bare names (`Foo(...)`) anywhere in a module."""
@@ -42,7 +44,7 @@ def process_singleton(index, key: tuple[str, str, frozenset[str]]) -> bool:
     calls = _calls_by_name(index)
     for name in {q.rpartition(".")[2] for q in family}:
         for function, call in calls.get(name, ()):
-            if function not in fillers and _member(index, call, family):
+            if function not in fillers and member_of(index, call, family):
                 return False
     return True
 
@@ -66,51 +68,6 @@ def _calls_by_name(index) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-def class_family(index, qualified: str) -> frozenset[str]:
-    """`qualified` and the project classes deriving from it."""
-    family = {qualified}
-    names = {qualified.rpartition(".")[2]}
-    by_name = _bases_by_name(index)
-    todo = [qualified]
-    while todo:
-        # a class joins through a base spelled with the last name of a member, or
-        # resolving to one: only those are looked at again when a member joins
-        for name, base in by_name.get(todo.pop().rpartition(".")[2], ()):
-            if name not in family and base.rpartition(".")[2] in names \
-                    and _member(index, base, family):
-                family.add(name)
-                names.add(name.rpartition(".")[2])
-                todo.append(name)
-    return frozenset(family)
-
-
-_BASES_BY_NAME: "weakref.WeakKeyDictionary[Any, dict[str, list[tuple[str, str]]]]" = \
-    weakref.WeakKeyDictionary()
-
-
-def _bases_by_name(index) -> dict[str, list[tuple[str, str]]]:
-    """Last name of a base, as spelled or as resolved -> (project class, that base): read
-    once per index, not once per class of a file with thousands of them."""
-    found = _BASES_BY_NAME.get(index)
-    if found is None:
-        found = {}
-        for name, summary in index.classes.items():
-            for base in summary.bases:
-                resolved = index.resolve(base) or base
-                for last in {base.rpartition(".")[2], resolved.rpartition(".")[2]}:
-                    found.setdefault(last, []).append((name, base))
-        _BASES_BY_NAME[index] = found
-    return found
-
-
-def _member(index, name: str, family: "frozenset[str] | set[str]") -> bool:
-    """Does `name` (as a file spells it, qualified) denote a class of `family`? Through
-    re-exports; and by its trailing components when it is spelled from above a namespace
-    package the index does not name modules from (`pkg.runtime.mod.X` for `mod.X`)."""
-    resolved = index.resolve(name) or name
-    return resolved in family or any(resolved.endswith("." + q) for q in family)
-
-
 def _slot_fillers(index, family: frozenset[str], here: str) -> set[str]:
     """The slot fillers (`_fillers_in`) of the project's files other than `here`; only the
     files that define or import a class of `family` are read."""
@@ -129,7 +86,7 @@ def _local_names(index, summary, family: frozenset[str]) -> set[str]:
     defined = _defined_names(index, summary)
     local = {n for q in family for n in defined.get(q, ())}
     return local | {n for n, target in summary.imports.items()
-                    if target.rpartition(".")[2] in names and _member(index, target, family)}
+                    if target.rpartition(".")[2] in names and member_of(index, target, family)}
 
 
 def _fillers_in(index, summary, tree: ast.Module, family: frozenset[str]) -> set[str]:

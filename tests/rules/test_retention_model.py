@@ -994,3 +994,71 @@ def test_an_attribute_tested_for_truth_is_a_flag_not_a_resource_the_cycle_keeps(
     assert found == [(4, "RL703", "info")]
     kept = decoder.replace("x.pin_memory() if self.pin_tensors else x", "self.pin_tensors.append(x)")
     assert _levels(tmp_path / "kept", {"codec.py": kept}) == [(4, "RL703", "warning")]
+
+
+def test_a_cycle_made_through_inherited_code_and_kept_arrays(tmp_path):
+    """The cycle of a results object built with the model (`Results(self)`, whose `__init__`
+    is its base's), kept after an attribute is set on it; the model keeps arrays it made
+    (`np.asarray(endog)`), so each one waits for the collector with them: a warning. A cycle
+    a base class makes in its `__init__` is made for each instance of a subclass made per call."""
+    found = _levels(tmp_path / "model", {"model.py": """\
+        import numpy as np
+
+        class BaseResults:
+            def __init__(self, model, params):
+                self.model = model
+                self.params = params
+
+        class Results(BaseResults):
+            pass
+
+        class Model:
+            def __init__(self, endog):
+                self.endog = np.asarray(endog)
+
+            def fit(self):
+                results = Results(self, 1.0)
+                results.fitted = True
+                self._results = results
+                return results
+
+        def handle_request(data):
+            return Model(data).fit()
+        """})
+    assert found == [(16, "RL703", "warning")]
+    found = _levels(tmp_path / "base", {"rows.py": """\
+        class BaseTable:
+            def __init__(self):
+                self.row = self.make_row
+
+            def make_row(self):
+                return None
+
+        class NodeTable(BaseTable):
+            pass
+
+        def handle_request():
+            return NodeTable()
+        """})
+    assert found == [(3, "RL703", "info")]
+
+
+def test_a_staticmethod_read_off_the_instance_is_no_bound_method(tmp_path):
+    hook = """\
+        class Hook:
+            def __init__(self, fn=None):
+                if fn is None:
+                    self.fn = self.default
+                else:
+                    self.fn = fn
+
+            @staticmethod
+            def default(x):
+                return x
+
+        def handle_request(x):
+            return Hook().fn(x)
+        """
+    assert _levels(tmp_path / "static", {"hook.py": hook}) == []
+    bound = hook.replace("            @staticmethod\n            def default(x):", "            def default(self, x):")
+    assert _levels(tmp_path / "bound", {"hook.py": bound}) == [(4, "RL703", "info")]
