@@ -15,6 +15,7 @@ from retainlint.analysis.walk import visit
 from retainlint.analysis.weight import substantial_value, weigher, weightless_layer
 from retainlint.project.names import HEAVY_TYPES, TENSOR_TYPES as _TENSOR_TYPES
 from retainlint.project.release_parts_scan import ACCESSORS
+from retainlint.project.retention_shapes import WORKER_POOLS
 
 # How deep the release checks follow chains (bases, assignments, methods reached).
 _MAX_DEPTH = 8
@@ -57,7 +58,7 @@ def _origin(ctx, value, ann, fn, cls, depth: int = 0) -> Optional[cst.Call]:
     if isinstance(value, cst.Call):
         if _callee_word(value) in ACCESSORS:
             return None  # `next(c.residency for c in caches)`: an existing object
-        if ctx.heavy.is_heavy_value(value, fn, cls):
+        if ctx.heavy.is_heavy_value(value, fn, cls) or is_worker_pool(ctx, value):
             return value
         if ann is not None and ctx.heavy.is_heavy_annotation(ann):
             return value
@@ -77,9 +78,17 @@ def _origin(ctx, value, ann, fn, cls, depth: int = 0) -> Optional[cst.Call]:
     return None
 
 
+def is_worker_pool(ctx, call: cst.Call) -> bool:
+    """`ThreadPoolExecutor(...)`, `multiprocessing.Pool(...)`: threads or processes that run,
+    with the queue of what was handed to them, until the pool is shut down or collected."""
+    return (ctx.index.resolve(ctx.absolute(ctx.qualname(call.func))) or "") in WORKER_POOLS
+
+
 def _substantial(ctx, h: "_Heavy", cls: Optional[cst.ClassDef]) -> bool:
     """Does the attribute pin real memory (not a few literal elements, not a module
     without weights, not a project object holding only such things)?"""
+    if is_worker_pool(ctx, h.origin):
+        return True
     if not substantial_value(ctx, h.origin, h.fn):
         return False
     if h.annotation is not None and not ctx.heavy.is_heavy_value(h.origin, h.fn, cls):

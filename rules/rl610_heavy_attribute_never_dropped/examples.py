@@ -10,8 +10,10 @@ Reports a class whose release methods (`shutdown`, `close`, `cleanup`, `release`
 `teardown`, `free`, `stop`, `__exit__`, `__aexit__`; configurable) never drop an
 attribute that the class itself assigns a heavy object anywhere: a model or tensor it
 builds (`self.model = nn.Linear(...)`, `self.kv = torch.empty(...)`, the result of a
-function annotated to return one), or an instance of a project class that holds such
-attributes (`self.model_runner = GPUModelRunner(...)`).
+function annotated to return one), an instance of a project class that holds such
+attributes (`self.model_runner = GPUModelRunner(...)`), or a worker pool it builds
+(`ThreadPoolExecutor(...)`, `ProcessPoolExecutor(...)`, `multiprocessing.Pool(...)`), whose
+threads or processes keep running, with what was handed to them, until it is shut down.
 
 Dropping means, in a release method or any method it calls on `self` (also methods
 inherited from project base classes and reached through `super()`): `del self.x`,
@@ -20,7 +22,10 @@ release method of the attribute (`self.x.shutdown()`, also through a local such 
 `if r := getattr(self, "x", None): r.shutdown()`), moving it off the accelerator
 (`self.x.to("cpu")`, `self.x.cpu()`), `del self.x[:]`, or handing it to a releasing
 function (`free_cache(self.x)`), or shrinking its storage to nothing in place
-(`self.x.storage().resize_(0)`).
+(`self.x.storage().resize_(0)`); or releasing it later: handing its release method to a
+runner (`await asyncio.to_thread(self.x.shutdown)`), or registering it on an exit stack
+the class keeps (`self._resources.callback(self.x.shutdown)`, `.enter_context(self.x)`)
+that a release method runs (`self._resources.close()`).
 
 Not reported, because nothing worth freeing is kept or the class does not own it:
 attributes handed in by the caller (`self.model = model`) or fetched from elsewhere
