@@ -153,7 +153,12 @@ class FunctionFacts:
             if isinstance(sub, (ast.Await, ast.AsyncFor)):
                 self.awaits.append(sub.lineno)
             else:
-                for block in [getattr(sub, "finalbody"), *(h.body for h in getattr(sub, "handlers"))]:
+                # a cancelled coroutine raises `CancelledError`, a `BaseException`: only
+                # `finally` and a handler catching it (bare, `BaseException`,
+                # `CancelledError`) run then; a plain function has no cancellation
+                cancellable = isinstance(self.node, ast.AsyncFunctionDef)
+                for block in [getattr(sub, "finalbody"), *(h.body for h in getattr(sub, "handlers")
+                                                           if not cancellable or _catches_cancellation(h))]:
                     self.covered.update(id(s) for s in statements(block))
         self.awaits.sort()
 
@@ -521,6 +526,13 @@ class FunctionFacts:
         if isinstance(value, ast.Starred):
             value = value.value
         return (isinstance(value, ast.Name) and value.id == self.me) or self._calls_back(value)
+
+
+def _catches_cancellation(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True  # a bare `except:`
+    caught = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(last_name(t) in ("BaseException", "CancelledError") for t in caught)
 
 
 def container_defaults(node: ast.AST) -> dict[str, str]:

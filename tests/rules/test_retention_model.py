@@ -1062,3 +1062,34 @@ def test_a_staticmethod_read_off_the_instance_is_no_bound_method(tmp_path):
     assert _levels(tmp_path / "static", {"hook.py": hook}) == []
     bound = hook.replace("            @staticmethod\n            def default(x):", "            def default(self, x):")
     assert _levels(tmp_path / "bound", {"hook.py": bound}) == [(4, "RL703", "info")]
+
+
+def test_a_removal_in_an_except_exception_handler_is_skipped_when_the_call_is_cancelled(tmp_path):
+    """A cancelled `await` raises `CancelledError`, a `BaseException`: `except Exception:`
+    does not run, so the entry the call added stays; `finally`, a bare `except:` or `except
+    BaseException:` run for it."""
+    pool = """\
+        class Pool:
+            def __init__(self):
+                self._waiting = []
+
+            async def request(self, req):
+                self._waiting.append(req)
+                try:
+                    await self.wait_for(req)
+                except Exception:
+                    self._waiting.remove(req)
+                    raise
+                self._waiting.remove(req)
+                return req
+
+            async def wait_for(self, req):
+                return req
+        """
+    found = _check(tmp_path / "exception", {"pool.py": pool})
+    assert [(line, code) for _, line, code, _ in found] == [(6, "RL307")]
+    assert "fails or is cancelled" in found[0][3]
+    assert _check(tmp_path / "base", {"pool.py": pool.replace("except Exception:", "except BaseException:")}) == []
+    # a plain function has no cancellation: its `except Exception:` runs for what it raises
+    plain = pool.replace("async def", "def").replace("await ", "")
+    assert _check(tmp_path / "plain", {"pool.py": plain}) == []
