@@ -265,9 +265,12 @@ def lives_for_the_process(index: "ProjectIndex", cls: str) -> bool:
 
 def made_per_call(cls: str, facts: ModuleFacts, index: Optional["ProjectIndex"] = None) -> bool:
     """Are instances of `cls` made per request or per call, so that many come and go: here,
-    or (with the project's `index`) by any file of the project?"""
-    return cls in facts.made_per_call or _role(cls, _PER_CALL_ROLES) or (
-        index is not None and bool(index.ask(_made_per_call_somewhere, cls)))
+    or (with the project's `index`) by any file of the project? A class named for a
+    per-call role (`Session`) that the project makes once, at start-up, is not: where it
+    is made says more than its name."""
+    if cls in facts.made_per_call or index is not None and index.ask(_made_per_call_somewhere, cls):
+        return True
+    return _role(cls, _PER_CALL_ROLES) and not (index is not None and index.ask(_made_at_start, cls))
 
 
 def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Growth) -> Optional[str]:

@@ -1093,3 +1093,16 @@ def test_a_removal_in_an_except_exception_handler_is_skipped_when_the_call_is_ca
     # a plain function has no cancellation: its `except Exception:` runs for what it raises
     plain = pool.replace("async def", "def").replace("await ", "")
     assert _check(tmp_path / "plain", {"pool.py": plain}) == []
+
+
+def test_a_class_named_for_a_per_call_role_but_made_once_at_start_up_is_not_made_per_call(tmp_path):
+    session = """\
+        class XonshSession:
+            def __init__(self):
+                self.flush = self.flush_history
+
+            def flush_history(self):
+                return None
+        """
+    assert _levels(tmp_path / "named", {"session.py": session}) == [(3, "RL703", "info")]
+    assert _levels(tmp_path / "once", {"session.py": session + "\nXSH = XonshSession()\n"}) == []
