@@ -209,8 +209,7 @@ def _made_per_call_somewhere(index: "ProjectIndex", cls: Hashable) -> Hashable:
 def _made_in_some_file(index: "ProjectIndex", position: int, cls: Hashable, tests: bool = True) -> bool:
     for summary in dict.values(index.files):
         if (tests or not is_test_code(summary.path)) and summary.retention and any(
-                made == cls or _resolved(index, made) == cls
-                                     for made in summary.retention[position]):
+                made == cls or _resolved(index, made) == cls for made in summary.retention[position]):
             return True  # the names as each file imports them: re-exports resolved
     return False
 
