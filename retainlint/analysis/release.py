@@ -286,6 +286,9 @@ class _Collector(OwnScopeVisitor):
                     facts.dynamic = True  # `_teardown(self)`: may drop anything
             elif method is not None and releases(method):
                 facts.released |= self._held(arg.value)
+            elif isinstance(arg.value, cst.Attribute) and releases(arg.value.attr.value):
+                # a part's own release handed to a runner: `asyncio.to_thread(self.pool.shutdown)`
+                facts.released |= self._held(arg.value.value)
 
 
 def method_drops(fn: cst.FunctionDef) -> MethodDrops:
@@ -322,7 +325,7 @@ class ReleasePaths:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._facts: dict[int, MethodDrops] = {}
-        self._callbacks: dict[int, dict[str, set[str]]] = {}
+        self._callbacks: dict[int, dict[str, tuple[set[str], set[str]]]] = {}
         self._drops: dict[tuple[int, ...], Optional[Drops]] = {}
 
     def facts(self, fn: cst.FunctionDef) -> MethodDrops:
@@ -433,8 +436,12 @@ class ReleasePaths:
             released |= facts.released
             flags |= facts.flags
             # closing an `ExitStack` runs what was registered on it: the methods of the
-            # class handed to it (`self._stack.callback(self._free)`) run on this path
-            for name in {m for attr in facts.released for m in callbacks.get(attr, ())} | facts.self_calls:
+            # class handed to it (`self._stack.callback(self._free)`) run on this path, and
+            # the parts whose release was handed to it (`.callback(self._pool.shutdown)`) go
+            closed = [callbacks[attr] for attr in facts.released if attr in callbacks]
+            for _, parts in closed:
+                released |= parts
+            for name in {m for methods, _ in closed for m in methods} | facts.self_calls:
                 found = self.lookup(cls, name)
                 if found is not None:
                     todo.append(found)
@@ -455,17 +462,26 @@ class ReleasePaths:
                     todo.append(found)
         return Drops(unbound, released, flags, path)
 
-    def _stack_callbacks(self, cls: cst.ClassDef) -> dict[str, set[str]]:
-        """{`ExitStack` attribute: methods of `cls` registered on it}, from
-        `self.<stack>.callback(self.<method>, ...)` (and the other registrations)."""
+    def _stack_callbacks(self, cls: cst.ClassDef) -> dict[str, tuple[set[str], set[str]]]:
+        """{`ExitStack` attribute: (methods of `cls` registered on it, attributes whose
+        release is)}: `self.<stack>.callback(self._free)` registers a method,
+        `.callback(self._pool.shutdown)` and `.enter_context(self._file)` a part."""
         key = id(cls)
         if key not in self._callbacks:
             uses = _StackUses(set(_exit_stacks(self.ctx, cls)))
             if uses.attrs:
                 visit(cls, uses)
-            self._callbacks[key] = {
-                attr: {m for call, _ in calls if call.args and (m := self_attribute(call.args[0].value))}
-                for attr, calls in uses.registrations.items()}
+            found: dict[str, tuple[set[str], set[str]]] = {}
+            for attr, calls in uses.registrations.items():
+                registered, parts = found.setdefault(attr, (set(), set()))
+                for call, _ in calls:
+                    handed = call.args[0].value if call.args else None
+                    if (name := self_attribute(handed)) is not None:
+                        (registered if self.lookup(cls, name) is not None else parts).add(name)
+                    elif isinstance(handed, cst.Attribute) and releases(handed.attr.value) \
+                            and (part := self_attribute(handed.value)) is not None:
+                        parts.add(part)
+            self._callbacks[key] = found
         return self._callbacks[key]
 
     def _named_base(self, owner: Owner, base_expr: cst.BaseExpression):

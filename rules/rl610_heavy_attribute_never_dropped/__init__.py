@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import is_self, self_attribute
 from retainlint.analysis.exit_only_release import _only_at_exit
 from retainlint.analysis.fix_preconditions import nulling, still_held
-from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.owned_parts import (
     _Heavy, _heavy_attributes, _is_module_class, _substantial, brief, is_ray_actor, is_worker_pool,
 )
@@ -42,9 +40,7 @@ class HeavyAttributeNeverDropped(Rule):
         drops = self.ctx.release.drops(node, releases)
         if drops is None:
             return
-        on_stack = _released_later(node, releases, set(self.ctx.settings.release_methods))
-        kept = [h for a, h in heavy.items()
-                if a not in drops.all and a not in on_stack and _substantial(self.ctx, h, node)]
+        kept = [h for a, h in heavy.items() if a not in drops.all and _substantial(self.ctx, h, node)]
         if not kept or is_ray_actor(self.ctx, node):
             return
         live = [r for r in releases if not _only_at_exit(self.ctx, node, r)]
@@ -125,38 +121,3 @@ class HeavyAttributeNeverDropped(Rule):
                             applicability=Applicability.UNSAFE)
         return self.fix(message, {release: new})
 
-
-# Calls registering cleanup on an `ExitStack`, and those that run it.
-_REGISTERS = frozenset({"callback", "push", "enter_context", "push_async_callback", "push_async_exit",
-                        "enter_async_context"})
-_RUNS = frozenset({"close", "aclose", "__exit__", "__aexit__"})
-
-
-def _released_later(cls: cst.ClassDef, releases: list[cst.FunctionDef], verbs: set[str]) -> set[str]:
-    """Attributes whose release runs later, handed over by the class: registered on an exit
-    stack it keeps (`self._resources.callback(self._executor.shutdown)`, `.enter_context(
-    self.f)`) that a release method runs (`self._resources.close()`), or whose release
-    method a release method hands to a runner (`asyncio.to_thread(self.executor.shutdown)`)."""
-    run: set[str] = set()
-    found: set[str] = set()
-    for release in releases:
-        for n in iter_nodes(release.body):
-            if not isinstance(n, cst.Call):
-                continue
-            if isinstance(n.func, cst.Attribute) and n.func.attr.value in _RUNS \
-                    and (stack := self_attribute(n.func.value)) is not None:
-                run.add(stack)
-            for arg in n.args:
-                if isinstance(arg.value, cst.Attribute) and arg.value.attr.value in verbs \
-                        and (attr := self_attribute(arg.value.value)) is not None:
-                    found.add(attr)
-    for n in iter_nodes(cls.body):
-        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _REGISTERS \
-                and self_attribute(n.func.value) in run and n.args:
-            handed = n.args[0].value
-            while isinstance(handed, cst.Attribute) and not is_self(handed.value):
-                handed = handed.value  # `self._executor.shutdown` -> `self._executor`
-            attr = self_attribute(handed)
-            if attr is not None:
-                found.add(attr)
-    return found
