@@ -207,11 +207,24 @@ def _made_per_call_somewhere(index: "ProjectIndex", cls: Hashable) -> Hashable:
 
 
 def _made_in_some_file(index: "ProjectIndex", position: int, cls: Hashable, tests: bool = True) -> bool:
-    for summary in dict.values(index.files):
-        if (tests or not is_test_code(summary.path)) and summary.retention and any(
-                made == cls or _resolved(index, made) == cls for made in summary.retention[position]):
-            return True  # the names as each file imports them: re-exports resolved
-    return False
+    return cls in _made_by_position(index, position, tests)
+
+
+def _made_by_position(index: "ProjectIndex", position: int, tests: bool) -> set[str]:
+    """Every class (or factory call) some file makes at `position` of its retention facts,
+    as the file imports it and resolved through re-exports; test files only with `tests`.
+    Read from every file once per index (inside an asked question: see `ProjectIndex.ask`)."""
+    def make() -> set[str]:
+        found: set[str] = set()
+        for summary in dict.values(index.files):
+            if summary.retention and (tests or not is_test_code(summary.path)):
+                for made in summary.retention[position]:
+                    found.add(made)
+                    resolved = _resolved(index, made)
+                    if resolved:
+                        found.add(resolved)
+        return found
+    return index.memo(f"made at {position}, tests {tests}", make)
 
 
 def _resolved(index: "ProjectIndex", made: str) -> Optional[str]:
