@@ -15,7 +15,7 @@ from retainlint.analysis.walk import visit
 from retainlint.analysis.weight import substantial_value, weigher, weightless_layer
 from retainlint.project.names import HEAVY_TYPES, TENSOR_TYPES as _TENSOR_TYPES
 from retainlint.project.release_parts_scan import ACCESSORS
-from retainlint.project.retention_shapes import WORKER_POOLS
+from retainlint.project.retention_shapes import OPEN_RESOURCES, WORKER_POOLS
 
 # How deep the release checks follow chains (bases, assignments, methods reached).
 _MAX_DEPTH = 8
@@ -58,7 +58,8 @@ def _origin(ctx, value, ann, fn, cls, depth: int = 0) -> Optional[cst.Call]:
     if isinstance(value, cst.Call):
         if _callee_word(value) in ACCESSORS:
             return None  # `next(c.residency for c in caches)`: an existing object
-        if ctx.heavy.is_heavy_value(value, fn, cls) or is_worker_pool(ctx, value):
+        if ctx.heavy.is_heavy_value(value, fn, cls) or is_worker_pool(ctx, value) \
+                or is_open_resource(ctx, value):
             return value
         if ann is not None and ctx.heavy.is_heavy_annotation(ann):
             return value
@@ -84,10 +85,30 @@ def is_worker_pool(ctx, call: cst.Call) -> bool:
     return (ctx.index.resolve(ctx.absolute(ctx.qualname(call.func))) or "") in WORKER_POOLS
 
 
+def is_open_resource(ctx, call: cst.Call) -> bool:
+    """`open(...)`, `socket.socket()`, `requests.Session()`: a file, a socket or a pool of
+    connections, open until it is closed."""
+    return _constructed(ctx, call) in OPEN_RESOURCES
+
+
+def closing_method(ctx, call: cst.Call) -> str:
+    """The method that gives back the resource `call` opens (`close`)."""
+    return OPEN_RESOURCES[_constructed(ctx, call) or ""]
+
+
+def _constructed(ctx, call: cst.Call) -> Optional[str]:
+    q = ctx.absolute(ctx.qualname(call.func))
+    if not q:
+        return None
+    if q == "open":  # the builtin: an `open` of this module would be qualified
+        return "builtins.open"
+    return ctx.index.resolve(q) or q
+
+
 def _substantial(ctx, h: "_Heavy", cls: Optional[cst.ClassDef]) -> bool:
-    """Does the attribute pin real memory (not a few literal elements, not a module
-    without weights, not a project object holding only such things)?"""
-    if is_worker_pool(ctx, h.origin):
+    """Does the attribute pin real memory or an OS resource (not a few literal elements,
+    not a module without weights, not a project object holding only such things)?"""
+    if is_worker_pool(ctx, h.origin) or is_open_resource(ctx, h.origin):
         return True
     if not substantial_value(ctx, h.origin, h.fn):
         return False

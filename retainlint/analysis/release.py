@@ -41,7 +41,7 @@ READERS = frozenset(
     {
         "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print",
         "info_once", "warning_once", "debug_once", "repr", "str", "id", "type", "isinstance",
-        "hasattr", "getattr", "format", "unregister",
+        "hasattr", "getattr", "format", "unregister", "callable",
     }
 )
 FINALIZER = "__del__"
@@ -246,6 +246,8 @@ class _Collector(OwnScopeVisitor):
         facts = self.facts
         func = node.func
         if isinstance(func, cst.Name):
+            if func.value == "super":
+                return  # `super(Cls, self)`: the call on it is what counts (`super_calls`)
             if func.value in ("delattr", "setattr") and node.args and is_self(node.args[0].value):
                 name = node.args[1].value if len(node.args) > 1 else None
                 if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
@@ -286,7 +288,8 @@ class _Collector(OwnScopeVisitor):
                     facts.dynamic = True  # `_teardown(self)`: may drop anything
             elif method is not None and releases(method):
                 facts.released |= self._held(arg.value)
-            elif isinstance(arg.value, cst.Attribute) and releases(arg.value.attr.value):
+            elif isinstance(arg.value, cst.Attribute) and releases(arg.value.attr.value) \
+                    and method not in READERS:
                 # a part's own release handed to a runner: `asyncio.to_thread(self.pool.shutdown)`
                 facts.released |= self._held(arg.value.value)
 

@@ -15,7 +15,7 @@ from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPE
 from retainlint.project.nodes import dotted as _dotted
 from retainlint.project.prefilter import words
 from retainlint.project.release_shape import exception_params, exception_slots, may_release_parts, release_shaped
-from retainlint.project.retention_shapes import WORKER_POOLS
+from retainlint.project.retention_shapes import OPEN_RESOURCES, WORKER_POOLS
 
 
 # The scan is stored once, under RL610's code; RL611's prefilter and rule read it there.
@@ -391,8 +391,9 @@ class _Heaviness:
             if not all(UNION_WRAPPERS.intersection(self.qualnames(w)) for w in wrappers):
                 return False
             return any(self.heavy_name(q) for q in self.qualnames(name))
-        return any(q in TENSOR_FACTORIES or q in WORKER_POOLS or self.heavy_name(q)
-                   or self.index.returns_heavy(self.absolute(q)) for q in self.qualnames(name))
+        return any(q in TENSOR_FACTORIES or q in WORKER_POOLS or q in OPEN_RESOURCES or q == "open"
+                   or self.heavy_name(q) or self.index.returns_heavy(self.absolute(q))
+                   for q in self.qualnames(name))
 
 
 # Registering cleanup on an ExitStack (which the rule checks something closes).

@@ -46,6 +46,22 @@ WORKER_POOLS = frozenset({
     "concurrent.futures.thread.ThreadPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor",
     "multiprocessing.Pool", "multiprocessing.pool.Pool", "multiprocessing.pool.ThreadPool"})
 
+# What opens an OS resource - a file, a socket, a pool of connections - with the method that
+# gives it back. An object that opens one to keep it owns it until that runs. Not a child
+# process: it is ended in too many ways to tell (`wait()`, `kill()`, `os.killpg(p.pid, ...)`).
+OPEN_RESOURCES = {
+    "builtins.open": "close", "io.open": "close", "gzip.open": "close", "bz2.open": "close",
+    "lzma.open": "close", "tempfile.TemporaryFile": "close",
+    "tempfile.NamedTemporaryFile": "close", "tempfile.SpooledTemporaryFile": "close",
+    "socket.socket": "close", "socket.create_connection": "close", "socket.fromfd": "close",
+    "selectors.DefaultSelector": "close", "selectors.SelectSelector": "close",
+    "selectors.PollSelector": "close", "selectors.EpollSelector": "close",
+    "selectors.KqueueSelector": "close", "mmap.mmap": "close", "sqlite3.connect": "close",
+    "http.client.HTTPConnection": "close", "http.client.HTTPSConnection": "close",
+    "requests.Session": "close", "requests.sessions.Session": "close",
+    "httpx.Client": "close", "urllib3.PoolManager": "clear",
+}
+
 # Classes made with a callback that drop it once it has run: a thread or process forgets
 # its target when `run()` returns.
 RUNS_ONCE_CLASSES = ("Thread", "Process", "Greenlet")

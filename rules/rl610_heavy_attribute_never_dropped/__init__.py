@@ -8,7 +8,8 @@ import libcst as cst
 from retainlint.analysis.exit_only_release import _only_at_exit
 from retainlint.analysis.fix_preconditions import nulling, still_held
 from retainlint.analysis.owned_parts import (
-    _Heavy, _heavy_attributes, _is_module_class, _substantial, brief, is_ray_actor, is_worker_pool,
+    _Heavy, _heavy_attributes, _is_module_class, _substantial, brief, closing_method, is_open_resource, is_ray_actor,
+    is_worker_pool,
 )
 from retainlint.analysis.release import release_methods
 from retainlint.analysis.release_fix import _append, _has_slots, _release_method_of, _set_in_init
@@ -21,7 +22,7 @@ from retainlint.rules.rl610_heavy_attribute_never_dropped.examples import DOCS, 
 class HeavyAttributeNeverDropped(Rule):
     prefilter = HeavyAttributeNeverDroppedPrefilter
     name = "heavy-attribute-never-dropped"
-    summary = "A release method never drops an attribute that holds a model, tensors or an object owning them"
+    summary = "A release method never drops an attribute that holds a model, tensors, a worker pool or an open OS resource"
     severity = Severity.WARNING
     fix_applicability = Applicability.SAFE
     docs = DOCS
@@ -62,9 +63,7 @@ class HeavyAttributeNeverDropped(Rule):
             f"`{where}` never drops {names}: no release method deletes "
             f"{'it' if len(kept) == 1 else 'them'}, sets {'it' if len(kept) == 1 else 'them'} "
             f"to `None`, clears or releases {'it' if len(kept) == 1 else 'them'}, so "
-            + ("its worker threads or processes keep running, with what was handed to them,"
-               if all(is_worker_pool(self.ctx, h.origin) for h in kept) else "the memory held stays allocated")
-            + f" as long as the `{cls.name.value}` lives on after release"
+            + self._consequence(kept) + f" as long as the `{cls.name.value}` lives on after release"
         )
         # dropping the attribute frees nothing while another one keeps the object or its parts
         others = {h.attr for h in kept}
@@ -74,11 +73,22 @@ class HeavyAttributeNeverDropped(Rule):
             message += "; " + "; ".join(
                 f"`self.{holder}` (built from it in `{built}()`) would still hold `self.{attr}`'s object or its parts"
                 for attr, holder, built in held[:3])
-        related = [RelatedNode(f"`self.{h.attr}` is assigned a "
-                               f"{'worker pool' if is_worker_pool(self.ctx, h.origin) else 'heavy object'} here", h.value)
-                   for h in kept]
+        related = [RelatedNode(f"`self.{h.attr}` is assigned {self._kind(h)} here", h.value) for h in kept]
         fix = None if held else self._fix(cls, release, kept, methods)
         self.report(release.name, message, fix=fix, related=related, statement=release)
+
+    def _kind(self, h: _Heavy) -> str:
+        if is_worker_pool(self.ctx, h.origin):
+            return "a worker pool"
+        return "an open file, socket or connection" if is_open_resource(self.ctx, h.origin) \
+            else "a heavy object"
+
+    def _consequence(self, kept: list[_Heavy]) -> str:
+        if all(is_worker_pool(self.ctx, h.origin) for h in kept):
+            return "its worker threads or processes keep running, with what was handed to them,"
+        if all(is_open_resource(self.ctx, h.origin) for h in kept):
+            return "what it opened stays open (a file descriptor, a socket, a pool of connections)"
+        return "the memory held stays allocated"
 
     def _fix(self, cls, release: cst.FunctionDef, kept: list[_Heavy], methods):
         if _has_slots(cls):
@@ -87,7 +97,8 @@ class HeavyAttributeNeverDropped(Rule):
         for h in kept:
             if h.attr in methods:
                 return None  # a part the fix cannot drop: it would not leave nothing to report
-            method = _release_method_of(self.ctx, h)
+            method = closing_method(self.ctx, h.origin) if is_open_resource(self.ctx, h.origin) \
+                else _release_method_of(self.ctx, h)
             verdict = nulling(self.ctx, cls, h.attr, release,
                               "`None`" if method is None else f"released by its own `{method}()`")
             if verdict.blockers:

@@ -13,7 +13,13 @@ builds (`self.model = nn.Linear(...)`, `self.kv = torch.empty(...)`, the result 
 function annotated to return one), an instance of a project class that holds such
 attributes (`self.model_runner = GPUModelRunner(...)`), or a worker pool it builds
 (`ThreadPoolExecutor(...)`, `ProcessPoolExecutor(...)`, `multiprocessing.Pool(...)`), whose
-threads or processes keep running, with what was handed to them, until it is shut down.
+threads or processes keep running, with what was handed to them, until it is shut down;
+or an OS resource it opens (`open(...)`, `socket.socket()`, `socket.create_connection(...)`,
+a selector, `mmap.mmap(...)`, `sqlite3.connect(...)`, an `http.client` connection,
+`requests.Session()`, `httpx.Client()`, `urllib3.PoolManager()`), which stays open - a
+file descriptor, a socket, a pool of connections - until it is closed; the fix closes it
+with its own method (`self.session.close()`). Not a child process (`subprocess.Popen`): it
+is ended in too many ways to tell (`wait()`, `kill()`, `os.killpg(p.pid, ...)`).
 
 Dropping means, in a release method or any method it calls on `self` (also methods
 inherited from project base classes and reached through `super()`): `del self.x`,

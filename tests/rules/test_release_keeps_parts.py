@@ -323,3 +323,30 @@ def test_a_store_a_callback_the_base_registers_for_itself_reaches_is_not_known_t
     code, found = _check(tmp_path)
     assert [(c, f, line) for c, f, line, _ in found] == [("RL616", "watch.py", 17)]
     assert "`WatchLoop` inherits `stop()` from `EventLoop`, which only marks the object closed" in found[0][3]
+
+
+def test_a_connection_the_release_leaves_open_is_closed_by_the_fix(tmp_path):
+    """google-auth's session made a `requests.Session()` for refreshing tokens and its
+    `close()` closed only the session itself: the refresh session's connection pool stayed
+    open. The fix closes it with its own method; a socket handed in by the caller is not
+    the class's to close."""
+    source = textwrap.dedent("""\
+        import requests
+
+
+        class AuthorizedSession:
+            def __init__(self, transport):
+                self.transport = transport
+                self._refresh_session = requests.Session()
+
+            def close(self):
+                self.transport.close()
+        """)
+    (tmp_path / "auth.py").write_text(source)
+    found = check_here("check", "--no-cache", "--no-project", "--output-format", "concise", "auth.py", cwd=tmp_path)
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[0].startswith(
+        "auth.py:9:9: RL610 `AuthorizedSession.close()` never drops `self._refresh_session` (`requests.Session(...)`")
+    fixed = check_here("check", "--no-cache", "--no-project", "--fix", "--unsafe-fixes", "auth.py", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stdout
+    assert (tmp_path / "auth.py").read_text() == source + "        self._refresh_session.close()\n"
