@@ -59,10 +59,11 @@ class HeavyAttributeNeverDropped(Rule):
             listed.append(f"{len(kept) - 5} more")
         names = ", ".join(listed[:-1]) + (" nor " if len(listed) > 1 else "") + listed[-1]
         where = f"{cls.name.value}.{release.name.value}()"
+        it = "it" if len(kept) == 1 else "them"
+        verb = "closes" if all(is_open_resource(self.ctx, h.origin) for h in kept) else "releases"
         message = (
-            f"`{where}` never drops {names}: no release method deletes "
-            f"{'it' if len(kept) == 1 else 'them'}, sets {'it' if len(kept) == 1 else 'them'} "
-            f"to `None`, clears or releases {'it' if len(kept) == 1 else 'them'}, so "
+            f"`{where}` never drops {names}: no release method deletes {it}, sets {it} "
+            f"to `None`, clears or {verb} {it}, so "
             + self._consequence(kept) + f" as long as the `{cls.name.value}` lives on after release"
         )
         # dropping the attribute frees nothing while another one keeps the object or its parts
