@@ -15,7 +15,7 @@ from retainlint.analysis.walk import visit
 from retainlint.analysis.weight import substantial_value, weigher, weightless_layer
 from retainlint.project.names import HEAVY_TYPES, TENSOR_TYPES as _TENSOR_TYPES
 from retainlint.project.release_parts_scan import ACCESSORS
-from retainlint.project.retention_shapes import OPEN_RESOURCES, WORKER_POOLS
+from retainlint.project.retention_shapes import AWAITED_CLOSE, OPEN_RESOURCES, WORKER_POOLS
 
 # How deep the release checks follow chains (bases, assignments, methods reached).
 _MAX_DEPTH = 8
@@ -91,9 +91,11 @@ def is_open_resource(ctx, call: cst.Call) -> bool:
     return _constructed(ctx, call) in OPEN_RESOURCES
 
 
-def closing_method(ctx, call: cst.Call) -> str:
-    """The method that gives back the resource `call` opens (`close`)."""
-    return OPEN_RESOURCES[_constructed(ctx, call) or ""]
+def closing_method(ctx, call: cst.Call) -> tuple[str, bool]:
+    """The method that gives back the resource `call` opens (`close`), and whether it is
+    a coroutine to await (`aiohttp.ClientSession().close()`)."""
+    constructed = _constructed(ctx, call) or ""
+    return OPEN_RESOURCES[constructed], constructed in AWAITED_CLOSE
 
 
 def _constructed(ctx, call: cst.Call) -> Optional[str]:

@@ -78,6 +78,7 @@ RELEASE_WORDS = frozenset(
         "shutdown", "close", "cleanup", "release", "teardown", "free", "stop", "destroy",
         "terminate", "dispose", "unload", "offload", "clear", "reset", "delete", "del",
         "dealloc", "deallocate", "kill", "exit", "drop", "remove", "finalize", "unregister",
+        "aclose",
     }
 )
 # Methods that move a model or tensor off the accelerator (`self.model.to("cpu")`).

@@ -60,7 +60,10 @@ OPEN_RESOURCES = {
     "http.client.HTTPConnection": "close", "http.client.HTTPSConnection": "close",
     "requests.Session": "close", "requests.sessions.Session": "close",
     "httpx.Client": "close", "urllib3.PoolManager": "clear",
+    "httpx.AsyncClient": "aclose", "aiohttp.ClientSession": "close",
 }
+# Those whose closing method is a coroutine: only an `async` release can await it.
+AWAITED_CLOSE = frozenset({"httpx.AsyncClient", "aiohttp.ClientSession"})
 
 # Classes made with a callback that drop it once it has run: a thread or process forgets
 # its target when `run()` returns.

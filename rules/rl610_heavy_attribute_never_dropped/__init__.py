@@ -98,8 +98,10 @@ class HeavyAttributeNeverDropped(Rule):
         for h in kept:
             if h.attr in methods:
                 return None  # a part the fix cannot drop: it would not leave nothing to report
-            method = closing_method(self.ctx, h.origin) if is_open_resource(self.ctx, h.origin) \
-                else _release_method_of(self.ctx, h)
+            method, awaited = closing_method(self.ctx, h.origin) if is_open_resource(self.ctx, h.origin) \
+                else (_release_method_of(self.ctx, h), False)
+            if awaited and release.asynchronous is None:
+                return None  # a coroutine to close it: a plain release cannot await it
             verdict = nulling(self.ctx, cls, h.attr, release,
                               "`None`" if method is None else f"released by its own `{method}()`")
             if verdict.blockers:
@@ -112,7 +114,7 @@ class HeavyAttributeNeverDropped(Rule):
             # the part's own release runs now: whatever else it does (flush, close a file) happens
             if not verdict.changes:
                 changes.append(f"`self.{h.attr}.{method}()` now runs in `{release.name.value}()`")
-            call = f"self.{h.attr}.{method}()"
+            call = f"{'await ' if awaited else ''}self.{h.attr}.{method}()"
             always, maybe_none = _set_in_init(self.ctx, cls, h.attr)
             if always and not maybe_none:
                 code = f"{call}\n"

@@ -16,9 +16,11 @@ attributes (`self.model_runner = GPUModelRunner(...)`), or a worker pool it buil
 threads or processes keep running, with what was handed to them, until it is shut down;
 or an OS resource it opens (`open(...)`, `socket.socket()`, `socket.create_connection(...)`,
 a selector, `mmap.mmap(...)`, `sqlite3.connect(...)`, an `http.client` connection,
-`requests.Session()`, `httpx.Client()`, `urllib3.PoolManager()`), which stays open - a
-file descriptor, a socket, a pool of connections - until it is closed; the fix closes it
-with its own method (`self.session.close()`). Not a child process (`subprocess.Popen`): it
+`requests.Session()`, `httpx.Client()`, `httpx.AsyncClient()`, `aiohttp.ClientSession()`,
+`urllib3.PoolManager()`), which stays open - a file descriptor, a socket, a pool of
+connections - until it is closed; the fix closes it with its own method
+(`self.session.close()`, `await self.session.close()` in an `async` release; none in a
+plain release when closing is a coroutine). Not a child process (`subprocess.Popen`): it
 is ended in too many ways to tell (`wait()`, `kill()`, `os.killpg(p.pid, ...)`).
 
 Dropping means, in a release method or any method it calls on `self` (also methods
