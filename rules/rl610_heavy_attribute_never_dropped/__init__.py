@@ -98,12 +98,13 @@ class HeavyAttributeNeverDropped(Rule):
         for h in kept:
             if h.attr in methods:
                 return None  # a part the fix cannot drop: it would not leave nothing to report
-            method, awaited = closing_method(self.ctx, h.origin) if is_open_resource(self.ctx, h.origin) \
+            resource = is_open_resource(self.ctx, h.origin)
+            method, awaited = closing_method(self.ctx, h.origin) if resource \
                 else (_release_method_of(self.ctx, h), False)
             if awaited and release.asynchronous is None:
                 return None  # a coroutine to close it: a plain release cannot await it
-            verdict = nulling(self.ctx, cls, h.attr, release,
-                              "`None`" if method is None else f"released by its own `{method}()`")
+            state = "closed" if resource else "`None`" if method is None else f"released by its own `{method}()`"
+            verdict = nulling(self.ctx, cls, h.attr, release, state)
             if verdict.blockers:
                 return None
             changes.extend(verdict.changes)
