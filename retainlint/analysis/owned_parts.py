@@ -15,7 +15,7 @@ from retainlint.analysis.walk import visit
 from retainlint.analysis.weight import substantial_value, weigher, weightless_layer
 from retainlint.project.names import HEAVY_TYPES, TENSOR_TYPES as _TENSOR_TYPES
 from retainlint.project.release_parts_scan import ACCESSORS
-from retainlint.project.retention_shapes import AWAITED_CLOSE, OPEN_RESOURCES, WORKER_POOLS
+from retainlint.project.retention_shapes import AWAITED_CLOSE, CLOSING_BASES, OPEN_RESOURCES, WORKER_POOLS
 
 # How deep the release checks follow chains (bases, assignments, methods reached).
 _MAX_DEPTH = 8
@@ -96,6 +96,19 @@ def closing_method(ctx, call: cst.Call) -> tuple[str, bool]:
     a coroutine to await (`aiohttp.ClientSession().close()`)."""
     constructed = _constructed(ctx, call) or ""
     return OPEN_RESOURCES[constructed], constructed in AWAITED_CLOSE
+
+
+def inherited_close(ctx, cls: cst.ClassDef) -> Optional[str]:
+    """The library base (`requests.Session`, `logging.Handler`) whose `close()` is `cls`'s
+    release, when neither `cls` nor a project base in between defines one."""
+    if ctx.release.lookup(cls, "close") is not None:
+        return None
+    for base in cls.bases:
+        q = ctx.absolute(ctx.qualname(base.value))
+        q = ctx.index.resolve(q) or q if q else None
+        if q in CLOSING_BASES:
+            return q
+    return None
 
 
 def _constructed(ctx, call: cst.Call) -> Optional[str]:

@@ -62,6 +62,13 @@ OPEN_RESOURCES = {
     "httpx.Client": "close", "urllib3.PoolManager": "clear",
     "httpx.AsyncClient": "aclose", "aiohttp.ClientSession": "close",
 }
+# Library classes whose own `close()` is their release: a subclass that does not override it
+# releases with it, and it closes nothing the subclass opened.
+CLOSING_BASES = frozenset({
+    "requests.Session", "requests.sessions.Session", "httpx.Client", "socket.socket",
+    "http.client.HTTPConnection", "http.client.HTTPSConnection", "logging.Handler",
+    "logging.StreamHandler", "io.IOBase", "io.RawIOBase", "io.BufferedIOBase", "io.TextIOBase",
+})
 # Those whose closing method is a coroutine: only an `async` release can await it.
 AWAITED_CLOSE = frozenset({"httpx.AsyncClient", "aiohttp.ClientSession"})
 

@@ -8,8 +8,8 @@ import libcst as cst
 from retainlint.analysis.exit_only_release import _only_at_exit
 from retainlint.analysis.fix_preconditions import nulling, still_held
 from retainlint.analysis.owned_parts import (
-    _Heavy, _heavy_attributes, _is_module_class, _substantial, brief, closing_method, is_open_resource, is_ray_actor,
-    is_worker_pool,
+    _Heavy, _heavy_attributes, _is_module_class, _substantial, brief, closing_method, inherited_close,
+    is_open_resource, is_ray_actor, is_worker_pool,
 )
 from retainlint.analysis.release import release_methods
 from retainlint.analysis.release_fix import _append, _has_slots, _release_method_of, _set_in_init
@@ -33,6 +33,7 @@ class HeavyAttributeNeverDropped(Rule):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         releases = release_methods(self.ctx, node)
         if not releases:
+            self._inherited_release(node)
             return
         methods = self.ctx.methods(node)
         heavy = _heavy_attributes(self.ctx, node, methods)
@@ -48,13 +49,32 @@ class HeavyAttributeNeverDropped(Rule):
         if live:
             self._report(node, live[0], kept, methods, drops.unbound)
 
+    def _inherited_release(self, cls: cst.ClassDef) -> None:
+        """A class releasing with a library base's `close()`, which closes only what the
+        base opened: what the class builds stays."""
+        base = inherited_close(self.ctx, cls)
+        if base is None:
+            return
+        kept = [h for h in _heavy_attributes(self.ctx, cls, self.ctx.methods(cls)).values()
+                if _substantial(self.ctx, h, cls)]
+        if not kept:
+            return
+        listed = ", ".join(self._describe(h) for h in kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+        message = (
+            f"`{cls.name.value}` releases with the `close()` it inherits from `{base}`, which never "
+            f"drops {listed}: {self._consequence(kept)} as long as the `{cls.name.value}` lives on "
+            f"after `close()` (no automatic fix: a `close()` that closes {'it' if len(kept) == 1 else 'them'} "
+            "and then calls `super().close()` is the remedy)"
+        )
+        related = [RelatedNode(f"`self.{h.attr}` is assigned {self._kind(h)} here", h.value) for h in kept]
+        self.report(cls.name, message, related=related)
+
+    def _describe(self, h: _Heavy) -> str:
+        return f"`self.{h.attr}` (`{brief(self.ctx.code(h.origin.func))}(...)` in `{h.fn.name.value}()`)"
+
     def _report(self, cls: cst.ClassDef, release: cst.FunctionDef, kept: list[_Heavy], methods,
                 dropped: set[str]) -> None:
-        def describe(h: _Heavy) -> str:
-            what = f"`{brief(self.ctx.code(h.origin.func))}(...)`"
-            return f"`self.{h.attr}` ({what} in `{h.fn.name.value}()`)"
-
-        listed = [describe(h) for h in kept[:5]]
+        listed = [self._describe(h) for h in kept[:5]]
         if len(kept) > 5:
             listed.append(f"{len(kept) - 5} more")
         names = ", ".join(listed[:-1]) + (" nor " if len(listed) > 1 else "") + listed[-1]

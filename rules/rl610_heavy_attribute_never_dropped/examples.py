@@ -20,7 +20,12 @@ a selector, `mmap.mmap(...)`, `sqlite3.connect(...)`, an `http.client` connectio
 `urllib3.PoolManager()`), which stays open - a file descriptor, a socket, a pool of
 connections - until it is closed; the fix closes it with its own method
 (`self.session.close()`, `await self.session.close()` in an `async` release; none in a
-plain release when closing is a coroutine). Not a child process (`subprocess.Popen`): it
+plain release when closing is a coroutine). A class with no release method of its own that
+derives from a library class whose `close()` is its release (`requests.Session`,
+`httpx.Client`, `socket.socket`, an `http.client` connection, `logging.Handler`, the `io`
+bases) releases with that `close()`, which closes only what the base opened: what the
+class builds is reported at the class, without a fix (the remedy is a `close()` that closes
+it and then calls `super().close()`). Not a child process (`subprocess.Popen`): it
 is ended in too many ways to tell (`wait()`, `kill()`, `os.killpg(p.pid, ...)`).
 
 Dropping means, in a release method or any method it calls on `self` (also methods
