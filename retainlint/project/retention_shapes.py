@@ -61,6 +61,10 @@ OPEN_RESOURCES = {
     "requests.Session": "close", "requests.sessions.Session": "close",
     "httpx.Client": "close", "urllib3.PoolManager": "clear",
     "httpx.AsyncClient": "aclose", "aiohttp.ClientSession": "close",
+    "zipfile.ZipFile": "close", "tarfile.open": "close", "tarfile.TarFile": "close",
+    "shelve.open": "close", "dbm.open": "close", "ftplib.FTP": "close", "smtplib.SMTP": "close",
+    "h5py.File": "close", "psycopg2.connect": "close",
+    "pymysql.connect": "close", "paramiko.SSHClient": "close", "redis.Redis": "close",
 }
 # Library classes whose own `close()` is their release: a subclass that does not override it
 # releases with it, and it closes nothing the subclass opened.

@@ -17,7 +17,9 @@ threads or processes keep running, with what was handed to them, until it is shu
 or an OS resource it opens (`open(...)`, `socket.socket()`, `socket.create_connection(...)`,
 a selector, `mmap.mmap(...)`, `sqlite3.connect(...)`, an `http.client` connection,
 `requests.Session()`, `httpx.Client()`, `httpx.AsyncClient()`, `aiohttp.ClientSession()`,
-`urllib3.PoolManager()`), which stays open - a file descriptor, a socket, a pool of
+`urllib3.PoolManager()`, zip and tar archives, `shelve` and `dbm` files, `h5py.File(...)`,
+`psycopg2` and `pymysql` connections, `ftplib.FTP`, `smtplib.SMTP`, `paramiko.SSHClient`,
+`redis.Redis`), which stays open - a file descriptor, a socket, a pool of
 connections - until it is closed; the fix closes it with its own method
 (`self.session.close()`, `await self.session.close()` in an `async` release; none in a
 plain release when closing is a coroutine). A class with no release method of its own that
