@@ -82,19 +82,19 @@ def _origin(ctx, value, ann, fn, cls, depth: int = 0) -> Optional[cst.Call]:
 def is_worker_pool(ctx, call: cst.Call) -> bool:
     """`ThreadPoolExecutor(...)`, `multiprocessing.Pool(...)`: threads or processes that run,
     with the queue of what was handed to them, until the pool is shut down or collected."""
-    return (ctx.index.resolve(ctx.absolute(ctx.qualname(call.func))) or "") in WORKER_POOLS
+    return _resolved_name(ctx, call.func) in WORKER_POOLS
 
 
 def is_open_resource(ctx, call: cst.Call) -> bool:
     """`open(...)`, `socket.socket()`, `requests.Session()`: a file, a socket or a pool of
     connections, open until it is closed."""
-    return _constructed(ctx, call) in OPEN_RESOURCES
+    return _resolved_name(ctx, call.func) in OPEN_RESOURCES
 
 
 def closing_method(ctx, call: cst.Call) -> tuple[str, bool]:
     """The method that gives back the resource `call` opens (`close`), and whether it is
     a coroutine to await (`aiohttp.ClientSession().close()`)."""
-    constructed = _constructed(ctx, call) or ""
+    constructed = _resolved_name(ctx, call.func) or ""
     return OPEN_RESOURCES[constructed], constructed in AWAITED_CLOSE
 
 
@@ -104,15 +104,15 @@ def inherited_close(ctx, cls: cst.ClassDef) -> Optional[str]:
     if ctx.release.lookup(cls, "close") is not None:
         return None
     for base in cls.bases:
-        q = ctx.absolute(ctx.qualname(base.value))
-        q = ctx.index.resolve(q) or q if q else None
+        q = _resolved_name(ctx, base.value)
         if q in CLOSING_BASES:
             return q
     return None
 
 
-def _constructed(ctx, call: cst.Call) -> Optional[str]:
-    q = ctx.absolute(ctx.qualname(call.func))
+def _resolved_name(ctx, expr: cst.BaseExpression) -> Optional[str]:
+    """The project-wide name `expr` denotes, through imports and re-exports."""
+    q = ctx.absolute(ctx.qualname(expr))
     if not q:
         return None
     if q == "open":  # the builtin: an `open` of this module would be qualified

@@ -15,7 +15,7 @@ from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, UNION_WRAPPE
 from retainlint.project.nodes import dotted as _dotted
 from retainlint.project.prefilter import words
 from retainlint.project.release_shape import exception_params, exception_slots, may_release_parts, release_shaped
-from retainlint.project.retention_shapes import OPEN_RESOURCES, WORKER_POOLS
+from retainlint.project.retention_shapes import CLOSING_BASES, OPEN_RESOURCES, WORKER_POOLS
 
 
 # The scan is stored once, under RL610's code; RL611's prefilter and rule read it there.
@@ -488,6 +488,21 @@ def keeps_heavy_attribute(data: bytes, settings, index) -> bool:
             if judged[maker]:
                 return True
     return False
+
+
+# A class deriving from a library class whose `close()` is its release, and a call that
+# opens a resource: such a class may release with that `close()` and keep what it opened.
+_CLOSING_BASE = re.compile(rb"^\s*class\s+\w+\s*\([^)]*\b(?:"
+                           + b"|".join(sorted({q.rpartition(".")[2].encode() for q in CLOSING_BASES}))
+                           + rb")\b", re.MULTILINE)
+_OPENS = re.compile(rb"\b(?:" + b"|".join(sorted({q.rpartition(".")[2].encode() for q in OPEN_RESOURCES}))
+                    + rb")\(")
+
+
+def inherits_library_close(data: bytes) -> bool:
+    """RL610's byte test for a class without a release method of its own: one deriving
+    from `requests.Session`, `logging.Handler`, ... that opens a resource."""
+    return _CLOSING_BASE.search(data) is not None and _OPENS.search(data) is not None
 
 
 def _offered(data: bytes, index):

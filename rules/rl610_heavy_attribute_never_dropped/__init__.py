@@ -155,4 +155,3 @@ class HeavyAttributeNeverDropped(Rule):
             return self.fix(f"{message}: {'; '.join(changes)}", {release: new},
                             applicability=Applicability.UNSAFE)
         return self.fix(message, {release: new})
-

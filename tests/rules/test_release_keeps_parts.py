@@ -350,3 +350,25 @@ def test_a_connection_the_release_leaves_open_is_closed_by_the_fix(tmp_path):
     fixed = check_here("check", "--no-cache", "--no-project", "--fix", "--unsafe-fixes", "auth.py", cwd=tmp_path)
     assert fixed.returncode == 0, fixed.stdout
     assert (tmp_path / "auth.py").read_text() == source + "        self._refresh_session.close()\n"
+
+
+def test_a_handler_inheriting_close_from_logging_keeps_the_file_it_opened(tmp_path):
+    """A `logging.Handler` subclass that opens its own file and does not override `close()`
+    releases with `Handler.close()`, which knows nothing of that file: reported at the
+    class, also when no class of the file has a release method of its own."""
+    (tmp_path / "handlers.py").write_text(textwrap.dedent("""\
+        import logging
+
+
+        class FileLogHandler(logging.Handler):
+            def __init__(self, path):
+                super().__init__()
+                self.stream = open(path, "a")
+
+            def emit(self, record):
+                self.stream.write(self.format(record))
+        """))
+    found = check_here("check", "--no-cache", "--no-project", "--output-format", "concise", "handlers.py", cwd=tmp_path)
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[0].startswith(
+        "handlers.py:4:7: RL610 `FileLogHandler` releases with the `close()` it inherits from `logging.Handler`")
