@@ -21,6 +21,7 @@ from retainlint.core.finding import (
     INTERNAL_ERROR,
     SOURCE_ERROR,
     Applicability,
+    Consequence,
     Finding,
     Position,
     Related,
@@ -370,9 +371,17 @@ def _lint(result: FileResult, ctx: FileContext, instances: list[Rule], source: s
                 fix=report.fix,
                 related=related,
                 noqa_line=statement_line,
-                consequence=report.consequence,
+                consequence=_with_evidence(report.consequence, related),
             )
         )
+
+
+def _with_evidence(consequence: Optional[Consequence], related: list[Related]) -> Optional[Consequence]:
+    """A consequence whose rule names no evidence of its own is shown by the finding's
+    related locations (where the holder was made, where the object was stored)."""
+    if consequence is None or consequence.evidence or not related:
+        return consequence
+    return replace(consequence, evidence=tuple(related))
 
 
 def _add_located(result: FileResult, located: list[LocatedReport],
