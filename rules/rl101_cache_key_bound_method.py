@@ -7,8 +7,8 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import decorator_names
-from retainlint.core.finding import Applicability, Position, Related, Severity
+from retainlint.analysis.cstutil import call_args, decorator_names
+from retainlint.core.finding import Applicability, Consequence, Position, Related, Severity
 from retainlint.project.index import CACHE_DECORATORS, METHOD_NAMES
 from retainlint.project.ast_facts import LOGGERS, PROPERTIES
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
@@ -314,7 +314,7 @@ class Model:
         target = self._cached_target(node.func)
         if target is None:
             return
-        name, related = target
+        name, related, holder, size = target
         fn, cls = self.ctx.scope.function, self.ctx.scope.method_class
         for arg in node.args:
             if arg.star:
@@ -331,18 +331,34 @@ class Model:
                        "lives (for an unbounded cache, forever)"),
                     related=related,
                     severity=Severity.WARNING if few_tensors else None,
+                    consequence=_consequence(self._kept(arg.value, what, few_tensors, cls), holder, size),
                 )
 
+    def _kept(self, value: cst.BaseExpression, what: str, few_tensors: bool,
+              cls: Optional[cst.ClassDef]) -> str:
+        code = self.ctx.code(value)
+        if what == "the instance itself" and cls is not None:
+            return f"the `{cls.name.value}` instance and what it holds"
+        if what == "a bound method":
+            return f"`{code}` and the instance it is bound to"
+        return f"`{code}` ({'a tensor' if few_tensors else 'heavy'})"
+
     def _cached_target(self, func: cst.BaseExpression):
-        """(name, related location) when `func` names a cached module-level function."""
+        """(name, related location, what holds the cache, its size: see `_consequence`)
+        when `func` names a cached module-level function or static method."""
         if isinstance(func, cst.Name) and func.value in self._local_cached:
             definition = self._local_cached[func.value]
-            return func.value, [RelatedNode(f"`{func.value}` is cached here", definition.name)]
+            return (func.value, [RelatedNode(f"`{func.value}` is cached here", definition.name)],
+                    f"the module-level cache of `{func.value}`", self._size(definition))
         if isinstance(func, cst.Name) and func.value in self.ctx.functions:
             return None  # defined here, not cached
         static = self._cached_static_method(func)
         if static is not None:
-            return self.ctx.code(func), [RelatedNode(f"`{static.name.value}` is cached here", static.name)]
+            owner = func.value.value if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) else ""
+            cls = self.ctx.scope.method_class if owner in ("self", "cls") else self.ctx.classes.get(owner)
+            method = f"{cls.name.value}.{static.name.value}" if cls is not None else self.ctx.code(func)
+            return (self.ctx.code(func), [RelatedNode(f"`{static.name.value}` is cached here", static.name)],
+                    f"the class-level cache of `{method}`", self._size(static))
         qualified = self.ctx.qualname(func)
         if not qualified or qualified.split(".", 1)[0] in ("self", "cls"):
             return None
@@ -351,7 +367,27 @@ class Model:
             return None
         where = Position(summary.line, summary.column)
         related = Related(f"`{summary.qualname}` is cached here", _display(summary.path), where, where)
-        return self.ctx.code(func), [related]
+        # another file's cache: its summary knows whether it is bounded, not its size
+        size = None if summary.bounded is None else "" if summary.bounded else "None"
+        return self.ctx.code(func), [related], f"the module-level cache of `{self.ctx.code(func)}`", size
+
+    def _size(self, fn: cst.FunctionDef) -> Optional[str]:
+        """The `maxsize` of cached `fn` as written ("None" when unbounded, "128" for
+        `lru_cache`'s default); None for the project's own cache decorator (unknown)."""
+        for decorator in fn.decorators:
+            expr = decorator.decorator
+            qualified = self.ctx.qualname(expr.func if isinstance(expr, cst.Call) else expr)
+            if not qualified:
+                continue
+            absolute = self.ctx.absolute(qualified)
+            resolved = qualified if qualified in CACHE_DECORATORS else self.ctx.index.resolve(absolute) or absolute
+            if resolved == "functools.cache":
+                return "None"
+            if resolved in CACHE_DECORATORS:
+                positional, keywords = call_args(expr) if isinstance(expr, cst.Call) else ([], {})
+                given = keywords["maxsize"] if "maxsize" in keywords else positional[0] if positional else None
+                return self.ctx.code(given.value) if given is not None else "128"
+        return None
 
     def _cached_static_method(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """`self.m` / `cls.m` / `Klass.m` naming a cached static or class method of a class
@@ -448,6 +484,11 @@ class Model:
             sites = ", ".join(f"{_display(p)}:{line}" for p, line in callers[:3])
             more = f" and {len(callers) - 3} more" if len(callers) > 3 else ""
             why = f"it is called with bound methods or instances ({sites}{more})"
+        few_tensors = bool(heavy_params) and self._few_tensors(node)
+        params = ", ".join(f"`{p}`" for p in heavy_params)
+        kept = (f"every tensor passed as {params}" if few_tensors
+                else f"every heavy object passed as {params}" if heavy_params
+                else "every instance passed to it, or whose bound method is")
         self.report(
             node.name,
             f"cached `{node.name.value}` keeps its arguments alive and {why}: every model or "
@@ -457,6 +498,7 @@ class Model:
             fix=None if heavy_params or self.ctx.index.instance_callers.get(qualified)
             else self._facade(node),
             severity=self._level(node, heavy_params) if heavy_params else None,
+            consequence=_consequence(kept, f"the module-level cache of `{node.name.value}`", self._size(node)),
         )
 
     def _level(self, fn: cst.FunctionDef, heavy_params: list[str]) -> Severity:
@@ -538,6 +580,20 @@ class Model:
             "unwraps bound methods before calling it",
             {node: cst.FlattenSentinel([renamed, facade, alias])},
         )
+
+
+def _consequence(kept: str, holder: str, size: Optional[str]) -> Consequence:
+    """What a cache keeps of an argument, by its `maxsize` as written: "None" (unbounded:
+    every distinct call adds an entry, kept for the process), a size (the entry stays among
+    that many most recently used), "" (bounded, size unknown), None (not known at all)."""
+    if size == "None":
+        return Consequence(kept, holder, "the process", "one entry per distinct set of arguments")
+    if size is None:
+        return Consequence(kept, holder, "as long as the cache keeps its entry")
+    if size == "1":
+        return Consequence(kept, holder, "as long as its entry is the most recently used")
+    among = f"the {size}" if size.isdigit() else f"the `{size}`" if size else "the bounded number of"
+    return Consequence(kept, holder, f"as long as its entry stays among {among} most recently used")
 
 
 def _plain_annotation(param: cst.Param) -> bool:

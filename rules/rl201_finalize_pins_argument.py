@@ -8,7 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, decorator_names, prepend_to_function, proven_module_ref
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl201 import FinalizePinsArgumentPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 
@@ -292,7 +292,16 @@ class Cache:
                 f"as `{self.ctx.code(owner.value)}` lives",
                 fix=self._fix(node, arg, index, target),
                 related=related,
+                consequence=Consequence(
+                    f"`{self.ctx.code(value)}` (heavy)",
+                    f"the finalizer registry of `{self.ctx.code(node.func)}`",
+                    f"as long as {self._owner(owner.value, cls)} lives",
+                ),
             )
+
+    def _owner(self, owner: cst.BaseExpression, cls: Optional[cst.ClassDef]) -> str:
+        code = self.ctx.code(owner)
+        return f"the `{cls.name.value}` instance (`self`)" if code == "self" and cls is not None else f"`{code}`"
 
     # -- the callback ------------------------------------------------------------------
     def _local_target(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:

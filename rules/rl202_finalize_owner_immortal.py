@@ -8,7 +8,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, decorator_names, is_self
 from retainlint.analysis.severity import Facts, instances_meant_to_go, level
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl202 import FinalizeOwnerImmortalPrefilter, PARTIAL
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
@@ -295,7 +295,7 @@ def track(conn):
         why = self._pins(func, owner, callback=True)
         if why:
             self.report(func, self._message(holder, f"the callback `{self._short(func)}` {why}"),
-                        severity=severity)
+                        severity=severity, consequence=self._consequence(owner, f"the callback `{self._short(func)}`"))
         for arg in (*positional[2:], *keywords.values()):
             why = self._pins(arg.value, owner, callback=False)
             if why:
@@ -303,7 +303,21 @@ def track(conn):
                     arg.value,
                     self._message(holder, f"the argument `{self._short(arg.value)}` {why}"),
                     severity=severity,
+                    consequence=self._consequence(owner, f"the argument `{self._short(arg.value)}`"),
                 )
+
+    def _consequence(self, owner: cst.BaseExpression, through: str) -> Consequence:
+        """The owner, to exit; one more per instance when the class is known to make
+        them again and again (`_level`'s facts)."""
+        cls = self.ctx.scope.method_class if is_self(owner) else None
+        if cls is None:
+            return Consequence(f"`{self._short(owner)}` and all it owns",
+                               f"`weakref.finalize`'s registry, through {through}", "the process")
+        name = cls.name.value
+        heavy = " (heavy)" if self.ctx.heavy.is_heavy_class(cls) else ""
+        return Consequence(f"the `{name}` instance{heavy} and all it owns",
+                           f"`weakref.finalize`'s registry, through {through}", "the process",
+                           f"one per `{name}` made" if instances_meant_to_go(self.ctx, cls) else "")
 
     def _level(self, owner: cst.BaseExpression) -> Severity:
         """A finalizer says its owner is meant to die; what keeping each one to exit costs

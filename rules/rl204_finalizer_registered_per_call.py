@@ -11,7 +11,7 @@ from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl204 import (
     EAGER_DEFAULTS,
     PER_INSTANCE,
@@ -206,7 +206,22 @@ class Client:
                 f"another callback (with what it holds) in a process-wide registry - "
                 f"{_kept_until(qualified)}. Register only when the key is new, or keep the "
                 f"objects in a `weakref.WeakValueDictionary`",
+                consequence=self._eager_consequence(registration, qualified, func.attr.value),
             )
+
+    def _eager_consequence(self, registration: cst.Call, qualified: Optional[str], method: str) -> Consequence:
+        """Another registered callback, with what it holds, per evaluation of the default."""
+        positional, _ = call_args(registration)
+        fn, cls = self.ctx.scope.function, self.ctx.scope.method_class
+        where = f"{cls.name.value}.{fn.name.value}" if fn is not None and cls is not None else fn.name.value if fn else ""
+        growth = f"one per call of `{where}()`" if where else f"one per `.{method}(...)` run"
+        at = 0 if qualified == "atexit.register" else 1  # `finalize(owner, callback, ...)`
+        callback = f"`{_short(self.ctx.code(positional[at].value))}`" if len(positional) > at else "given"
+        kept = f"the callback {callback}, its arguments and what they hold"
+        if qualified == "atexit.register":
+            return Consequence(kept, "`atexit`'s callback list", "the process", growth)
+        owner = f"`{_short(self.ctx.code(positional[0].value))}`" if positional else "its owner"
+        return Consequence(kept, "the finalizer registry of `weakref.finalize`", f"as long as {owner} lives", growth)
 
     def _per_instance(self, node: cst.Call) -> None:
         """`atexit.register(Cls._close_all)` in `__init__`: the same callback once more per
@@ -237,6 +252,11 @@ class Client:
             f"{'exit' if qualified == 'atexit.register' else 'every fork'}. Register it once (at module "
             f"level, or behind a class-level flag set in the same branch)",
             severity=Severity.WARNING,
+            consequence=Consequence(
+                "a duplicate entry for " + (", ".join(f"`{_short(self.ctx.code(a.value))}`" for a in node.args)
+                                            or "the same callback"),
+                "`atexit`'s callback list" if qualified == "atexit.register" else "`os.register_at_fork`'s hooks",
+                "the process", f"one per `{cls.name.value}` made"),
         )
 
     def _single_instance(self, cls: cst.ClassDef) -> bool:
@@ -294,6 +314,11 @@ def _names(expr: cst.BaseExpression) -> set[str]:
 
     visit(expr, _Finder())
     return found
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 50 else text[:47] + "..."
 
 
 def _kept_until(qualified: str) -> str:

@@ -11,7 +11,7 @@ from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.holding import keeps_argument
 from retainlint.project.names import UNION_WRAPPERS
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.module_caches import Candidate, ContainerTracker, Event, annotation_text
 from retainlint.rules.prefilters.rl301 import StrongModuleKeyedCachePrefilter, per_call_positions
 from retainlint.analysis.rule import Example, RelatedNode, Rule
@@ -484,9 +484,7 @@ class DomLookup(HtmlElementClassLookup):
         if c.scope[0] == "instance":
             self._judge_instance(c, events)
             return
-        annotation = c.annotation
-        if annotation is None:
-            annotation = self._bare_annotations.get((c.scope, c.name))
+        annotation = c.annotation if c.annotation is not None else self._bare_annotations.get((c.scope, c.name))
         ann_key = self._annotation_key(annotation) if annotation is not None else None
         key_ann = c.key_annotation if c.key_annotation is not None else ann_key
         kinds: set[str] = set()
@@ -513,21 +511,18 @@ class DomLookup(HtmlElementClassLookup):
             if not self._judge_instance_keyed_memo(c, events):
                 self._judge_per_call_keys(c, events)
             return
-        if described is None:
-            described = (
-                "`nn.Module`" if kinds == {"module"}
-                else "`torch.Tensor`" if kinds == {"tensor"}
-                else "heavy"
-            )
-        else:
-            described = f"`{described}`"
+        described = _described(kinds) if described is None else f"`{described}`"
         holder = "module global" if c.scope[0] == "module" else f"class attribute of `{c.scope[1]}`"
         message = f"`{c.name}` ({holder}) keeps {described} keys alive: entries are never removed"
+        kept = f"every {described} key" + ("" if c.container == "set" else ", with its value")
+        grows = any(e.kind == "write" and e.function is not None for e in events)  # keys come at run time
         fix, why_not = self._fix(c, kinds, annotated, events)
         if fix is None and why_not:
             message += f" (no automatic fix: {why_not})"
         related = [RelatedNode("heavy key written here", e.node) for e in heavy_writes[:1] if e.node]
-        self.report(c.target, message, fix=fix, related=related, statement=c.statement)
+        self.report(c.target, message, fix=fix, related=related, statement=c.statement,
+                    consequence=Consequence(kept, f"`{c.name}` ({holder})", "the process",
+                                            "one entry per distinct key added" if grows else ""))
 
     def _judge_instance(self, c: Candidate, events: list[Event]) -> None:
         """`self.memo = {}` in `__init__`, filled by a method under a key it was passed
@@ -554,8 +549,7 @@ class DomLookup(HtmlElementClassLookup):
             kinds = self._value_kinds(e.key, fn, e.cls, 0)
             if not kinds and not self._built_around(e.value, name, fn):
                 continue
-            described = ("`nn.Module`" if kinds == {"module"} else "`torch.Tensor`" if kinds == {"tensor"}
-                         else "heavy" if kinds else "")
+            described = _described(kinds)
             method = fn.name.value
             message = (f"`self.{c.name}` (instance attribute of `{c.scope[1]}`) keeps every "
                        f"{described + ' ' if described else ''}`{name}` passed to `{method}()` alive "
@@ -566,7 +560,10 @@ class DomLookup(HtmlElementClassLookup):
                 message += f" (no automatic fix: {why_not})"
             self.report(c.target, message, fix=fix, statement=c.statement,
                         severity=Severity.ERROR if kinds else Severity.WARNING,
-                        related=[RelatedNode("written here", e.node)] if e.node else [])
+                        related=[RelatedNode("written here", e.node)] if e.node else [],
+                        consequence=Consequence(
+                            f"every `{name}` passed to `{method}()`{' (heavy)' if kinds else ''}", f"`self.{c.name}`",
+                            f"as long as the `{c.scope[1]}` instance", f"one entry per distinct `{name}`"))
             return
 
     def _judge_instance_keyed_memo(self, c: Candidate, events: list[Event]) -> bool:
@@ -577,9 +574,7 @@ class DomLookup(HtmlElementClassLookup):
         written = {id(e.node) for e in events if e.kind == "write"}
         for e in events:
             fn = e.function
-            if e.kind != "write" or fn is None or e.cls is None or e.key is None:
-                continue
-            if not self._is_instance(e.key, fn):
+            if e.kind != "write" or fn is None or e.cls is None or e.key is None or not self._is_instance(e.key, fn):
                 continue
             key = self.ctx.code(e.key)
             if not any(x.kind == "lookup" and x.function is fn and id(x.node) not in written
@@ -594,6 +589,8 @@ class DomLookup(HtmlElementClassLookup):
                 f"(keep the result on the instance instead)",
                 statement=c.statement, severity=Severity.WARNING,
                 related=[RelatedNode("keyed by the instance here", e.node)] if e.node else [],
+                consequence=Consequence(f"every `{owner}` whose `{method}()` ran, with all it holds",
+                                        f"`{c.name}` ({holder})", "the process", f"one entry per `{owner}` instance"),
             )
             return True
         return False
@@ -624,6 +621,9 @@ class DomLookup(HtmlElementClassLookup):
                 f"by plain values)",
                 statement=c.statement,
                 related=[RelatedNode("keyed by it here", e.node)] if e.node else [],
+                consequence=Consequence(
+                    f"every `{held}` passed to `{e.cls.name.value}.{fn.name.value}()`",
+                    f"`{c.name}` ({holder})", "the process", f"one more `{held}` per call"),
             )
             return
 
@@ -747,6 +747,10 @@ _PLAIN_KEYS = frozenset(
      "torch.device", "torch.dtype", "typing.Tuple", "typing.FrozenSet", "typing.Hashable",
      "collections.abc.Hashable"}
 )
+
+
+def _described(kinds: set[str]) -> str:
+    return "`nn.Module`" if kinds == {"module"} else "`torch.Tensor`" if kinds == {"tensor"} else "heavy" if kinds else ""
 
 
 def _checked_as_a_name(fn: cst.FunctionDef, name: str, memo: str) -> bool:

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import is_self, proven_module_ref
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.module_caches import (
     Candidate, ContainerTracker, Event, annotation_text, builds_own, per_object_key,
@@ -377,7 +377,17 @@ def load(name: str, model: nn.Module):
         severity = Severity.WARNING if kinds == {"tensor"} or named_slots or \
             self._deployment_keyed(runtime) else Severity.ERROR
         self.report(c.target, message, fix=fix, related=related, statement=c.statement,
-                    severity=severity)
+                    severity=severity, consequence=self._consequence(c, described, runtime, named_slots))
+
+    def _consequence(self, c: Candidate, described: str, runtime: list[Event], named_slots: bool) -> Consequence:
+        """Every value stored stays for the process; the dict grows with the writes keyed
+        per request or per object (a slot per name or per configuration is reused)."""
+        if named_slots:
+            return Consequence(f"the last {described} stored under each name", f"`{c.name}` (module global)",
+                               "the process")
+        fresh = [e.key for e in runtime if e.key is not None and key_per_request(self._key_text(e))]
+        return Consequence(f"every {described} value stored", f"`{c.name}` (module global)", "the process",
+                           f"one entry per distinct `{self.ctx.code(fresh[0]).strip()}`" if fresh else "")
 
     def _deployment_keyed(self, runtime: list[Event]) -> bool:
         """Is every entry keyed by what names the deployment or the code (`(rank,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl303 import (
     SAME_OBJECT_METHODS,
     HeavySingletonNeverResetPrefilter,
@@ -510,6 +510,14 @@ def load_head(dim: int):
             return
         returns = _ReturnValues()
         visit(fn.body, returns)
+        deco = " ".join(self.ctx.code(decorator.decorator).split())
+        # one result per distinct argument tuple, each kept until `cache_clear()` (or evicted past `maxsize`)
+        size = self._maxsize(decorator.decorator)
+        many = size not in ("0", "1") and (
+            bool(params) or isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None)
+        each = "every" if many else "the"
+        cached = (f"the cache of `{name}()`", "the process",
+                  f"one per distinct argument tuple{f' (up to {size})' if size else ''}" if many else "")
         for ret in returns.found:
             returned = _unchained(ret.value)
             value = self._followed(returned, fn)
@@ -520,9 +528,8 @@ def load_head(dim: int):
             own = builds_own(self.ctx, returned, fn, None)
             if own and not self._project_object(value):
                 continue  # a per-device / per-shape table of its own: process scratch
-            deco = " ".join(self.ctx.code(decorator.decorator).split())
-            what = (f"the `{' '.join(self.ctx.code(value.func).split())}(...)`"
-                    if isinstance(value, cst.Call) else "a heavy object")
+            made = f"`{' '.join(self.ctx.code(value.func).split())}(...)`" if isinstance(value, cst.Call) else ""
+            what = f"the {made}" if made else "a heavy object"
             self.report(
                 ret,
                 f"`{name}()` is cached by `@{deco}`: {what} it returns stays alive until the "
@@ -531,11 +538,12 @@ def load_head(dim: int):
                 "it (or keep the object on its owner instead)",
                 severity=Severity.WARNING if own else Severity.ERROR,
                 related=[RelatedNode("cached here", decorator)],
+                consequence=Consequence(f"{each} {made} returned (heavy)" if made else f"{each} heavy object returned",
+                                        *cached),
             )
             return
         table = self._array_table(fn, returns.found)
         if table is not None:
-            deco = " ".join(self.ctx.code(decorator.decorator).split())
             self.report(
                 table,
                 f"`{name}()` is cached by `@{deco}`: the table of arrays it loads from a file "
@@ -544,7 +552,16 @@ def load_head(dim: int):
                 "was loaded for is built (or keep the table on its owner instead)",
                 severity=Severity.WARNING,
                 related=[RelatedNode("cached here", decorator)],
+                consequence=Consequence(f"{each} table of arrays loaded from a file", *cached),
             )
+
+    def _maxsize(self, decorator: cst.BaseExpression) -> Optional[str]:
+        """An `lru_cache`'s `maxsize` as written (`"128"` by default); None when unbounded."""
+        call = decorator if isinstance(decorator, cst.Call) else None
+        arg = next((a for a in call.args if a.keyword is None or a.keyword.value == "maxsize"), None) if call else None
+        if arg is None:
+            return "128" if self.ctx.qualname(call.func if call else decorator) == "functools.lru_cache" else None
+        return None if self.ctx.code(arg.value).strip() == "None" else " ".join(self.ctx.code(arg.value).split())
 
     def _array_table(self, fn: cst.FunctionDef, returns: list[cst.Return]) -> Optional[cst.Return]:
         """A loader: the function returns a container it made empty and fills, in a loop
@@ -642,12 +659,13 @@ def load_head(dim: int):
     def _report(self, name: str, entry: _Global, unused: list) -> None:
         first = entry.heavy[0]
         value = self._origin(first)
-        what = "a heavy object"
+        what, kept = "a heavy object", "the heavy object"
         if isinstance(value, cst.Call):
             callee = " ".join(self.ctx.code(value.func).split())
             what = f"the `{callee}(...)`"
+            kept = f"{what} (heavy)"
         elif value is not None:
-            what = f"the heavy `{' '.join(self.ctx.code(value).split())[:40]}`"
+            what = kept = f"the heavy `{' '.join(self.ctx.code(value).split())[:40]}`"
         assigner = first.function.name.value
         if unused:
             resetters = ", ".join(f"`{fn.name.value}()`" for fn in unused)
@@ -666,6 +684,7 @@ def load_head(dim: int):
             "of whatever created it",
             related=related,
             statement=first.statement,
+            consequence=Consequence(f"{kept} that `{assigner}()` assigns", f"`{name}` (module global)", "the process"),
         )
 
 

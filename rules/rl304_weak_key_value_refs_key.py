@@ -8,8 +8,8 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression
-from retainlint.core.finding import Applicability, Severity
+from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression, is_self
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.holding import Scopes, ctx_code, first_slice, holds_heavy, reaches
 from retainlint.rules.prefilters.rl304 import WeakKeyValueRefsKeyPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
@@ -428,9 +428,27 @@ class Node:
                 severity=Severity.ERROR if heavy else Severity.WARNING,
                 related=[RelatedNode("made weak-keyed here", self._weak[w.ref])],
                 statement=w.statement,
+                consequence=Consequence(
+                    f"every `{key_code}` {'key' if callback is None else 'a callback returns'}"
+                    + (" (heavy)" if heavy else ""),
+                    f"its value in `{w.container}`", self._lifetime(w),
+                    "one entry per distinct key" if w.function is not None else ""),
             )
         for fn, decorator, cls in self._decorated:
             self._judge_decorated(fn, decorator, cls)
+
+    def _lifetime(self, w: _Write) -> str:
+        """How long the weak-keyed container lives: a module global or a class attribute
+        for the process, an instance attribute as long as its instance."""
+        if w.ref[0] == "g":
+            return "the process"
+        if w.ref[0] == "a":
+            made = self._weak[w.ref]
+            targets = ([t.target for t in made.targets] if isinstance(made, cst.Assign)
+                       else [made.target] if isinstance(made, cst.AnnAssign) else [])
+            on_self = any(isinstance(t, cst.Attribute) and is_self(t.value) for t in targets)
+            return f"as long as the `{w.ref[1]}` instance" if on_self else "the process"
+        return f"as long as `{w.container}` lives"  # a local or a parameter
 
     def _filled_to_reach(self, w: _Write, holds) -> Optional[cst.CSTNode]:
         """The value is a new container (`cache = wkd.get(k, {})`, `cache = []`) that the
@@ -505,6 +523,9 @@ class Node:
                 severity=Severity.ERROR if heavy else Severity.WARNING,
                 related=[RelatedNode("weak-keyed cache decorator", decorator)],
                 statement=statement,
+                consequence=Consequence(f"every `{key.value}` passed to `{fn.name.value}()`{' (heavy)' if heavy else ''}",
+                                        f"its result in the `@{_short(deco)}` cache", "the process",
+                                        "one per distinct argument"),
             )
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.walk import visit
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.release import FINALIZER, fix_release_method
 from retainlint.rules.prefilters.rl305 import IdKeyedRegistryPrefilter
@@ -519,7 +519,20 @@ class Client:
             severity=Severity.ERROR if heavy else Severity.WARNING,
             related=related,
             statement=e.statement,
+            consequence=_consequence(reg, e, obj_code, value_code, holder, heavy, key_text.partition(" (")[0]),
         )
+
+
+def _consequence(reg: _Registry, e: _Event, obj_code: str, value_code: str, holder: str,
+                 heavy: bool, key_code: str) -> Consequence:
+    """Every object registered stays for the process: one entry per object, as its key
+    is its own."""
+    subject = f"`{e.cls.name.value}`" if obj_code == "self" and e.cls is not None else f"`{obj_code}`"
+    shown = value_code if len(value_code) <= 40 else value_code[:37] + "..."
+    value = "" if value_code == obj_code else f", with `{shown}`"
+    return Consequence(f"every {subject} registered{value}{' (heavy)' if heavy else ''}",
+                       f"`{reg.name}` ({holder})", "the process",
+                       f"one entry per distinct {key_code}" if e.function is not None else "")
 
 
 def _id_argument(ctx, key: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:

@@ -10,7 +10,7 @@ import libcst as cst
 
 from retainlint.analysis.context import FileContext
 from retainlint.analysis.cstutil import append_to_function, body_functions, is_instance_method
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.release import fix_release_method
 from retainlint.project.index import qualified_in
 from retainlint.rules.prefilters.rl401 import FREEZE, GcFreezeWithoutUnfreezePrefilter
@@ -379,6 +379,8 @@ class Worker:
             "KV cache) survive shutdown",
             fix=self._fix(cls, fn),
             related=related,
+            consequence=Consequence(f"every object in a reference cycle made before `{where}()` freezes",
+                                    "`gc`'s permanent generation", "the process"),
         )
 
     # ----------------------------------------------------------------------------------

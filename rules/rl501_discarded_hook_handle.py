@@ -13,8 +13,8 @@ from retainlint.analysis.cstutil import (
 )
 from retainlint.analysis.fix_preconditions import append_at_end
 from retainlint.analysis.heavy import find_param
-from retainlint.core.finding import Applicability, Severity
-from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS
+from retainlint.core.finding import Applicability, Consequence, Severity
+from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS, hooks_of
 from retainlint.project.names import TENSOR_FACTORIES
 from retainlint.project.retention_shapes import ADD_CALLS
 from retainlint.analysis.handle_holders import nested_function
@@ -257,10 +257,18 @@ class Probe:
             # what the registry keeps grows only if this runs again and again (in a loop, or
             # once per instance made): a hook installed once per model costs nothing more
             fn = self.ctx.scope.function
-            per_call = self._registered_in_loop(call) or (
-                fn is not None and fn.name.value == "__init__" and self.ctx.scope.method_class is not None)
+            cls = self.ctx.scope.method_class
+            in_loop = self._registered_in_loop(call)
+            per_instance = fn is not None and fn.name.value == "__init__" and cls is not None
+            per_call = in_loop or per_instance
+            per = "one hook per pass of the loop" if in_loop else ""
+            if per_instance and cls is not None:
+                per = f"{per}, per `{cls.name.value}` made" if per else f"one hook per `{cls.name.value}` made"
             self.report(call, message, fix=self._fix(node, hook),
-                        severity=level(Facts(grows=True, meant_to_go=True) if per_call else Facts()))
+                        severity=level(Facts(grows=True, meant_to_go=True) if per_call else Facts()),
+                        consequence=Consequence(self._kept_by_hook(call, installed),
+                                                f"torch's global registry of `{hook}` hooks", "the process",
+                                                per))
             return
         hook = self._hook_on_passed_in(call)
         if hook is not None:
@@ -274,18 +282,40 @@ class Probe:
             # A fix only in `__init__`: another method taking the object is often called once
             # per object (`model.apply(self._hook_one)`), and one attribute keeps the last handle.
             fn = self.ctx.scope.function
-            fix = self._fix(node, hook) if fn is not None and fn.name.value == "__init__" else None
-            self.report(call, message, severity=self._kept_level(cls, fn, call), fix=fix)
+            if cls is None or fn is None:
+                return  # `_hook_on_passed_in` found a method of a class: never the case
+            fix = self._fix(node, hook) if fn.name.value == "__init__" else None
+            facts = self._kept_facts(cls, fn, call)
+            name = cls.name.value
+            per = "one hook per pass of the loop, per" if self._registered_in_loop(call) else "one hook per"
+            added = f"{per} `{name}` made" if fn.name.value == "__init__" else f"{per} `{fn.name.value}()` call"
+            self.report(call, message, severity=level(facts), fix=fix, consequence=Consequence(
+                f"the `{name}` instance{' (heavy)' if facts.heavy else ''} and what it holds, "
+                f"through the hook `{short(installed, 40)}`",
+                hooks_of(owner, hook), f"as long as `{owner}` lives",
+                added + ("; each run of the hook adds to the instance's containers" if facts.grows else "")))
             return
         hook = self._per_object_hook(call)
         if hook is not None:
+            hooked = short(self.ctx.code(call.func.value)) if isinstance(call.func, cst.Attribute) else "?"
             self.report(
                 call,
                 f"handle returned by `{hook}` is discarded: the hooked object keeps the hook "
                 f"`{installed}` (and all it references) alive, and nothing can remove it",
                 severity=Severity.WARNING,
                 fix=self._fix(node, hook),
+                consequence=Consequence(self._kept_by_hook(call, installed), hooks_of(hooked, hook),
+                                        f"as long as `{hooked}` lives"),
             )
+
+    def _kept_by_hook(self, call: cst.Call, installed: str) -> str:
+        """What the installed hook keeps: the instance, when a method registers a hook that
+        holds it (a bound method, a closure over `self`), else what the hook references."""
+        cls, fn, hook = self.ctx.scope.method_class, self.ctx.scope.function, hook_argument(call)
+        if cls is not None and fn is not None and hook is not None and is_instance_method(self.ctx, fn) \
+                and hook_holds_self(fn, hook):
+            return f"the `{cls.name.value}` instance and what it holds, through the hook `{short(installed, 40)}`"
+        return f"the hook `{short(installed, 50)}` and what it references"
 
     def _registered_in_loop(self, call: cst.Call) -> bool:
         """Is `call` inside a `for`/`while` loop of its function (one hook per iteration)?"""
@@ -328,7 +358,7 @@ class Probe:
             return None
         return call.func.attr.value
 
-    def _kept_level(self, cls: cst.ClassDef, fn: cst.FunctionDef, call: cst.Call) -> Severity:
+    def _kept_facts(self, cls: cst.ClassDef, fn: cst.FunctionDef, call: cst.Call) -> Facts:
         """What the hook keeps is the instance: negligible when the instance holds nothing
         heavy and the hook adds nothing to it (a profiler's names), a cost when it holds
         tensors or the hook fills one of its containers on every call (statistics). How long
@@ -340,7 +370,7 @@ class Probe:
         # a gradient, kept as long as the instance: heavy
         heavy = self.ctx.heavy.is_heavy_class(cls) or _makes_tensors(self.ctx, cls) or any(
             _stores_on_self(b) for b in run)
-        return level(Facts(heavy=heavy, grows=grows))
+        return Facts(heavy=heavy, grows=grows)
 
     def _per_object_hook(self, call: cst.Call):
         if not self.ctx.settings.per_object_hooks or not isinstance(call.func, cst.Attribute):

@@ -12,7 +12,7 @@ from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes, names_in
 from retainlint.analysis.reclaims import reclaims_in
 from retainlint.analysis.rule import Example, RelatedNode, Rule
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.names import name_words
 from retainlint.project.release_scan import CLEANUP_WORDS
 from retainlint.rules.prefilters.rl604 import DeletedParameterPrefilter
@@ -121,6 +121,7 @@ def free_model(model):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._deleted: dict[int, list[Deleted]] = {}  # id(function) -> its `del`s
+        self._kept: dict[tuple[int, str], str] = {}  # (id(`del`), name) -> what it leaves to the caller, for the consequence
 
     def visit_Del(self, node: cst.Del) -> None:
         fn = self.ctx.scope.function
@@ -145,6 +146,7 @@ def free_model(model):
             # the function goes on using the object under another name: the `del` was
             # never the release of it, whatever the caller holds
             heavy = heavy and not kept_under_alias(fn, node, name)
+            self._kept[id(node), name] = self._what_is_kept(name, param, heavy)
             self._deleted.setdefault(id(fn), []).append(Deleted(node, self.ctx.scope.statement, name, heavy))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -166,7 +168,29 @@ def free_model(model):
                        "references where they are held (the caller's variables or attributes)")
         self.report(first.node, message, statement=first.statement,
                     severity=Severity.ERROR if any(d.heavy for d in found) else Severity.WARNING,
-                    related=[RelatedNode(f"`del {d.name}`", d.node) for d in rest if d.node is not first.node])
+                    related=[RelatedNode(f"`del {d.name}`", d.node) for d in rest if d.node is not first.node],
+                    consequence=self._consequence(fn, found))
+
+    def _what_is_kept(self, name: str, param: cst.Param, heavy: bool) -> str:
+        """What the caller still holds for `del name`: the instance, or the object handed
+        in as `name`, named by its heavy annotation when it has one."""
+        if name == "self":
+            cls = self.ctx.scope.method_class
+            owner = f"the `{cls.name.value}` instance" if cls is not None else "the instance"
+            return owner + (" and the heavy objects it holds" if heavy else "")
+        if heavy and param.annotation is not None:
+            return f"the `{self.ctx.code(param.annotation.annotation)}` passed as `{name}` (heavy)"
+        return f"the object passed as `{name}`"
+
+    def _consequence(self, fn: str, found: list[Deleted]) -> Consequence:
+        kept = [self._kept.pop((id(d.node), d.name), "") for d in found]
+        names = list(dict.fromkeys(d.name for d in found))
+        if len(names) == 1:
+            return Consequence(kept[0], "the caller's reference",
+                               f"as long as the caller keeps it, after `{fn}()`")
+        heavy = [d.name for d in found if d.heavy]
+        return Consequence(f"the objects passed as {listed(names)}" + (f" (heavy: {listed(heavy)})" if heavy else ""),
+                           "the caller's references", f"as long as the caller keeps them, after `{fn}()`")
 
     def _deletes_to_free(self, fn: cst.FunctionDef, name: str) -> bool:
         if fn.name.value in ("__exit__", "__aexit__"):

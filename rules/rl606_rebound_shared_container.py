@@ -13,7 +13,7 @@ from retainlint.analysis.hooks import short
 from retainlint.analysis.release import release_methods
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.statement_order import is_attr, self_root
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.names import name_words
 from retainlint.project.release_scan import DEFAULTDICT, EMPTY_FACTORIES, KEEPING_VERBS, NON_KEEPING
 from retainlint.rules.prefilters.rl606 import ReboundSharedContainerPrefilter
@@ -121,6 +121,11 @@ class Worker:
                     severity=Severity.ERROR if heavy else Severity.WARNING,
                     related=[RelatedNode(f"`self.{attr}` is shared here", where)],
                     statement=_line_of(release, line),
+                    consequence=Consequence(
+                        f"the old {kind} of `self.{attr}` and everything in it", who,
+                        # an attribute of `self` the release path does not drop lives with the instance
+                        f"as long as the `{node.name.value}` instance, after `{release.name.value}()`"
+                        if who.startswith("`self.") else f"as long as {who} holds it"),
                 )
 
     def _empty_container(self, value: cst.BaseExpression) -> Optional[str]:

@@ -10,7 +10,7 @@ from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.reclaims import reclaims_in
 from retainlint.analysis.rule import Example, RelatedNode, Rule
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.names import name_words
 from retainlint.project.release_scan import CLEANUP_WORDS
 from retainlint.rules.prefilters.rl607 import DeletedLoopVariablePrefilter
@@ -122,4 +122,7 @@ def release_all(objects):
                        f"{listed(objects)}: the caller's references and its own names keep every object alive, so "
                        "nothing is freed; the caller has to drop its references (`del a, b`) before collecting")
         self.report(first.node, message, statement=first.statement, severity=Severity.WARNING,
-                    related=[RelatedNode(f"`del {d.name}`", d.node) for d in rest])
+                    related=[RelatedNode(f"`del {d.name}`", d.node) for d in rest],
+                    consequence=Consequence(f"every object in {listed(objects)}",
+                                            f"the caller's {listed(objects)} argument" + ("s" if len(set(objects)) > 1 else ""),
+                                            f"as long as the caller keeps them, after `{fn}()`"))

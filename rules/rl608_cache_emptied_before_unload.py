@@ -9,7 +9,7 @@ from retainlint.analysis.hooks import short
 from retainlint.analysis.reclaims import reclaims
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.statement_order import ordered_calls, statement_blocks
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.names import name_words
 from retainlint.project.release_scan import CLEANUP_WORDS
 from retainlint.rules.prefilters.rl608 import CacheEmptiedBeforeUnloadPrefilter
@@ -98,6 +98,9 @@ def free_vram(manager):
                     "only cached blocks nothing uses yet, and what the unload frees afterwards stays "
                     "reserved by the allocator; empty the cache after the release",
                     severity=Severity.WARNING,
+                    consequence=Consequence(f"the memory `{short(self.ctx.code(release))}` frees",
+                                            "the allocator's cache (reserved, unused)",
+                                            f"as long as nothing empties the cache again (`{self.ctx.code(emptied)}`)"),
                 )
 
     def _empties_cache(self, call: cst.Call) -> bool:

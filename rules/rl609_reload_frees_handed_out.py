@@ -10,10 +10,11 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import self_attribute
 from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.hooks import short
 from retainlint.analysis.reclaims import reclaims
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.statement_order import moves_off_device, ordered
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.names import name_words
 from retainlint.project.release_scan import KEEPING_VERBS, NON_KEEPING
 from retainlint.rules.prefilters.rl609 import ReloadFreesHandedOutPrefilter
@@ -137,8 +138,16 @@ class Loader:
                     severity=Severity.WARNING,
                     related=[RelatedNode(f"`self.{attr}` released here", released[attr]),
                              RelatedNode("built into what is returned here", handed[attr])],
+                    consequence=Consequence(
+                        f"the previous `self.{attr}`",
+                        f"the {self._built(handed[attr])} `{fn.name.value}()` returned on an earlier call",
+                        "as long as the caller keeps that object"),
                 )
                 return
+
+    def _built(self, call: cst.CSTNode) -> str:
+        """The object a call built, by its callee (`Pipeline(...)`)."""
+        return f"`{short(self.ctx.code(call.func))}(...)`" if isinstance(call, cst.Call) else "object"
 
     def _handed_out(self, fn: cst.FunctionDef) -> dict[str, cst.CSTNode]:
         """`self` attributes that go into an object the method returns: {attr: the call}."""

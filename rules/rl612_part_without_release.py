@@ -12,7 +12,7 @@ from retainlint.analysis.owned_parts import (
 )
 from retainlint.analysis.release import FINALIZER, release_methods
 from retainlint.analysis.rule import Example, RelatedNode, Rule
-from retainlint.core.finding import Applicability, Position, Related, Severity
+from retainlint.core.finding import Applicability, Consequence, Position, Related, Severity
 from retainlint.core.paths import display_path
 from retainlint.project.release_shape import may_release_parts, releasing_owners
 from retainlint.rules.prefilters.rl612 import PartWithoutReleasePrefilter
@@ -145,7 +145,13 @@ class Runner:
         related = [Related(f"`{where}` releases its other parts here", display_path(path, os.getcwd()),
                            position, position)]
         related += [RelatedNode(f"`self.{h.attr}` is assigned a heavy object here", h.value) for h in kept]
-        self.report(node.name, message, related=related, statement=node)
+        attrs = [f"`self.{h.attr}`" for h in kept[:3]] + ([f"{len(kept) - 3} more"] if len(kept) > 3 else [])
+        held = ", ".join(attrs[:-1]) + (" and " if len(attrs) > 1 else "") + attrs[-1]
+        owner_name = owner.rsplit(".", 1)[1]
+        self.report(node.name, message, related=related, statement=node,
+                    consequence=Consequence(f"the `{node.name.value}` and its heavy {held}",
+                                            f"`self.{attr}` of `{owner_name}`",
+                                            f"as long as the `{owner_name}` instance, after `{method}()`"))
 
     def _listed(self, kept: list[_Heavy]) -> str:
         def describe(h: _Heavy) -> str:

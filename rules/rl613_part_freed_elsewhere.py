@@ -11,7 +11,7 @@ from retainlint.analysis.owned_parts import is_ray_actor
 from retainlint.analysis.part_freeing import _closed_whole, _freed_in_place, _handed_methods
 from retainlint.analysis.release import FINALIZER, release_methods
 from retainlint.analysis.rule import Example, RelatedNode, Rule
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.names import releases as releases_word
 from retainlint.rules.prefilters.rl613 import PartFreedElsewherePrefilter
 
@@ -177,4 +177,15 @@ class Llama:
         )
         related = [RelatedNode(f"`{evidence[a].name.value}()` frees `self.{a}` here", evidence[a].name)
                    for a in kept]
-        self.report(release.name, message, related=related, statement=release)
+        freers = list(dict.fromkeys(f"`{evidence[a].name.value}()`" for a in kept))
+        self.report(release.name, message, related=related, statement=release,
+                    consequence=Consequence(
+                        f"the part{'s' if len(kept) > 1 else ''} {_listed(freers)} {'frees' if len(freers) == 1 else 'free'}",
+                        _listed([f"`self.{a}`" for a in kept]),
+                        f"as long as the `{node.name.value}` instance, after `{release.name.value}()`"))
+
+
+def _listed(names: list[str]) -> str:
+    """`a`, `b` and `c`; past three, how many more."""
+    shown = names[:3] + ([f"{len(names) - 3} more"] if len(names) > 3 else [])
+    return ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + shown[-1]

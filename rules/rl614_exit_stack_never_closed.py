@@ -10,7 +10,7 @@ from retainlint.analysis.exit_stacks import (
 )
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl614 import ExitStackNeverClosedPrefilter
 
 
@@ -111,4 +111,7 @@ class ChatHandler:
                 f"close it from a release method, or register the cleanup on the stack of the "
                 f"object whose release it belongs to"
             )
-            self.report(first, message, statement=statement)
+            self.report(first, message, statement=statement,
+                        consequence=Consequence(f"what the cleanup registered on `self.{attr}` frees",
+                                                f"`self.{attr}`, never closed",
+                                                f"as long as the `{node.name.value}` instance"))

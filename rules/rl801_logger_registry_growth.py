@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, decorator_names
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.once import once_per_process
@@ -421,6 +421,8 @@ if __name__ == "__main__":
             "with a `flush()` that trims the buffer",
             severity=Severity.ERROR,
             statement=statement,
+            consequence=Consequence("every record logged to it, with its arguments and any traceback's frames",
+                                    f"the buffer of `{_short(code)}`", "the process", "one record per message it handles"),
         )
 
     def _name_arg(self, call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -446,6 +448,9 @@ if __name__ == "__main__":
             "process; use one module-level logger with a `LoggerAdapter` or `extra=` for the "
             "per-instance context",
             statement=call.statement,
+            consequence=Consequence(f"each {what.removesuffix(' name')} named by `{_short(ctx_code(self.ctx, name))}`",
+                                    "the logging manager's `loggerDict`", "the process",
+                                    f"one logger per distinct value of {why}"),
         )
 
     def _forgotten(self, call: _Call) -> bool:
@@ -577,12 +582,14 @@ if __name__ == "__main__":
             return
         if is_method and call.cls is not None and once_per_process(self.ctx, call.cls, fn):
             return  # the start-up of the process's one instance configures logging once
-        heavy = (
-            call.cls is not None
-            and reaches(self.ctx, handler, cst.Name("self"), fn, call.cls) is not None
-            and has_heavy_attribute(self.ctx, call.cls)
-        )
+        reached = call.cls is not None and reaches(self.ctx, handler, cst.Name("self"), fn, call.cls) is not None
+        heavy = reached and call.cls is not None and has_heavy_attribute(self.ctx, call.cls)
         where = "per instance" if is_method and fn.name.value == "__init__" else "per call"
+        owner = call.cls.name.value if call.cls is not None else ""
+        in_method = call.cls is not None and any(f is fn for f in body_functions(call.cls))
+        kept = f"each handler `{_short(ctx_code(self.ctx, handler))}` added" + (
+            f", with the `{owner}` instance it reaches" + (" (heavy)" if heavy else "") if reached else "")
+        method = f"{owner}.{fn.name.value}" if in_method else fn.name.value
         self.report(
             node,
             f"`{_short(ctx_code(self.ctx, node))}` adds a handler to the shared logger "
@@ -591,6 +598,9 @@ if __name__ == "__main__":
             "`close()`/`shutdown()`), or configure handlers once at start-up",
             severity=Severity.ERROR if heavy else Severity.WARNING,
             statement=call.statement,
+            consequence=Consequence(kept, f"the handlers of the shared logger {shared}", "the process",
+                                    f"one handler per `{owner}` made" if where == "per instance"
+                                    else f"one handler per call of `{method}()`"),
         )
 
     def _per_instance(self, fn: cst.FunctionDef, call: _Call) -> bool:

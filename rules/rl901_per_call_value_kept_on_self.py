@@ -12,7 +12,7 @@ from retainlint.analysis.cstutil import FinallyWrites, OwnScopeVisitor, body_fun
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl901 import TAKERS, PerCallValueKeptOnSelfPrefilter
 
 
@@ -127,6 +127,9 @@ class Stepper:
                 f"object; keep it in a local, or reset it in a `finally`",
                 severity=Severity.ERROR if heavy else Severity.WARNING,
                 statement=line,
+                # one value, replaced by the next call's: no growth
+                consequence=Consequence(f"{what} the last `{method.name.value}()` call was handed",
+                                        f"`self.{attr}`", f"as long as the `{node.name.value}` instance"),
             )
 
     def _read_by_base(self, cls: cst.ClassDef, attr: str) -> bool:

@@ -9,7 +9,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import is_self
 from retainlint.analysis.hook_exprs import const_str, iter_nodes, target_names
 from retainlint.analysis.rule import Example, RelatedNode, Rule
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl902 import ContainerBackrefKeptPrefilter
 
 
@@ -176,6 +176,8 @@ class Child:
                     statement=next(
                         (line for line in iter_nodes(init.body) if isinstance(line, cst.SimpleStatementLine)
                          and any(n is store for n in iter_nodes(line))), None),
+                    consequence=Consequence(f"each `{node.name.value}` and its parent", f"their cycle through `self.{attr}`",
+                                            "the next cyclic collection", "one cycle per nested level"),
                 )
 
     def _attached_only(self, methods: dict[str, cst.FunctionDef], attr: str) -> Optional[cst.CSTNode]:

@@ -9,7 +9,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import OwnScopeVisitor
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl904 import ContextVarPerInstancePrefilter
 
 _CONTEXT_VAR = "contextvars.ContextVar"
@@ -131,10 +131,14 @@ class Resolver:
             uses = _VarUses("self", name)
             visit(cls, uses)
             where = f"`self.{name}`, one per instance of `{cls.name.value}`"
+            kept = f"`self.{name}`'s ContextVar"
+            growth = f"one per `{cls.name.value}` made"
         else:
             uses = _VarUses(None, name)
             visit(fn.body, uses)
             where = f"`{name}`, one per call of `{fn.name.value}()`"
+            kept = f"the ContextVar `{name}`"
+            growth = f"one per `{fn.name.value}()` call"
         if not uses.set or uses.reset:
             return
         self.report(
@@ -143,6 +147,8 @@ class Resolver:
             f"reset: every Context it was set in keeps the variable and its last value for "
             f"the Context's life (a thread's, the main thread's for the process); create it "
             f"once at module level, or `reset()` it with each `set()`'s token",
+            consequence=Consequence(f"{kept} and its last value", "each Context that set it",
+                                    "each Context's life (the main thread's: the process)", growth),
         )
 
     def _holder(self, node: cst.Call) -> Optional[tuple[str, str]]:

@@ -1,6 +1,6 @@
-"""Findings for people: `full` (code frames, fixes, related locations), `concise` (a line each),
-statistics and the summary line. Both show a finding's consequence (what it keeps, held by
-what, for how long, how it grows) on a line of its own, where the finding has one."""
+"""Findings for people: `full` (the consequence, code frames, fixes, related locations),
+`concise` (a line each), statistics and the summary line. `full` shows a finding's
+consequence (what it keeps, held by what, for how long, how it grows) on a line of its own."""
 
 from __future__ import annotations
 
@@ -191,7 +191,6 @@ def concise(console: Console, findings: Sequence[Finding], unsafe_fixes: bool) -
         text.append(headline(printable(f.message), room))
         text.append(name, style="dim")
         console.print(text, highlight=False, soft_wrap=True)
-        _print_consequence(console, f)
 
 
 _BUFFERS: dict[str, bytes] = {}

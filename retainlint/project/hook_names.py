@@ -38,6 +38,29 @@ PER_OBJECT_HOOKS = frozenset(
     }
 )
 
+
+# The dict each hook on an object is kept in (a tensor's `register_hook` may also be a graph
+# node's, kept in C++: no name given).
+_HOOK_DICTS = {
+    "register_forward_hook": "_forward_hooks",
+    "register_forward_pre_hook": "_forward_pre_hooks",
+    "register_full_backward_hook": "_backward_hooks",
+    "register_full_backward_pre_hook": "_backward_pre_hooks",
+    "register_backward_hook": "_backward_hooks",
+    "register_state_dict_pre_hook": "_state_dict_pre_hooks",
+    "register_load_state_dict_post_hook": "_load_state_dict_post_hooks",
+    "register_post_accumulate_grad_hook": "_post_accumulate_grad_hooks",
+    "register_step_pre_hook": "_optimizer_step_pre_hooks",
+    "register_step_post_hook": "_optimizer_step_post_hooks",
+}
+
+
+def hooks_of(hooked: str, hook: str) -> str:
+    """What holds a hook registered on an object (a consequence's holder): `hooked`'s
+    hook dict for `hook`."""
+    held = _HOOK_DICTS.get(hook)
+    return f"the hooks of `{hooked}`" + (f" (its `{held}`)" if held else "")
+
 # `nn.Module` / optimizer state-dict hooks (public and the older private spellings).
 STATE_DICT_HOOKS = frozenset(
     {

@@ -18,7 +18,7 @@ from retainlint.analysis.cstutil import body_functions, body_statements, call_ar
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.hooks import local_bases
 from retainlint.analysis.weight import weigher
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.index import CACHE_DECORATORS, instantiated_in_functions
 from retainlint.rules.prefilters.rl102 import (
     CachedInstanceMethodPrefilter,
@@ -104,7 +104,34 @@ class CachedInstanceMethod(Rule):
             f"{self._suggestion(node, heavy)}",
             severity=level(self._facts(cls, decorator.decorator, qualified, node, heavy, weights)),
             related=[RelatedNode(f"class `{cls.name.value}`", cls.name)],
+            consequence=self._consequence(cls, node, decorator.decorator, qualified, weights),
         )
+
+    def _consequence(self, cls: cst.ClassDef, fn: cst.FunctionDef, expr: cst.BaseExpression,
+                     qualified: str, weights: bool) -> Consequence:
+        """Every instance the method saw, with its arguments and results, in the cache on
+        the function (the class's, for the process); without a bound (a project wrapper
+        counts as unbounded, as in `_grows`) one entry more per instance and arguments -
+        per arguments only for the instance the process makes once."""
+        name, method = cls.name.value, fn.name.value
+        maxsize = self._maxsize(expr, qualified)
+        bounded = maxsize not in (None, "None")
+        p = fn.params
+        keys = [*p.posonly_params, *p.params, *p.kwonly_params][1:]
+        starred = isinstance(p.star_arg, cst.Param) or isinstance(p.star_kwarg, cst.Param)
+        per = ("" if not keys and not starred
+               else "device" if not starred and all(_per_device(self.ctx, k) for k in keys)
+               else "distinct arguments")
+        once = self.ctx.classes.get(name) is cls and lives_for_the_process(
+            self.ctx.index, f"{self.ctx.module_name}.{name}")
+        growth = ("" if bounded or once and not per else f"one entry per {per}" if once
+                  else f"one entry per instance{' and ' + per if per else ''}")
+        weighs = " (with its weights)" if weights else ""
+        kept = (f"the last `{name}` instance{weighs} `{method}` was called on, with its arguments and result"
+                if maxsize == "1" else
+                f"every `{name}` instance{weighs} `{method}` was called on, with its arguments and results"
+                + (f" (up to {maxsize} entries)" if bounded else ""))
+        return Consequence(kept, f"the class-level cache of `{name}.{method}`", "the process", growth)
 
     def _facts(self, cls: cst.ClassDef, expr: cst.BaseExpression, qualified: str,
                fn: cst.FunctionDef, heavy: bool, weights: bool) -> Facts:

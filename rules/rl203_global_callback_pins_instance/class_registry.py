@@ -12,7 +12,7 @@ from retainlint.analysis.cstutil import body_statements, call_args, name_binding
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
-from retainlint.core.finding import Severity
+from retainlint.core.finding import Consequence, Severity
 from retainlint.rules.prefilters.rl203 import ADDERS
 from retainlint.rules.rl203_global_callback_pins_instance.classes import ClassLookup
 from retainlint.rules.rl203_global_callback_pins_instance.facts import REMOVERS, strong_container
@@ -149,4 +149,8 @@ class ClassRegistryPins:
             f"gone; nothing takes single entries out (a `clear()` resets every instance at "
             f"once). Keep a `weakref.ref` to it, or remove the entry when the instance is released",
             severity=Severity.ERROR if heavy else Severity.WARNING,
+            consequence=Consequence(
+                f"each `{given}` passed to `{cls.name.value}.__init__`" + (" (heavy)" if heavy else ""),
+                f"class-level `{cls.name.value}.{registry}`", "the process",
+                f"one entry per `{cls.name.value}` made"),
         )

@@ -11,7 +11,7 @@ from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
 from retainlint.analysis.severity import Facts, instances_meant_to_go, level
-from retainlint.core.finding import Severity
+from retainlint.core.finding import Consequence, Severity
 from retainlint.rules.prefilters.rl203 import LOOP_TRIGGERS
 from retainlint.rules.rl203_global_callback_pins_instance.classes import ClassLookup
 from retainlint.rules.rl203_global_callback_pins_instance.facts import FileFacts, Registration
@@ -79,7 +79,27 @@ class Reporter:
             # unregistering something light frees nothing that matters: no fix for it
             fix=self.fixer.fix(reg) if reg.kind == "atexit" and heavy else None,
             statement=reg.statement,
+            consequence=self._consequence(reg, heavy, registry),
         )
+
+    def _consequence(self, reg: Registration, heavy: bool, registry: str) -> Consequence:
+        """The instance (or the heavy object whose bound method is registered) in `registry`:
+        for the process, or while it is the signal's handler or the trigger stays. A module
+        container keeps one per instance made (unless the process makes just one); the
+        interpreter's lists do too when instances are made again and again, and a signal's
+        slot only when each handler keeps the one it replaced."""
+        name = reg.cls.name.value
+        if reg.pins_self:
+            kept = f"the `{name}` instance and " + ("the models/tensors it holds" if heavy else "what it holds")
+        else:
+            owner = reg.callback.value if isinstance(reg.callback, cst.Attribute) else reg.callback
+            kept = f"`{self.ctx.code(owner)}` (heavy) and what it holds"
+        lifetime = ("as long as it is the signal's handler" if reg.kind == "signal"
+                    else "as long as it stays registered" if reg.kind in LOOP_TRIGGERS else "the process")
+        meant = instances_meant_to_go(self.ctx, reg.cls)
+        grows = meant is not False if reg.kind == "append" else meant is True and (
+            reg.kind != "signal" or self._chains_handlers(reg))
+        return Consequence(kept, registry, lifetime, f"one per `{name}` made" if grows else "")
 
     def holds_heavy(self, cls: cst.ClassDef) -> bool:
         """A heavy class, or one that assigns a heavy value to an attribute in this file

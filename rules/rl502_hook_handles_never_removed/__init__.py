@@ -17,8 +17,8 @@ from retainlint.analysis.cstutil import (
     is_self,
     prepend_to_function,
 )
-from retainlint.core.finding import Applicability, Severity
-from retainlint.project.hook_names import AUTOGRAD_HOOKS, GLOBAL_HOOKS
+from retainlint.core.finding import Applicability, Consequence, Severity
+from retainlint.project.hook_names import AUTOGRAD_HOOKS, GLOBAL_HOOKS, hooks_of
 from retainlint.analysis.hooks import (
     ClassHandles, hook_argument, is_accumulate_grad, mentions_self, receiver, short,
 )
@@ -182,7 +182,24 @@ class HookHandlesNeverRemoved(Rule):
             severity = Severity.WARNING
         statement = self._statement_of(first)
         self.report(first.node, message, severity=severity, related=related,
-                    fix=self._fix(cls, handles, attr, items, removers), statement=statement)
+                    fix=self._fix(cls, handles, attr, items, removers), statement=statement,
+                    consequence=self._kept_handles(cls, first, hook_code, pins, roots))
+
+    def _kept_handles(self, cls: cst.ClassDef, first: HandleStore, hook_code: str, pins: bool,
+                      roots: list[str]) -> Consequence:
+        """What a hook whose handle is never removed keeps, by what, for how long."""
+        name = cls.name.value
+        kept = (f"the `{name}` instance{' (heavy)' if self._is_heavy(cls) else ''} and what it holds, "
+                f"through the hook `{short(hook_code, 40)}`" if pins
+                else f"the hook `{short(hook_code, 50)}` and what it references")
+        after = f", `{roots[0]}()` or not" if roots else ""
+        if first.hook in GLOBAL_HOOKS:
+            return Consequence(kept, f"torch's global registry of `{first.hook}` hooks", "the process" + after)
+        recv = receiver(first.call)
+        hooked = short(self.ctx.code(recv)) if recv is not None else None
+        if hooked is None:
+            return Consequence(kept, "the hooked object's hooks", "as long as the hooked object lives" + after)
+        return Consequence(kept, hooks_of(hooked, first.hook), f"as long as `{hooked}` lives" + after)
 
     def _statement_of(self, store: HandleStore) -> Optional[cst.CSTNode]:
         for node in iter_nodes(store.method.body):
@@ -306,6 +323,9 @@ class HookHandlesNeverRemoved(Rule):
                     for n in iter_nodes(item.item) if isinstance(n, cst.Name)}
         for name in sorted((removed & set(handles)) - guarded):
             for call in handles[name]:
+                recv = receiver(call)
+                hooked = short(self.ctx.code(recv)) if recv is not None else "the hooked object"
+                hook = hook_argument(call)
                 self.report(
                     call,
                     f"`{name}` (holding the handle of `{hook_name(call)}` on "
@@ -314,6 +334,11 @@ class HookHandlesNeverRemoved(Rule):
                     f"the removal and leaves the hook, with all its closure saved, on that object - "
                     f"one more per failed call. Remove it in a `finally:` block",
                     severity=Severity.WARNING,
+                    consequence=Consequence(
+                        f"the hook `{short(self.ctx.code(hook), 50) if hook is not None else '?'}` "
+                        "and what its closure holds",
+                        hooks_of(hooked, hook_name(call) or ""), f"as long as the caller keeps `{hooked}`",
+                        f"one hook per call of `{node.name.value}()` that fails before the removal"),
                 )
 
     def _pinning_hook(self, call: cst.Call, fn: cst.FunctionDef) -> bool:
@@ -344,6 +369,9 @@ class HookHandlesNeverRemoved(Rule):
             f"the node lives as long as its parameter, so `{short(self.ctx.code(hook))}` (and all it "
             "references) stays alive and can never be removed",
             severity=Severity.ERROR,
+            consequence=Consequence(f"`{short(self.ctx.code(hook), 50)}` and what it references",
+                                    f"the hooks of the gradient accumulator `{short(self.ctx.code(recv), 40)}`",
+                                    "as long as its parameter"),
         )
 
     def _per_step_leaf(self, accumulator: cst.CSTNode, fn: cst.FunctionDef) -> bool:
@@ -384,3 +412,5 @@ class HookHandlesNeverRemoved(Rule):
             return any(self._hook_pins(a.value, fn) or (isinstance(a.value, cst.Name) and a.value.value in enclosing)
                        for a in hook.args)
         return False
+
+

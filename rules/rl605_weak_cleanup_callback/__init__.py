@@ -11,7 +11,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import body_functions, call_args, is_self
 from retainlint.analysis.hooks import short
 from retainlint.analysis.rule import Example, Rule
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl605 import WeakCleanupCallbackPrefilter
 from retainlint.rules.rl605_weak_cleanup_callback.fix import _atexit_fix, _finalize_fix
 
@@ -167,7 +167,13 @@ class Core:
         if weak is callback:
             fix = (_finalize_fix(self, node, owner, weak) if registry == "weakref.finalize"
                    else _atexit_fix(self, node, weak))
-        self.report(node, message, severity=Severity.ERROR, fix=fix)
+        # the cleanup never runs: what it was to release goes only when its holders let go
+        called = f"`{target}()`" if kind == "WeakMethod" else f"calling `{target}`"
+        never = f"the finalizer of `{short(self.ctx.code(owner))}`" if owner is not None else "the exit callback"
+        self.report(node, message, severity=Severity.ERROR, fix=fix,
+                    consequence=Consequence(f"what {called} was registered to release",
+                                            f"whatever references it ({never} never calls it)",
+                                            "the process" if owner is None else "as long as those references last"))
 
     def _weak_callable(self, expr: cst.BaseExpression) -> Optional[cst.Call]:
         """The `WeakMethod(...)` / `weakref.ref(...)` call `expr` is (or a local or `self`

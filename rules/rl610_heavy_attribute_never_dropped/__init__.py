@@ -14,7 +14,7 @@ from retainlint.analysis.owned_parts import (
 from retainlint.analysis.release import release_methods
 from retainlint.analysis.release_fix import _append, _has_slots, _release_method_of, _set_in_init
 from retainlint.analysis.rule import RelatedNode, Rule
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl610 import HeavyAttributeNeverDroppedPrefilter
 from retainlint.rules.rl610_heavy_attribute_never_dropped.examples import DOCS, INVALID, VALID
 
@@ -67,7 +67,7 @@ class HeavyAttributeNeverDropped(Rule):
             "and then calls `super().close()` is the remedy)"
         )
         related = [RelatedNode(f"`self.{h.attr}` is assigned {self._kind(h)} here", h.value) for h in kept]
-        self.report(cls.name, message, related=related)
+        self.report(cls.name, message, related=related, consequence=self._what_stays(cls, "close", kept))
 
     def _describe(self, h: _Heavy) -> str:
         return f"`self.{h.attr}` (`{brief(self.ctx.code(h.origin.func))}(...)` in `{h.fn.name.value}()`)"
@@ -96,7 +96,23 @@ class HeavyAttributeNeverDropped(Rule):
                 for attr, holder, built in held[:3])
         related = [RelatedNode(f"`self.{h.attr}` is assigned {self._kind(h)} here", h.value) for h in kept]
         fix = None if held else self._fix(cls, release, kept, methods)
-        self.report(release.name, message, fix=fix, related=related, statement=release)
+        self.report(release.name, message, fix=fix, related=related, statement=release,
+                    consequence=self._what_stays(cls, release.name.value, kept))
+
+    def _what_stays(self, cls: cst.ClassDef, release: str, kept: list[_Heavy]) -> Consequence:
+        """What the attributes keep (by what built it), after `release()`, as long as the
+        instance lives."""
+        kinds = {self._kind(h) for h in kept}
+        one = {"a heavy object": "heavy object", "a worker pool": "worker pool",
+               "an open file, socket or connection": "open resource"}[next(iter(kinds))]
+        what = (f"the {one}" if len(kept) == 1 else f"{len(kept)} {one}s" if len(kinds) == 1
+                else f"{len(kept)} heavy objects, worker pools or open resources")
+        built = _listed(list(dict.fromkeys(f"`{brief(self.ctx.code(h.origin.func))}(...)`" for h in kept)))
+        running = f" and {'its' if len(kept) == 1 else 'their'} running workers" if kinds == {"a worker pool"} else ""
+        # several: what built them is an aside, the first part a short line leaves out
+        stays = f"{what} from {built}{running}" if len(kept) == 1 else f"{what}{running} (from {built})"
+        return Consequence(stays, _listed([f"`self.{h.attr}`" for h in kept]),
+                           f"as long as the `{cls.name.value}` instance, after `{release}()`")
 
     def _kind(self, h: _Heavy) -> str:
         if is_worker_pool(self.ctx, h.origin):
@@ -155,3 +171,9 @@ class HeavyAttributeNeverDropped(Rule):
             return self.fix(f"{message}: {'; '.join(changes)}", {release: new},
                             applicability=Applicability.UNSAFE)
         return self.fix(message, {release: new})
+
+
+def _listed(names: list[str]) -> str:
+    """`a`, `b` and `c`; past three, how many more."""
+    shown = names[:3] + ([f"{len(names) - 3} more"] if len(names) > 3 else [])
+    return ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + shown[-1]

@@ -14,7 +14,7 @@ from retainlint.analysis.owned_parts import is_ray_actor
 from retainlint.analysis.release import release_methods
 from retainlint.analysis.release_fix import _append, _has_slots
 from retainlint.analysis.rule import Example, Rule
-from retainlint.core.finding import Applicability, Position, Related, Severity
+from retainlint.core.finding import Applicability, Consequence, Position, Related, Severity
 from retainlint.core.paths import display_path
 from retainlint.project.release_parts_scan import PARTS_SCAN, may_store_exception
 from retainlint.project.release_shape import exception_slots
@@ -176,4 +176,11 @@ class Protocol:
                     f"`{cls.name.value}.{attr}` is `None` after `{release.name.value}()`" for attr, *_ in kept]
                 fix = self.fix(f"Add {spelled} at the end of `{release.name.value}()`: {'; '.join(changes)}",
                                {release: new}, applicability=Applicability.UNSAFE)
-        self.report(release.name, message, fix=fix, related=related, statement=release)
+        attrs = ", ".join(f"`self.{attr}`" for attr, *_ in kept[:3])
+        plural = len(kept) > 1
+        consequence = Consequence(
+            f"the exception{'s' if plural else ''} in {attrs}, with every frame of {'their tracebacks' if plural else 'its traceback'} "
+            "and their locals",
+            f"the `{cls.name.value}` instance ({attrs})",
+            f"as long as the `{cls.name.value}` lives on after `{release.name.value}()`")
+        self.report(release.name, message, fix=fix, related=related, statement=release, consequence=consequence)

@@ -9,7 +9,7 @@ import libcst as cst
 from retainlint.analysis.exit_stacks import _closed_by_subclasses_elsewhere
 from retainlint.analysis.owned_parts import _built_parts, is_ray_actor
 from retainlint.analysis.rule import Example, RelatedNode, Rule
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.release_parts_scan import ACQUIRES
 from retainlint.rules.prefilters.rl615 import AcquiredNeverGivenBackPrefilter
 from retainlint.rules.rl615_acquired_never_given_back.acquired import (
@@ -143,4 +143,12 @@ class Wrapper:
             f"a release method that does it"
         )
         related = [RelatedNode(f"`self.{a}` acquires it here", acquired[a][1]) for a in kept]
-        self.report(node.name, message, related=related, statement=node)
+        calls = [f"`self.{a}.{acquired[a][0]}()`" for a in kept[:3]] + ([f"{len(kept) - 3} more"] if len(kept) > 3 else [])
+        parts = [f"`self.{a}`" for a in kept[:3]] + ([f"{len(kept) - 3} more"] if len(kept) > 3 else [])
+        self.report(node.name, message, related=related, statement=node,
+                    consequence=Consequence(f"what {_joined(calls)} acquired", _joined(parts),
+                                            f"as long as the `{node.name.value}` instance"))
+
+
+def _joined(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]

@@ -9,7 +9,7 @@ import libcst as cst
 from retainlint.analysis.owned_parts import is_ray_actor
 from retainlint.analysis.release import is_release_method, release_methods, release_names
 from retainlint.analysis.rule import Example, Rule
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl616 import ReleaseOnlyMarksClosedPrefilter
 from retainlint.rules.rl616_release_only_marks_closed.stores import _reached_by_callbacks, _stores
 
@@ -140,4 +140,15 @@ class MemoryStore(Store):
             f"`{node.name.value}` is referenced after `{release}()`; override `{release}()` to drop it "
             f"and call `super().{release}()`"
         )
-        self.report(node.name, message, statement=node)
+        shown = sorted(stores.items())[:3]
+        kinds = list(dict.fromkeys(f"`{kind}`" for _, kind in shown))
+        attrs = [f"`self.{a}`" for a, _ in shown]
+        # a store's methods put what they are handed into a container of theirs: it grows with each
+        self.report(node.name, message, statement=node,
+                    consequence=Consequence(f"everything stored in the {_joined(kinds)}", _joined(attrs),
+                                            f"as long as the `{node.name.value}` instance, after `{release}()`",
+                                            "one entry per object stored"))
+
+
+def _joined(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]

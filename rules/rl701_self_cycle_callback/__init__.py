@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import libcst as cst
 
 from retainlint.analysis.cstutil import annotation_expression, decorator_names, is_self
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.names import TENSOR_TYPES as _TENSOR_TYPES
 from retainlint.project.hook_names import AUTOGRAD_HOOKS, STATE_DICT_HOOKS
 from retainlint.analysis.hooks import (
@@ -39,6 +39,9 @@ from retainlint.rules.rl701_self_cycle_callback.undoing import _holder_drops_cal
 _GRAPH_MODULES = frozenset({"torch.fx.GraphModule", "torch.fx.graph_module.GraphModule"})
 _MODEL_TYPES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "transformers.PreTrainedModel",
                           "transformers.modeling_utils.PreTrainedModel"})
+
+# How long a plain reference cycle keeps what it holds.
+_UNTIL_COLLECTED = "as long as the cycle lives: until the cyclic collector runs"
 
 # Qt bindings: a signal's `connect` keeps any slot but a plain bound method strongly, in C++.
 _QT_MODULES = frozenset({"qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "pyqtgraph"})
@@ -159,7 +162,10 @@ class SelfCycleCallback(Rule):
                             f"cyclic collector runs; bind it weakly (`type({owner}).forward` with "
                             f"`weakref.ref({owner})`) or wrap the model instead of patching it",
                             # the caller's model: dropping it frees nothing until a collection
-                            severity=level(facts))
+                            severity=level(facts),
+                            consequence=Consequence(f"the model `{owner}` and its tensors",
+                                                    f"a reference cycle through `{where}`",
+                                                    _UNTIL_COLLECTED))
 
     def _unseen_holder(self, cls: cst.ClassDef, site, how: str) -> bool:
         """Is the object keeping the callback made by a class of a library neither the
@@ -327,4 +333,45 @@ class SelfCycleCallback(Rule):
         self.report(site, message,
                     severity=level(facts),
                     related=related,
-                    statement=statement)
+                    statement=statement,
+                    consequence=self._consequence(cls, site, how, where, arrays, heavy, collection,
+                                                  through_cpp))
+
+    def _consequence(self, cls: cst.ClassDef, site: Any, how: str, where: str,
+                     arrays: Optional[cst.FunctionDef], heavy: bool, collection: bool,
+                     through_cpp: bool) -> Consequence:
+        """The cycle `_report` describes: what it keeps (the instance, and a cache's results),
+        the object it runs through, and whether the cyclic collector can free it."""
+        name = cls.name.value
+        instance = f"the `{name}` instance" + (" (heavy)" if heavy else "")
+        kept = f"{instance} and what it holds"
+        lifetime = _UNTIL_COLLECTED
+        growth = ""
+        if how == "hook":
+            target = short(self.ctx.code(site.func.value), 40)
+            holder = (f"a reference cycle through the state-dict hooks of `{target}` (`{where}`)"
+                      if where in STATE_DICT_HOOKS else f"a reference cycle through the hooks of `{target}` (`{where}`)")
+            if through_cpp and where not in STATE_DICT_HOOKS:
+                lifetime = "the process, unless the hook is removed: autograd keeps it in C++, out of the collector's reach"
+        elif how == "slot":
+            holder = f"a reference cycle through the Qt connection of `{short(where, 40)}`"
+            lifetime = "the process, unless disconnected: Qt keeps it in C++, out of the collector's reach"
+        elif how in ("constructed", "setter"):
+            keeper = short(self.ctx.code(site.func.value) if how == "setter" else where, 40)
+            holder = f"a reference cycle through `{keeper}`"
+            lifetime = "as long as the cycle lives after release, until the collector runs" + (
+                f" (never, if `{keeper}` is a C object)" if self._unseen_holder(cls, site, how) else "")
+        elif how == "cached":
+            holder = f"a reference cycle through the cache `{short(where, 40)}`"
+            if arrays is not None:
+                kept = f"{instance} and the arrays `{arrays.name.value}()` builds"
+                lifetime += ", which the arrays' bytes do not trigger"
+                growth = "one cached array per distinct argument"
+            else:
+                kept = f"{instance} and the cached results" + (
+                    ", with the data its caller handed it" if collection else "")
+        elif how == "callback":
+            holder = f"a reference cycle through the callbacks `{short(self.ctx.code(site.func), 40)}` keeps"
+        else:  # stored, added, passed: the attribute or container the callback is kept in
+            holder = f"a reference cycle through `{short(where, 50)}`"
+        return Consequence(kept, holder, lifetime, growth)

@@ -12,8 +12,9 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions
-from retainlint.core.finding import Applicability, Severity
+from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.hooks import short
 from retainlint.rules.prefilters.rl702 import StoredExceptionFramesPrefilter
 from retainlint.analysis.release import named_release
 from retainlint.analysis.severity import Facts, level
@@ -97,6 +98,7 @@ class StoredExceptionFrames(Rule):
             visit(loop.body, rebound)
             if rebound.found:
                 continue
+            heavy = self._heavy_frames(h)
             self.report(
                 assign,
                 f"`{name}` keeps exception `{h.name}` in a local of `{h.function.name.value}()`, "
@@ -107,9 +109,11 @@ class StoredExceptionFrames(Rule):
                 # one failure at a time, replaced by the next: bounded; the frames are the
                 # work's (its arguments and results), which the loop does not show: their
                 # weight is unknown unless shown heavy, never light
-                severity=level(Facts(heavy=self._heavy_frames(h) or None, grows=False)),
+                severity=level(Facts(heavy=heavy or None, grows=False)),
                 related=[RelatedNode(f"`{h.name}` bound here", h.node.name)],
                 statement=line,
+                consequence=Consequence(_frames_kept(h, heavy), f"the local `{name}` of `{h.function.name.value}()`",
+                                        "as long as no later failure replaces it"),
             )
 
     def _serving_loop(self, node) -> Optional[cst.While]:
@@ -313,7 +317,28 @@ class StoredExceptionFrames(Rule):
                                  meant_to_go=False if consumed else None)),
             related=related,
             statement=s.statement,
+            consequence=self._kept_store(h, s, heavy, caller, consumed),
         )
+
+    def _kept_store(self, h: _Handler, s: _Store, heavy: bool, caller: Optional[cst.CSTNode],
+                    consumed: bool) -> Consequence:
+        """What a store keeps (the exception and its frames), by what, for how long."""
+        holder, growth = s.holder, ""
+        if s.kind == "return":
+            where = caller.targets[0].target if isinstance(caller, cst.Assign) else \
+                caller.func.value if isinstance(caller, cst.Call) and isinstance(caller.func, cst.Attribute) else None
+            kept_in = f"`{short(self.ctx.code(where), 40)}`" if where is not None else "what a caller keeps"
+            holder, lifetime = f"{s.holder}, kept in {kept_in} by a caller", f"as long as {kept_in} keeps it"
+        elif s.kind == "self" and h.cls is not None:
+            lifetime = f"as long as the `{h.cls.name.value}` instance" + (
+                " keeps it for its reader" if consumed else "")
+        elif s.kind == "param":
+            lifetime = "as long as the caller keeps the object it handed in"
+        else:  # a module global or a class attribute
+            lifetime = "the process"
+        if _adds(s.node):
+            growth = f"one entry per failure in `{h.function.name.value}()`, until drained"
+        return Consequence(_frames_kept(h, heavy), holder, lifetime, growth)
 
     def _handed_off(self, h: _Handler, attr: str) -> bool:
         """Does the class clear `self.<attr>` in a release method, or after reading it
@@ -353,3 +378,9 @@ class StoredExceptionFrames(Rule):
                 ):
                     return True
         return False
+
+
+def _frames_kept(h: _Handler, heavy: bool) -> str:
+    """The exception, and the frames its traceback keeps with their locals."""
+    return (f"exception `{h.name}` and its traceback's frames from `{h.function.name.value}()` down, "
+            f"with their locals" + (" (some heavy)" if heavy else ""))

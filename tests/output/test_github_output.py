@@ -54,7 +54,8 @@ def test_cli_paths_relative_to_git_root_from_a_subdirectory(tree):
         "::error file=pkg/a.py,line=7,endLine=7,col=9,endColumn=70,"
         "title=retainlint RL501 discarded-hook-handle::handle returned by `register_bytecode_hook` "
         "is discarded: the global hook registry keeps the hook `self.hook` (and all it references) "
-        "alive, and nothing can remove it%0A  help (unsafe fix): Keep the handle as "
+        "alive, and nothing can remove it — keeps the `Wrapper` instance and what it holds, through the "
+        "hook `self.hook` for the process%0A  help (unsafe fix): Keep the handle as "
         "`self._bytecode_hook_handle` and remove it in `close()`: `self.hook` no longer runs after `close()`"
     ], r.stdout
     assert "\x1b[" not in run_cli("check", "a.py", "--output-format", "github", "--color", "always",
@@ -78,7 +79,9 @@ def test_file_names_and_messages_cannot_drive_the_terminal(tmp_path):
     r = subprocess.run([sys.executable, "-m", "retainlint", "check", "--output-format", "github"],
                        cwd=tmp_path, capture_output=True, env={**os.environ, "NO_COLOR": "1"}, timeout=120)
     assert r.returncode == 1, r.stderr
-    lines = r.stdout.decode("ascii").splitlines()  # no raw \xff byte, no ESC
+    text = r.stdout.decode("utf-8")  # strict: no raw \xff byte
+    assert "\x1b" not in text and "\x07" not in text
+    lines = text.splitlines()
     assert [line.split(",", 1)[0] for line in lines] == [
         "::error file=bad\\xff.py", "::error file=esc\\x1b[2Jred.py", "::error file=msg.py"]
     assert 'keeps the hook `lambda *a: print("\\x1b[2J\\x1b]8;;http://evil\\x07x")`' in lines[2]

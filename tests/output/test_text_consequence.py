@@ -1,6 +1,6 @@
-"""The text formats (`full`, the default, and `concise`) show a finding's consequence - what
-stays alive, held by what, for how long, how it grows - on one short line, as JSON, SARIF
-and GitHub annotations carry it; a finding without one shows no such line."""
+"""The default text format (`full`) shows a finding's consequence - what stays alive, held
+by what, for how long, how it grows - on one short line under it, as JSON, SARIF and GitHub
+annotations carry it; `concise` stays one line a finding."""
 
 from pathlib import Path
 
@@ -19,6 +19,10 @@ def _check(tmp_path, source, *args):
     return done.stdout.splitlines()
 
 
+def _consequences(lines):
+    return [line for line in lines if line.startswith("  consequence: ")]
+
+
 def test_full_output_says_the_consequence_under_the_finding(tmp_path):
     lines = _check(tmp_path, GROWS)
     assert lines[0].startswith("app.py:5:5: RL306 process-container-grows [warning] ")
@@ -26,33 +30,33 @@ def test_full_output_says_the_consequence_under_the_finding(tmp_path):
     assert lines[2] == "  4 | def handle_request(request):"
 
 
-def test_concise_output_says_it_on_one_line_under_the_finding(tmp_path):
+def test_concise_output_is_one_line_a_finding(tmp_path):
     lines = _check(tmp_path, GROWS, "--output-format", "concise")
     assert lines[0].startswith("app.py:5:5: RL306 ") and lines[0].endswith("[process-container-grows]")
-    assert lines[1] == LINE
-    assert lines[2] == "Found 1 finding."
+    assert lines[1] == "Found 1 finding."
 
 
 def test_a_long_consequence_is_cut_to_one_short_line(tmp_path):
     name = "handle_request_" + "with_a_very_long_name_" * 8
-    lines = _check(tmp_path, GROWS.replace("handle_request", name), "--output-format", "concise")
-    assert lines[1].startswith("  consequence: keeps `request` of every")
-    assert "…" in lines[1] and len(lines[1]) <= 200
-    assert lines[1].endswith("; one more item per call")
+    [line] = _consequences(_check(tmp_path, GROWS.replace("handle_request", name)))
+    assert line.startswith("  consequence: keeps `request` of every")
+    assert "…" in line and len(line) <= 200
+    assert line.endswith("; one more item per call")
 
 
-def test_a_finding_without_a_consequence_has_no_such_line(tmp_path):
+def test_a_release_check_says_what_stays_after_the_release(tmp_path):
     source = (ROOT / "fixtures" / "RL610" / "holds_buffers.py").read_text()
-    for fmt in ("full", "concise"):
-        lines = _check(tmp_path, source, "--output-format", fmt)
-        assert any(" RL610 " in line for line in lines)
-        assert not any("consequence:" in line for line in lines)
+    lines = _check(tmp_path, source)
+    assert any(" RL610 " in line for line in lines)
+    assert _consequences(lines) == [
+        "  consequence: keeps the heavy object from `FfnRunner(...)`, held by `self.runner`, "
+        "for as long as the `FfnExecutor` instance, after `close()`"]
 
 
 def test_a_long_consequence_cuts_its_longest_part_and_keeps_the_others_whole(tmp_path):
     source = ("class Server:\n    def __init__(self):\n        self._clients = {}\n\n"
               "    async def serve(self, request):\n        self._clients[request.id] = request\n\n\n"
               "def main():\n    Server().run()\n")
-    lines = _check(tmp_path, source, "--output-format", "concise")
-    assert lines[1] == ("  consequence: keeps `request` of every `serve()` call, held by `self._clients` of a "
-                        "`Server`, for as long as the `Server`; one entry per distinct `request.id`")
+    assert _consequences(_check(tmp_path, source)) == [
+        "  consequence: keeps `request` of every `serve()` call, held by `self._clients` of a "
+        "`Server`, for as long as the `Server`; one entry per distinct `request.id`"]

@@ -250,6 +250,16 @@ def test_snapshot(case):
                     f"    {UPDATE_COMMAND}\nand review `git diff fixtures/`.", pytrace=False)
 
 
+def test_every_finding_states_its_consequence():
+    """Every finding of every rule says what it costs (JSON's, SARIF's and the annotations'
+    `consequence`): what stays alive, held by what, for how long. The snapshots are the
+    CLI's output (test_snapshot holds them to it), so none may say it is missing."""
+    missing = [f"{p.relative_to(ROOT).as_posix()}:{n}"
+               for p in sorted(FIXTURES.glob(f"RL*/*{SUFFIX}"))
+               for n, line in enumerate(_read(p).splitlines(), 1) if line.endswith(MISSING)]
+    assert not missing, f"{len(missing)} findings state no consequence: " + ", ".join(missing[:40])
+
+
 def test_no_orphaned_snapshots():
     """Every `.expected` file belongs to a case (a renamed case leaves none behind)."""
     wanted = {case.snapshot for case in CASES}
