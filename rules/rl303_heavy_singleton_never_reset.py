@@ -516,6 +516,7 @@ def load_head(dim: int):
         many = size not in ("0", "1") and (
             bool(params) or isinstance(fn.params.star_arg, cst.Param) or fn.params.star_kwarg is not None)
         each = "every" if many else "the"
+        per = ", one per distinct argument tuple" if many else ""
         cached = (f"the cache of `{name}()`", "the process",
                   f"one per distinct argument tuple{f' (up to {size})' if size else ''}" if many else "")
         for ret in returns.found:
@@ -533,7 +534,7 @@ def load_head(dim: int):
             self.report(
                 ret,
                 f"`{name}()` is cached by `@{deco}`: {what} it returns stays alive until the "
-                f"interpreter exits, one per distinct argument tuple, and nothing in the project "
+                f"interpreter exits{per}, and nothing in the project "
                 f"calls `{name}.cache_clear()`. Clear it on the release path of whatever uses "
                 "it (or keep the object on its owner instead)",
                 severity=Severity.WARNING if own else Severity.ERROR,
@@ -547,7 +548,7 @@ def load_head(dim: int):
             self.report(
                 table,
                 f"`{name}()` is cached by `@{deco}`: the table of arrays it loads from a file "
-                f"stays alive until the interpreter exits, one per distinct argument tuple, and "
+                f"stays alive until the interpreter exits{per}, and "
                 f"nothing in the project calls `{name}.cache_clear()`. Clear it once what it "
                 "was loaded for is built (or keep the table on its owner instead)",
                 severity=Severity.WARNING,

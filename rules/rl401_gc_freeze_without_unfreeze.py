@@ -375,8 +375,7 @@ class Worker:
         self.report(
             node,
             f"{what} in `{where}` is never undone: no method of `{cls.name.value}` calls "
-            "`gc.unfreeze()`, so objects in reference cycles allocated before it (the model, "
-            "KV cache) survive shutdown",
+            "`gc.unfreeze()`, so objects in reference cycles allocated before it survive shutdown",
             fix=self._fix(cls, fn),
             related=related,
             consequence=Consequence(f"every object in a reference cycle made before `{where}()` freezes",

@@ -96,10 +96,16 @@ class CachedInstanceMethod(Rule):
         # what stays: the instance and what the method returned for it, always; weights
         # only when the class holds some (a rotary embedding module has none)
         held = f"; `{cls.name.value}` holds weights, and they stay allocated with it" if weights else ""
+        # a bound keeps the instances of the latest entries, not all it saw
+        maxsize = self._maxsize(decorator.decorator, qualified)
+        which = (f"every `{cls.name.value}` instance it saw" if maxsize in (None, "None")
+                 else f"the last `{cls.name.value}` instance it saw" if maxsize == "1"
+                 else f"the `{cls.name.value}` instances of its latest "
+                      f"{maxsize if maxsize.isdigit() else f'`{maxsize}`'} entries")
         self.report(
             decorator,
             f"`{spelled}` on instance method `{method}` ({size}): `self` is part of every "
-            f"cache key, so the class-level cache keeps every `{cls.name.value}` instance it saw "
+            f"cache key, so the class-level cache keeps {which} "
             f"alive, with the values it returned, for as long as the process runs{held}. "
             f"{self._suggestion(node, heavy)}",
             severity=level(self._facts(cls, decorator.decorator, qualified, node, heavy, weights)),

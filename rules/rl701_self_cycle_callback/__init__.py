@@ -276,6 +276,7 @@ class SelfCycleCallback(Rule):
                 text = f"{where} = {code}"
             on = "on the instance itself" if itself else "on an object the instance reaches"
             message = f"`{text}` stores a callback that references the `{name}` instance {on}"
+        holds = "and its tensors" if heavy else "and what it holds"
         if through_cpp and where in STATE_DICT_HOOKS:
             message += (": the module's hook dict now holds the module, a reference cycle that keeps it "
                         "(and its tensors) alive until the cyclic collector runs; register the plain "
@@ -285,7 +286,7 @@ class SelfCycleCallback(Rule):
             pass
         elif through_cpp:
             message += (": autograd keeps the hook in C++, which the cycle collector cannot traverse, "
-                        f"so the `{name}` instance (and its tensors) may never be freed; use "
+                        f"so the `{name}` instance ({holds}) may never be freed; use "
                         "`weakref.WeakMethod`/`weakref.ref(self)` in the hook")
         elif how == "cached":
             kept = "the arrays the cache keeps (one per argument it saw)" if arrays is not None \
@@ -301,7 +302,7 @@ class SelfCycleCallback(Rule):
                         f"`{holder}` is a C object it cannot traverse); set `{holder}` to None on release, "
                         "or hand it a `weakref.WeakMethod`")
         else:
-            message += (": a reference cycle, so the instance (and its tensors) is freed only when the "
+            message += (f": a reference cycle, so the instance ({holds}) is freed only when the "
                         "cyclic collector runs; store `weakref.WeakMethod(...)`/`weakref.ref(self)` and "
                         "dereference it at call time, or keep the callback off the object")
         collection = how == "cached" and arrays is None and holds_callers_collection(self.ctx, cls)
