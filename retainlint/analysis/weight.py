@@ -15,7 +15,7 @@ from retainlint.project.index import qualified_in
 from retainlint.analysis.walk import children
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.cstutil import self_attribute
-
+from retainlint.project.nodes import self_attr
 
 
 _MAX_DEPTH = 8
@@ -250,10 +250,10 @@ class _Weigher:
             local_values = _ast_locals(fn)
             for n in ast.walk(fn):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                        and n.func.attr in _CONTAINER_FILLS and _self_attr(n.func.value) in names:
+                        and n.func.attr in _CONTAINER_FILLS and self_attr(n.func.value) in names:
                     fills += [(v, local_values) for v in n.args[-1:]]
                 elif isinstance(n, ast.Assign) and any(
-                        isinstance(t, ast.Subscript) and _self_attr(t.value) in names for t in n.targets):
+                        isinstance(t, ast.Subscript) and self_attr(t.value) in names for t in n.targets):
                     fills.append((n.value, local_values))
         if not fills:
             return None
@@ -315,13 +315,6 @@ class _Weigher:
 
 _MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
 _CONTAINER_FILLS = frozenset({"append", "extend", "insert", "update", "add_module"})
-
-
-def _self_attr(node: ast.AST) -> Optional[str]:
-    """`self.x` -> "x"."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return node.attr
-    return None
 
 
 def _on_self(target: ast.AST) -> bool:
@@ -429,8 +422,6 @@ def _dotted_qualname(ctx, func: ast.AST) -> Optional[str]:
         return None
     head = ctx.qualname(cst.Name(func.id)) or func.id
     return ".".join([head, *reversed(parts)])
-
-
 
 
 # Calls that build a new array or tensor, in numpy and torch (`np.indices(shape)`,

@@ -12,6 +12,7 @@ from typing import Optional
 from retainlint.project import prefilter
 from retainlint.project.names import HEAVY_TYPES, LOADERS, TENSOR_FACTORIES, absolute_import
 from retainlint.project.nodes import dotted as ast_dotted
+from retainlint.project.nodes import self_attr
 
 
 # `NAME[: ann] = {` / dict / set / defaultdict / ... at column 0 or one indentation level.
@@ -560,8 +561,6 @@ def _base_name(expr: ast.AST) -> Optional[str]:
     return None
 
 
-
-
 # -- instance memos (RL301) ---------------------------------------------------------------
 _CONTAINER_CALLS = frozenset({"dict", "set", "defaultdict", "OrderedDict"})
 
@@ -576,7 +575,7 @@ def instance_memo(nodes) -> bool:
             if isinstance(fn, _AST_FUNCTIONS) and fn.name == "__init__":
                 for stmt in fn.body:
                     if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                            and _self_attribute(stmt.targets[0]) and _new_container(stmt.value)):
+                            and self_attr(stmt.targets[0]) is not None and _new_container(stmt.value)):
                         made.add(stmt.targets[0].attr)
         if not made:
             continue
@@ -587,16 +586,11 @@ def instance_memo(nodes) -> bool:
             for node in ast.walk(fn):
                 if isinstance(node, ast.Assign):
                     for t in node.targets:
-                        if (isinstance(t, ast.Subscript) and _self_attribute(t.value)
+                        if (isinstance(t, ast.Subscript) and self_attr(t.value) is not None
                                 and t.value.attr in made and isinstance(t.slice, ast.Name)
                                 and t.slice.id in params):
                             return True
     return False
-
-
-def _self_attribute(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self")
 
 
 def _new_container(value: ast.AST) -> bool:

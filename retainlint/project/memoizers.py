@@ -16,6 +16,7 @@ factory keeping one object per name, not a decorator).
 from __future__ import annotations
 
 import ast
+from retainlint.project.nodes import self_attr
 from typing import Optional
 
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -34,9 +35,9 @@ def memoizes(fn: ast.AST, nested: list[ast.AST], owner: Optional[ast.AST] = None
         given = _attributes_from_init_params(owner)
 
         def calls_given(node: ast.AST) -> bool:
-            return isinstance(node, ast.Call) and _self_attribute(node.func) in given
+            return isinstance(node, ast.Call) and self_attr(node.func) in given
 
-        return bool(given) and _stores_results(fn, _self_attribute, calls_given)
+        return bool(given) and _stores_results(fn, self_attr, calls_given)
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     if not params or not nested:
         return False
@@ -71,13 +72,6 @@ def _new_dict(value: ast.AST) -> bool:
             and value.func.id in ("dict", "OrderedDict") and not value.args)
 
 
-def _self_attribute(node: ast.AST) -> Optional[str]:
-    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "self"):
-        return node.attr
-    return None
-
-
 def _attributes_from_init_params(cls: ast.ClassDef) -> set[str]:
     """`self.func = func` in `__init__`: the attributes holding what the instance was given
     (for a decorator class, the wrapped function)."""
@@ -86,7 +80,7 @@ def _attributes_from_init_params(cls: ast.ClassDef) -> set[str]:
             params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args)} - {"self"}
             return {target.attr for node in ast.walk(fn) if isinstance(node, ast.Assign)
                     and isinstance(node.value, ast.Name) and node.value.id in params
-                    for target in node.targets if _self_attribute(target) is not None}
+                    for target in node.targets if self_attr(target) is not None}
     return set()
 
 

@@ -25,6 +25,13 @@ def dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
+def self_attr(node: ast.AST) -> Optional[str]:
+    """`x` for `self.x`, else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
 # Nodes that open a scope: `owner(node)` is the innermost one around a node.
 OWNERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # `try: ... except* E:` (3.11)

@@ -11,6 +11,7 @@ from typing import ClassVar, Optional
 from retainlint.project.names import name_words
 from retainlint.core.config import DEFAULT_RELEASE_METHODS
 from retainlint.project.prefilter import Prefilter
+from retainlint.project.nodes import self_attr
 
 
 # Function-name words that say "this frees something".
@@ -52,12 +53,6 @@ _EMPTY_LAST = frozenset(name.rsplit(".", 1)[-1] for name in EMPTY_FACTORIES | DE
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _ast_self_attr(node: ast.AST) -> Optional[str]:
-    if type(node) is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":
-        return node.attr
-    return None
-
-
 class _Scan:
     """(1) `del <parameter>`: (function name, whether it surely counts as freeing
     something whatever the release methods are: `del self`, a cleanup name, a reclaim
@@ -92,8 +87,8 @@ class _Scan:
             returns = any(type(n) is ast.Return and n.value is not None for n in inside)
             lets_go = any(
                 (type(n) is ast.Assign and type(n.value) is ast.Constant and n.value.value is None
-                 and any(_ast_self_attr(t) for t in n.targets))
-                or (type(n) is ast.Delete and any(_ast_self_attr(t) for t in n.targets)) for n in inside)
+                 and any(self_attr(t) for t in n.targets))
+                or (type(n) is ast.Delete and any(self_attr(t) for t in n.targets)) for n in inside)
             if returns and lets_go:
                 return True
         return False
@@ -256,7 +251,7 @@ class _Scan:
                     continue
             elif kind is not ast.List or value.elts:
                 continue
-            attr = _ast_self_attr(targets[0])
+            attr = self_attr(targets[0])
             if attr is None:
                 continue
             for c, method in self._methods_around(node):
@@ -301,17 +296,17 @@ class _Scan:
                 continue
             held = handed(node)
             if held:
-                held.discard(_ast_self_attr(func.value))  # `self.x.add(...)`: its own method
+                held.discard(self_attr(func.value))  # `self.x.add(...)`: its own method
                 share(node, held)
         for node in self.nodes.of(ast.Assign):
             value = node.value
             if type(value) is ast.Attribute:  # `obj.x = self.x`
-                attr = _ast_self_attr(value)
+                attr = self_attr(value)
                 if attr in attrs and any(type(t) is ast.Attribute and not (
                         type(t.value) is ast.Name and t.value.id == "self") for t in node.targets):
                     share(node, {attr})
             elif type(value) is ast.Call and (value.args or value.keywords):  # `self.y = Runner(self.x)`
-                targets = {_ast_self_attr(t) for t in node.targets} - {None}
+                targets = {self_attr(t) for t in node.targets} - {None}
                 if targets:
                     share(node, {a for a in handed(value) if targets - {a}})
         judged_found = tuple((tuple(sorted(rebinds[c])), tuple(sorted(shares[c])))

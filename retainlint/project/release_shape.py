@@ -7,6 +7,7 @@ import ast
 from typing import Optional
 
 from retainlint.project.names import OFFLOADS, releases
+from retainlint.project.nodes import self_attr
 
 
 def release_shaped(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -26,15 +27,9 @@ def release_shaped(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 # -- what an owner releases in place (its parts' own release methods) -------------------
 
 
-def _self_attr(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return node.attr
-    return None
-
-
 def _held(node: ast.AST, aliases: dict[str, str]) -> Optional[str]:
     """`a` for `self.a`, `getattr(self, "a"[, default])` or a local bound to one."""
-    attr = _self_attr(node)
+    attr = self_attr(node)
     if attr is not None:
         return attr
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
@@ -67,7 +62,7 @@ def released_in_place(cls: ast.ClassDef, method: str) -> tuple[frozenset[str], f
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
-                    attr = _self_attr(target)
+                    attr = self_attr(target)
                     if attr is not None:
                         unbound.add(attr)
                     elif isinstance(target, ast.Name) and node.value is not None:
@@ -75,7 +70,7 @@ def released_in_place(cls: ast.ClassDef, method: str) -> tuple[frozenset[str], f
                         if held is not None:
                             aliases[target.id] = held
             elif isinstance(node, ast.Delete):
-                unbound.update(a for a in map(_self_attr, node.targets) if a)
+                unbound.update(a for a in map(self_attr, node.targets) if a)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 word = node.func.attr
                 receiver = node.func.value
@@ -208,7 +203,7 @@ def stored_exceptions(cls: ast.ClassDef) -> tuple[list[tuple[str, int, str]], se
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name != "__init__":
             for node in ast.walk(fn):
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is None:
-                    emptied.update(a for a in map(_self_attr, node.targets) if a)
+                    emptied.update(a for a in map(self_attr, node.targets) if a)
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         params = exception_params(fn)
@@ -217,7 +212,7 @@ def stored_exceptions(cls: ast.ClassDef) -> tuple[list[tuple[str, int, str]], se
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params:
                 for target in node.targets:
-                    attr = _self_attr(target)
+                    attr = self_attr(target)
                     if attr is not None:
                         found.append((attr, node.lineno, fn.name))
     return found, emptied

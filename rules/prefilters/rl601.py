@@ -7,7 +7,7 @@ import ast
 from typing import Optional
 
 from retainlint.core.config import DEFAULT_RELEASE_METHODS
-from retainlint.project.nodes import dotted as _ast_dotted
+from retainlint.project.nodes import dotted as _ast_dotted, self_attr
 from retainlint.project.prefilter import Prefilter
 from retainlint.project.release_shape import release_shaped
 
@@ -67,12 +67,6 @@ _RELEASE_TOKENS = (b"del self.", b"= None", b".clear()", b"delattr")  # the old 
 _COPY_NAMES = frozenset({"list", "dict", "tuple", "set", "frozenset", "copy", "OrderedDict"})
 
 
-def _ast_self_attr(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return node.attr
-    return None
-
-
 def _ast_self_root(node: ast.AST) -> Optional[str]:
     """`b` for `self.b.x`, `self.b[0]` (not for `self.b` itself), as `_self_root`."""
     current = node
@@ -93,7 +87,7 @@ def _release_named(nodes) -> bool:
 
 def _reads_attribute(value: ast.AST) -> bool:
     """`self.a`, `getattr(self, ...)`: what a local bound to an attribute is assigned."""
-    return _ast_self_attr(value) is not None or (
+    return self_attr(value) is not None or (
         type(value) is ast.Call and type(value.func) is ast.Name and value.func.id == "getattr")
 
 
@@ -249,7 +243,7 @@ class _Scan:
         drops: set[str] = set()  # a subset of what `_Collector` counts as dropped
 
         def assigned(target, value) -> None:
-            attr = _ast_self_attr(target)
+            attr = self_attr(target)
             if attr is not None:
                 if _none(value):
                     found.add((attr, "none"))
@@ -273,7 +267,7 @@ class _Scan:
                     t = targets.pop()
                     if isinstance(t, (ast.Tuple, ast.List)):
                         targets.extend(t.elts)
-                    elif _ast_self_attr(t) is not None:
+                    elif self_attr(t) is not None:
                         found.add((t.attr, "del"))
                         drops.add(t.attr)
             elif kind is ast.Call:
@@ -287,7 +281,7 @@ class _Scan:
             elif kind is ast.Expr:
                 call = node.value
                 if not call.args and not call.keywords:
-                    attr = _ast_self_attr(call.func.value)
+                    attr = self_attr(call.func.value)
                     if attr is not None:
                         found.add((attr, "clear"))
                         drops.add(attr)
@@ -309,7 +303,7 @@ class _Scan:
                 elif kind is ast.Call and type(node.func) is ast.Attribute:
                     if node.func.attr in READ_ONLY_METHODS:
                         continue
-                    root = _ast_self_attr(node.func.value) or _ast_self_root(node.func.value)
+                    root = self_attr(node.func.value) or _ast_self_root(node.func.value)
                     if root is None:
                         continue
                     for arg in (*node.args, *(k.value for k in node.keywords)):
@@ -318,7 +312,7 @@ class _Scan:
         return {link for link in links if link[1] in released and link[0] != link[1]}
 
     def _assign(self, target, value, holds, method: str, links: set) -> None:
-        attr = _ast_self_attr(target)
+        attr = self_attr(target)
         if attr is not None:
             if not _none(value):
                 for a, how in holds(value, 0):
@@ -344,7 +338,7 @@ class _Scan:
             names.setdefault(name, set()).add(attr)
 
         def assigned(target, value, others) -> None:
-            attr = _ast_self_attr(target)
+            attr = self_attr(target)
             if attr is not None:
                 if not _none(value):
                     for n in others:
@@ -352,7 +346,7 @@ class _Scan:
                     if isinstance(value, ast.Name):
                         bind(value.id, attr)
             elif isinstance(target, ast.Name):
-                source = _ast_self_attr(value)
+                source = self_attr(value)
                 if source is None and isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
                         and value.func.id == "getattr" and len(value.args) >= 2 \
                         and isinstance(value.args[0], ast.Name) and value.args[0].id == "self" \
@@ -421,7 +415,7 @@ class _Holds:
         self.names = names
 
     def refs(self, e: ast.AST) -> set:
-        attr = _ast_self_attr(e)
+        attr = self_attr(e)
         if attr is not None:
             return {attr}
         if type(e) is ast.Name:

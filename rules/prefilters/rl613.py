@@ -9,12 +9,9 @@ from retainlint.project.names import CLOSE_WORDS, frees
 from retainlint.project.nodes import FileNodes
 from retainlint.project.prefilter import Prefilter
 from retainlint.project.release_parts_scan import frees_a_part_elsewhere
+from retainlint.project.nodes import self_attr
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _self_attribute(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _frees_a_part(call: ast.Call, finalizer: bool) -> bool:
@@ -25,12 +22,12 @@ def _frees_a_part(call: ast.Call, finalizer: bool) -> bool:
     if word is None:
         return False
     if not finalizer:
-        return not call.args and word in CLOSE_WORDS and _self_attribute(func.value)  # type: ignore[attr-defined]
+        return not call.args and word in CLOSE_WORDS and self_attr(func.value) is not None  # type: ignore[attr-defined]
     if not frees(word):
         return False
-    if isinstance(func, ast.Attribute) and _self_attribute(func.value):
+    if isinstance(func, ast.Attribute) and self_attr(func.value) is not None:
         return True
-    return any(_self_attribute(a) for a in call.args)
+    return any(self_attr(a) is not None for a in call.args)
 
 
 class PartFreedElsewherePrefilter(Prefilter):
