@@ -175,7 +175,8 @@ def test_composite_action_on_a_pull_request_annotates_exactly_the_new_line(pr_ru
         "::error file=old.py,line=8,endLine=8,col=9,endColumn=77,"
         "title=retainlint RL501 discarded-hook-handle::handle returned by `register_bytecode_hook` is "
         "discarded: the global hook registry keeps the hook `self.second_hook` (and all it references) "
-        "alive, and nothing can remove it%0A  help (unsafe fix): Keep the handle as "
+        "alive, and nothing can remove it — keeps the `Wrapper` instance and what it holds, through the "
+        "hook `self.second_hook` for the process%0A  help (unsafe fix): Keep the handle as "
         "`self._bytecode_hook_handle` and remove it in `close()`: `self.second_hook` no longer runs "
         "after `close()`"
     ], check.stdout
