@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import call_args, decorator_names
+from retainlint.analysis.cstutil import call_args, decorator_names, is_self
 from retainlint.core.finding import Applicability, Consequence, Position, Related, Severity
 from retainlint.project.index import CACHE_DECORATORS, METHOD_NAMES
 from retainlint.project.ast_facts import LOGGERS, PROPERTIES
@@ -456,7 +456,7 @@ class Model:
         class for `self`, or called as a method on the same receiver in this file."""
         if attr in METHOD_NAMES:
             return True
-        if isinstance(owner, cst.Name) and owner.value == "self":
+        if is_self(owner):
             # `self.x` is bound only if the class defines a method `x` (a callable
             # attribute such as `self.tokenizer` is an instance, not a bound method)
             method = self.ctx.methods(cls).get(attr) if cls is not None else None

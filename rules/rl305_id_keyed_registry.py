@@ -13,6 +13,7 @@ from retainlint.analysis.heavy import find_param
 from retainlint.analysis.release import FINALIZER, fix_release_method
 from retainlint.rules.prefilters.rl305 import IdKeyedRegistryPrefilter
 from retainlint.analysis.rule import Example, RelatedNode, Rule
+from retainlint.analysis.cstutil import is_self
 from retainlint.analysis.holding import (
     Scopes,
     ctx_code,
@@ -569,7 +570,7 @@ def _unique_value(ctx, value: cst.BaseExpression, owner_id: bool = False) -> boo
     return any(
         ctx.qualname(c.func) in _FRESH_CALLS or (
             owner_id and ctx.qualname(c.func) in _ID and len(c.args) == 1
-            and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value == "self")
+            and is_self(c.args[0].value))
         for c in calls.found)
 
 

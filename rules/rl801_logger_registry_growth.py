@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_functions, decorator_names
+from retainlint.analysis.cstutil import body_functions, decorator_names, is_self
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
@@ -547,7 +547,7 @@ if __name__ == "__main__":
         if self._volatile(name):
             return f"`{_short(text)}`"
         owner = attr.value
-        if isinstance(owner, cst.Name) and owner.value == "self" and cls is not None:
+        if is_self(owner) and cls is not None:
             # what the class assigns to `self.<name>`
             for method in self.ctx.methods(cls).values():
                 for assigned, _ in self.ctx.heavy.local_assignments(method).get(f"self.{name}", ()):
@@ -662,7 +662,7 @@ if __name__ == "__main__":
         if isinstance(expr, cst.Attribute):
             if self.ctx.qualname(expr) == "logging.root":
                 return text
-            if isinstance(expr.value, cst.Name) and expr.value.value == "self" and cls is not None:
+            if is_self(expr.value) and cls is not None:
                 for method in self.ctx.methods(cls).values():
                     for assigned, _ in self.ctx.heavy.local_assignments(method).get(
                             f"self.{expr.attr.value}", ()):

@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import FinallyWrites, OwnScopeVisitor, body_functions
+from retainlint.analysis.cstutil import FinallyWrites, OwnScopeVisitor, body_functions, is_self
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
@@ -115,7 +115,7 @@ class Stepper:
         writes = FinallyWrites()
         visit(node, writes)
         reset = {t.attr.value for t, _ in writes.writes if isinstance(t, cst.Attribute)
-                 and isinstance(t.value, cst.Name) and t.value.value == "self"}
+                 and is_self(t.value)}
         for line, assign, attr, method, heavy, what in stores:
             if attr in reset or _read_back(self.ctx.module, attr) or self._read_by_base(node, attr):
                 continue
@@ -181,8 +181,7 @@ class _PerCallStores(OwnScopeVisitor):
         heavy, what = kind
         for t in node.targets:
             target = t.target
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                    and target.value.value == "self" and _private(target.attr.value):
+            if isinstance(target, cst.Attribute) and is_self(target.value) and _private(target.attr.value):
                 self.stores.append((self._line, node, target.attr.value, self.method, heavy, what))
 
     def _per_call(self, value: cst.BaseExpression) -> Optional[tuple[bool, str]]:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor
+from retainlint.analysis.cstutil import OwnScopeVisitor, is_self
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
 from retainlint.core.finding import Applicability, Consequence, Severity
@@ -169,8 +169,7 @@ class Resolver:
                 base = target
                 while isinstance(base, cst.Subscript):  # `self._vars[name] = ContextVar(name)`
                     base = base.value
-                if isinstance(base, cst.Attribute) and isinstance(base.value, cst.Name) \
-                        and base.value.value == "self":
+                if isinstance(base, cst.Attribute) and is_self(base.value):
                     return ("self", base.attr.value)
                 if isinstance(target, cst.Name) and not self._declared_global(target.value):
                     return ("local", target.value)

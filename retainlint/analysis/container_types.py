@@ -12,6 +12,7 @@ import libcst as cst
 
 from retainlint.analysis.heavy import find_param
 from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, TENSOR_TYPES as _TENSOR_TYPES, UNION_WRAPPERS
+from retainlint.analysis.cstutil import is_self
 
 # annotations whose outer type we replace by the weak container
 _DICT_ANNS = frozenset({"dict", "builtins.dict", "typing.Dict", "typing_extensions.Dict"})
@@ -282,8 +283,7 @@ class ContainerTypes:
         if (
             isinstance(expr, cst.Attribute)
             and cls is not None
-            and isinstance(expr.value, cst.Name)
-            and expr.value.value == "self"
+            and is_self(expr.value)
         ):
             attr = expr.attr.value
             kinds = set()

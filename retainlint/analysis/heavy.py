@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression, body_functions, body_statements
+from retainlint.analysis.cstutil import OwnScopeVisitor, annotation_expression, body_functions, body_statements, is_self
 from retainlint.analysis.walk import children, visit
 from retainlint.project.names import HEAVY_TYPES, LOADERS, TENSOR_FACTORIES, TENSOR_TYPES, UNION_WRAPPERS
 
@@ -129,7 +129,7 @@ class HeavyOracle:
         if isinstance(expr, cst.Call):
             return self._is_heavy_call(expr, function, cls, _depth)
         if isinstance(expr, cst.Attribute) and cls is not None:
-            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            if is_self(expr.value):
                 return self._is_heavy_attribute(cls, expr.attr.value, _depth)
         return False
 
@@ -198,8 +198,7 @@ def target_key(target: cst.BaseExpression) -> Optional[str]:
         return target.value
     if (
         isinstance(target, cst.Attribute)
-        and isinstance(target.value, cst.Name)
-        and target.value.value == "self"
+        and is_self(target.value)
     ):
         return f"self.{target.attr.value}"
     return None

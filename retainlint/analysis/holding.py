@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional
 import libcst as cst
 from retainlint.project.names import WRAPPING_CALLS
-from retainlint.analysis.cstutil import body_functions
+from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.function_names import FunctionNames, function_bindings
 from retainlint.analysis.walk import visit
@@ -280,7 +280,7 @@ def holds_heavy(ctx, expr: Optional[cst.BaseExpression], function, cls, depth: i
         return any(
             holds_heavy(ctx, e.value, function, cls, depth + 1) for e in expr.elements
         )
-    if isinstance(expr, cst.Name) and expr.value == "self" and cls is not None:
+    if is_self(expr) and cls is not None:
         return has_heavy_attribute(ctx, cls)
     if isinstance(expr, cst.Attribute) and cls is not None and ctx_code(ctx, expr.value) == "self":
         return has_heavy_attribute(ctx, cls, expr.attr.value) or (
@@ -469,8 +469,7 @@ class _OtherBindings(cst.CSTVisitor):
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._check(element.value)
-        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                and target.value.value == "self" and target.attr.value == self.attr:
+        elif isinstance(target, cst.Attribute) and is_self(target.value) and target.attr.value == self.attr:
             self.found = True
 
     def visit_Assign(self, node: cst.Assign) -> None:

@@ -28,6 +28,7 @@ from retainlint.analysis.container_types import ContainerTypes, first_slice
 from retainlint.analysis.function_names import FunctionNames, function_bindings
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.walk import visit
+from retainlint.analysis.cstutil import is_self
 
 
 
@@ -93,8 +94,7 @@ def instance_definitions(init: cst.FunctionDef) -> list:
         if isinstance(stmt, cst.SimpleStatementLine):
             found += [s for s in stmt.body if isinstance(s, cst.Assign) and len(s.targets) == 1
                       and isinstance(s.targets[0].target, cst.Attribute)
-                      and isinstance(s.targets[0].target.value, cst.Name)
-                      and s.targets[0].target.value.value == "self"]
+                      and is_self(s.targets[0].target.value)]
     return found
 
 
@@ -205,8 +205,7 @@ class ContainerTracker(ContainerTypes):
                 or not any(node is d for d in instance_definitions(fn))):
             return False
         target = node.targets[0].target
-        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
-                and target.value.value == "self"):
+        if not (isinstance(target, cst.Attribute) and is_self(target.value)):
             return False
         where = ("instance", cls.name.value)
         key = (where, target.attr.value)
@@ -404,8 +403,7 @@ class ContainerTracker(ContainerTypes):
                 isinstance(owner, cst.Call)
                 and self.ctx.qualname(owner.func) in ("type", "builtins.type")
                 and len(owner.args) == 1
-                and isinstance(owner.args[0].value, cst.Name)
-                and owner.args[0].value.value == "self"
+                and is_self(owner.args[0].value)
                 and scope.classes
             ):
                 return ("c", scope.classes[-1].name.value, attr)

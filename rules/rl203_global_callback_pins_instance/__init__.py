@@ -292,7 +292,7 @@ class GlobalCallbackPinsInstance(Rule):
         pins_self = what is not None
         if what is None:
             for value in extra:  # `atexit.register(cleanup, self)`
-                if isinstance(value, cst.Name) and value.value == "self":
+                if is_self(value):
                     what, pins_self = "`self` (passed as an argument)", True
                     break
         if what is None:

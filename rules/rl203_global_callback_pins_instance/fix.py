@@ -37,8 +37,8 @@ class UnregisterFix:
         itself or calls it on `self` -, and where the release's end is reached."""
         callback = reg.callback
         if not (
-            reg.kind == "atexit" and isinstance(callback, cst.Attribute) and isinstance(callback.value, cst.Name)
-            and callback.value.value == "self" and self.classes.method(reg.cls, callback.attr.value) is not None
+            reg.kind == "atexit" and isinstance(callback, cst.Attribute) and is_self(callback.value)
+            and self.classes.method(reg.cls, callback.attr.value) is not None
         ):
             return None  # only `self.<method>` can be named again in the release method
         release = fix_release_method(self.ctx, reg.cls)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import decorator_names
+from retainlint.analysis.cstutil import decorator_names, is_self
 from retainlint.analysis.walk import visit
 from retainlint.rules.rl203_global_callback_pins_instance.classes import ClassLookup
 from retainlint.rules.rl203_global_callback_pins_instance.facts import FileFacts
@@ -41,7 +41,7 @@ class Pins:
                 if value is not None and self.pins_self(value, fn, cls, depth + 1):
                     return f"`{expr.value}` (built from `self`)"
             return None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        if isinstance(expr, cst.Attribute) and is_self(expr.value):
             if self.bound_method(cls, expr.attr.value, depth):
                 return f"the bound method `{code(expr)}`"
             return None
@@ -53,7 +53,7 @@ class Pins:
                     return f"`{code(expr.func)}(...)` over `self`"
                 return None
             func = expr.func
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            if isinstance(func, cst.Attribute) and is_self(func.value):
                 method = self.classes.method(cls, func.attr.value)
                 if method is not None and _returns_closure_over_self(method):
                     return f"the closure returned by `{code(func)}()` (it uses `self`)"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import OwnScopeVisitor
+from retainlint.analysis.cstutil import OwnScopeVisitor, is_self
 from retainlint.analysis.walk import visit
 from retainlint.rules.rl702_stored_exception_frames.names import _target_names
 
@@ -217,8 +217,7 @@ class _Clearing(cst.CSTVisitor):
     def _is_attr(self, node) -> bool:
         return (
             isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.value.value == "self"
+            and is_self(node.value)
             and node.attr.value == self.attr
         )
 
