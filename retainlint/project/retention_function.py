@@ -129,15 +129,41 @@ class FunctionFacts:
             self.awaits = sorted(self.awaits + exits)
         first = len(self.facts.growth)
         for stmt in statements(self.node.body):
-            self.fragile = bool(self.awaits) and id(stmt) not in self.covered and self.awaits[0] < stmt.lineno
+            self.fragile = id(stmt) not in self.covered and any(
+                a < stmt.lineno and not self._apart(a, stmt.lineno) for a in self.awaits)
             self._statement(stmt, guarded)
         self.fragile = False
         for i in range(first, len(self.facts.growth)):
             g = self.facts.growth[i]
             line = self.success_drops.get(g.holder)
             if line is not None and g.holder not in self.firm_drops \
-                    and any(g.site.line < a < line for a in self.awaits):
+                    and any(g.site.line < a < line and not self._apart(a, line) for a in self.awaits):
                 self.facts.growth[i] = replace(g, undone_on_success=True)
+
+    def _apart(self, first: int, then: int) -> bool:
+        """Are lines `first` and `then` in branches no run takes both of: the `if` and the
+        `else` (an `elif` included) of one `if`, two handlers of one `try`, two cases of one
+        `match`, none of them inside a loop of this function (a pass through one branch may
+        come before the next pass through the other)?"""
+        return any(a[0] <= first <= a[1] and b[0] <= then <= b[1] for a, b in self._branch_pairs)
+
+    @cached_property
+    def _branch_pairs(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """(earlier, later) line spans of branches that exclude each other, outside loops."""
+        loops = [(n.lineno, n.end_lineno or n.lineno)
+                 for n in self.facts.nodes.own(self.node, ast.For, ast.AsyncFor, ast.While)]
+        pairs = []
+        for node in self.facts.nodes.own(self.node, ast.If, ast.Try, ast.Match, *TRY_STAR):
+            if any(start <= node.lineno <= end for start, end in loops):
+                continue
+            if isinstance(node, ast.If):
+                spans = [(b[0].lineno, b[-1].end_lineno or b[-1].lineno) for b in (node.body, node.orelse) if b]
+            else:  # a handler from its `except` line: an `except` that leaves counts there
+                parts = node.cases if isinstance(node, ast.Match) else getattr(node, "handlers")
+                spans = [(getattr(p, "lineno", p.body[0].lineno), p.body[-1].end_lineno or p.body[-1].lineno)
+                         for p in parts]
+            pairs += [(x, y) for i, x in enumerate(spans) for y in spans[i + 1:]]
+        return pairs
 
     @cached_property
     def _context_manager(self) -> bool:

@@ -76,6 +76,38 @@ def test_a_removal_only_the_successful_path_reaches_leaves_each_failed_call_entr
     assert _check(tmp_path / "entry", {"gateway.py": entry.format(drop="")}) == []
 
 
+EVENTS = """\
+    class Connection:
+        def __init__(self):
+            self.streams = {{}}
+
+        async def handle_event(self, event):
+            if event.kind == "open":
+                self.streams[event.id] = event.stream
+                await self.send(event)
+            elif event.kind == "closed":
+                {drop}
+    """
+
+
+def test_an_await_in_another_branch_does_not_come_before_a_removal(tmp_path):
+    """The `await` is on the `if` branch, the removal on the `elif`: no path reaches both, so
+    the removal runs whenever a stream closes (hypercorn 0.18.0's HTTP/3 streams, after its fix)."""
+    assert _check(tmp_path / "branches", {"conn.py": EVENTS.format(drop="self.streams.pop(event.id, None)")}) == []
+    # on the same path after the `await`, a call that fails there leaves its entry
+    same_path = EVENTS.format(drop="await self.flush(event)\n                self.streams.pop(event.id, None)")
+    found = _check(tmp_path / "path", {"conn.py": same_path})
+    assert [(line, code) for line, code, _, _ in found] == [(7, "RL307")]
+    # in a loop, one pass's `await` comes before the next pass's removal
+    looped = textwrap.dedent(EVENTS.format(drop="self.streams.pop(event.id, None)")).replace(
+        "    async def handle_event(self, event):\n", "    async def handle_events(self, events):\n      for event in events:\n")
+    looped = looped.replace("\n        if ", "\n          if ").replace("\n        elif ", "\n          elif ")
+    looped = looped.replace("\n            self.streams[", "\n              self.streams[").replace(
+        "\n            await", "\n              await").replace("\n            self.streams.pop", "\n              self.streams.pop")
+    found = _check(tmp_path / "loop", {"conn.py": looped})
+    assert [(line, code) for line, code, _, _ in found] == [(8, "RL307")], looped
+
+
 def test_an_object_whose_methods_are_handlers_outlives_the_requests_it_keeps(tmp_path):
     worker = """\
         class Worker:
