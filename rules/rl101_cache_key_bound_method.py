@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import call_args, decorator_names, is_self
+from retainlint.analysis.cstutil import cache_maxsize, decorator_names, is_self
 from retainlint.core.finding import Applicability, Consequence, Position, Related, Severity
 from retainlint.project.index import CACHE_DECORATORS, METHOD_NAMES
 from retainlint.project.ast_facts import LOGGERS, PROPERTIES
@@ -381,12 +381,8 @@ class Model:
                 continue
             absolute = self.ctx.absolute(qualified)
             resolved = qualified if qualified in CACHE_DECORATORS else self.ctx.index.resolve(absolute) or absolute
-            if resolved == "functools.cache":
-                return "None"
             if resolved in CACHE_DECORATORS:
-                positional, keywords = call_args(expr) if isinstance(expr, cst.Call) else ([], {})
-                given = keywords["maxsize"] if "maxsize" in keywords else positional[0] if positional else None
-                return self.ctx.code(given.value) if given is not None else "128"
+                return cache_maxsize(self.ctx, expr, resolved)
         return None
 
     def _cached_static_method(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:

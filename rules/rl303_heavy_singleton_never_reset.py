@@ -14,7 +14,7 @@ from retainlint.rules.prefilters.rl303 import (
     imported_as_module,
     used_anywhere,
 )
-from retainlint.analysis.cstutil import OwnScopeVisitor
+from retainlint.analysis.cstutil import OwnScopeVisitor, cache_maxsize
 from retainlint.analysis.module_caches import builds_own, cache_decorator, cleared_in_project
 from retainlint.analysis.rule import Example, RelatedNode, Rule
 from retainlint.analysis.weight import substantial_value
@@ -558,11 +558,9 @@ def load_head(dim: int):
 
     def _maxsize(self, decorator: cst.BaseExpression) -> Optional[str]:
         """An `lru_cache`'s `maxsize` as written (`"128"` by default); None when unbounded."""
-        call = decorator if isinstance(decorator, cst.Call) else None
-        arg = next((a for a in call.args if a.keyword is None or a.keyword.value == "maxsize"), None) if call else None
-        if arg is None:
-            return "128" if self.ctx.qualname(call.func if call else decorator) == "functools.lru_cache" else None
-        return None if self.ctx.code(arg.value).strip() == "None" else " ".join(self.ctx.code(arg.value).split())
+        called = decorator.func if isinstance(decorator, cst.Call) else decorator
+        size = cache_maxsize(self.ctx, decorator, self.ctx.qualname(called) or "")
+        return None if size == "None" else size
 
     def _array_table(self, fn: cst.FunctionDef, returns: list[cst.Return]) -> Optional[cst.Return]:
         """A loader: the function returns a container it made empty and fills, in a loop

@@ -9,6 +9,7 @@ import libcst as cst
 
 from retainlint.analysis.imports import dotted_name
 from retainlint.analysis.walk import visit
+from retainlint.project.index import CACHE_DECORATORS
 
 if TYPE_CHECKING:
     from retainlint.analysis.context import FileContext
@@ -102,6 +103,20 @@ def name_bindings(statements: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.Name,
 
 def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
     return [s for s in body_statements(cls) if isinstance(s, cst.FunctionDef)]
+
+def cache_maxsize(ctx: "FileContext", decorator: cst.BaseExpression, qualified: str) -> Optional[str]:
+    """The `maxsize` of a cache decorator (`qualified`: what it resolves to) as written:
+    `"None"` when unbounded (`functools.cache`, `maxsize=None`), `"128"` for `lru_cache`'s
+    default; None when unknown (a project's own wrapper given none)."""
+    if qualified == "functools.cache":
+        return "None"
+    if isinstance(decorator, cst.Call):
+        positional, keywords = call_args(decorator)
+        given = keywords["maxsize"] if "maxsize" in keywords else positional[0] if positional else None
+        if given is not None and (qualified in CACHE_DECORATORS or "maxsize" in keywords):
+            return " ".join(ctx.code(given.value).split())
+    return "128" if qualified in CACHE_DECORATORS else None
+
 
 def call_args(call: cst.Call) -> tuple[list[cst.Arg], dict[str, cst.Arg]]:
     """Positional and keyword arguments (starred ones count as neither)."""

@@ -61,6 +61,7 @@ def hooks_of(hooked: str, hook: str) -> str:
     held = _HOOK_DICTS.get(hook)
     return f"the hooks of `{hooked}`" + (f" (its `{held}`)" if held else "")
 
+
 # `nn.Module` / optimizer state-dict hooks (public and the older private spellings).
 STATE_DICT_HOOKS = frozenset(
     {

@@ -16,8 +16,9 @@ factory keeping one object per name, not a decorator).
 from __future__ import annotations
 
 import ast
-from retainlint.project.nodes import self_attr
 from typing import Optional
+
+from retainlint.project.nodes import self_attr
 
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

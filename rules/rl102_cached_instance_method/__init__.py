@@ -14,7 +14,7 @@ import libcst as cst
 import libcst.helpers
 
 from retainlint.project.names import NOT_INSTANCE_DECORATORS
-from retainlint.analysis.cstutil import body_functions, body_statements, call_args, is_self, self_attribute
+from retainlint.analysis.cstutil import body_functions, body_statements, cache_maxsize, call_args, is_self, self_attribute
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.hooks import local_bases
 from retainlint.analysis.weight import weigher
@@ -97,7 +97,7 @@ class CachedInstanceMethod(Rule):
         # only when the class holds some (a rotary embedding module has none)
         held = f"; `{cls.name.value}` holds weights, and they stay allocated with it" if weights else ""
         # a bound keeps the instances of the latest entries, not all it saw
-        maxsize = self._maxsize(decorator.decorator, qualified)
+        maxsize = cache_maxsize(self.ctx, decorator.decorator, qualified)
         which = (f"every `{cls.name.value}` instance it saw" if maxsize in (None, "None")
                  else f"the last `{cls.name.value}` instance it saw" if maxsize == "1"
                  else f"the `{cls.name.value}` instances of its latest "
@@ -110,17 +110,16 @@ class CachedInstanceMethod(Rule):
             f"{self._suggestion(node, heavy)}",
             severity=level(self._facts(cls, decorator.decorator, qualified, node, heavy, weights)),
             related=[RelatedNode(f"class `{cls.name.value}`", cls.name)],
-            consequence=self._consequence(cls, node, decorator.decorator, qualified, weights),
+            consequence=self._consequence(cls, node, maxsize, weights),
         )
 
-    def _consequence(self, cls: cst.ClassDef, fn: cst.FunctionDef, expr: cst.BaseExpression,
-                     qualified: str, weights: bool) -> Consequence:
+    def _consequence(self, cls: cst.ClassDef, fn: cst.FunctionDef, maxsize: Optional[str],
+                     weights: bool) -> Consequence:
         """Every instance the method saw, with its arguments and results, in the cache on
         the function (the class's, for the process); without a bound (a project wrapper
         counts as unbounded, as in `_grows`) one entry more per instance and arguments -
         per arguments only for the instance the process makes once."""
         name, method = cls.name.value, fn.name.value
-        maxsize = self._maxsize(expr, qualified)
         bounded = maxsize not in (None, "None")
         p = fn.params
         keys = [*p.posonly_params, *p.params, *p.kwonly_params][1:]
@@ -148,7 +147,7 @@ class CachedInstanceMethod(Rule):
         platform, an environment) is kept no longer than it lives anyway. Light and bounded:
         a few small values."""
         grows = heavy and self._grows(fn, expr, qualified)
-        maxsize = self._maxsize(expr, qualified)
+        maxsize = cache_maxsize(self.ctx, expr, qualified)
         if self.ctx.classes.get(cls.name.value) is cls and lives_for_the_process(
                 self.ctx.index, f"{self.ctx.module_name}.{cls.name.value}"):
             return Facts(heavy=weights, grows=grows, meant_to_go=False)
@@ -274,26 +273,13 @@ class CachedInstanceMethod(Rule):
         """Can the cache grow without bound: not bounded by a `maxsize` (a project wrapper
         without one counts as unbounded), and keyed by more than the device or dtype (one
         entry per device is as many as the machine has)?"""
-        if self._maxsize(expr, qualified) not in (None, "None"):
+        if cache_maxsize(self.ctx, expr, qualified) not in (None, "None"):
             return False
         p = fn.params
         keys = [param for param in (*p.posonly_params, *p.params, *p.kwonly_params)][1:]
         if isinstance(p.star_arg, cst.Param) or isinstance(p.star_kwarg, cst.Param):
             return True
         return not all(_per_device(self.ctx, param) for param in keys)
-
-    def _maxsize(self, expr: cst.BaseExpression, qualified: str) -> Optional[str]:
-        """The cache's `maxsize` as written (`"128"` for `lru_cache`'s default, `"None"`
-        when unbounded), or None when unknown (a project wrapper given none)."""
-        if qualified in _UNBOUNDED_BY_DEFAULT:
-            return "None"
-        if isinstance(expr, cst.Call):
-            positional, keywords = call_args(expr)
-            if "maxsize" in keywords:
-                return self.ctx.code(keywords["maxsize"].value)
-            if positional and qualified in CACHE_DECORATORS:
-                return self.ctx.code(positional[0].value)
-        return "128" if qualified in CACHE_DECORATORS else None
 
     def _size(self, expr: cst.BaseExpression, qualified: str) -> str:
         if qualified not in CACHE_DECORATORS:
