@@ -36,6 +36,12 @@ method, or a method decorated as a route), a method runs a serve loop (`while Tr
 `__init__` makes and keeps a worker pool (`self._pool = ThreadPoolExecutor()`: it exists to
 run many submissions).
 
+An object also outlives what it hands out: a method that makes an object, keeps it and
+returns it (`c = Cursor(self); self.cursors.append(c); return c`) keeps every one after its
+user is done with it (a memo handing the same object out again does not count, nor an
+owner the code makes per call). A removal through the object itself
+(`self.owner.cursors.remove(self)` in the cursor's `close()`) takes each out as it ends.
+
 Removals count by path. A removal in an `async` method after an `await`, or in a
 context manager's generator after the `yield` every path reaches, outside `finally` and
 `except`, runs only when the call gets that far: a call that fails or is cancelled there,
@@ -133,7 +139,9 @@ SERVER = JobServer()
             lifetime = {"process": f"a `{owner}` lives for the process",
                         "serves": f"a `{owner}` serves many requests (its methods are handlers, a serve "
                                   "loop, or start and stop, or it keeps a worker pool)",
-                        "outlives": f"a `{owner}` outlives the calls that add to it"}[outlives]
+                        "outlives": f"a `{owner}` outlives the calls that add to it",
+                       "hands out": f"a `{owner}` keeps every object it hands out (`{g.value}`), after "
+                                    "its user is done with it"}[outlives]
             how = how_dropped(index, g.holder)
             removal = {"success": "its entries are removed only past an `await`, a context manager's `yield` "
                                   "or an `except` that returns or raises (outside `finally`), so a call that "

@@ -280,16 +280,24 @@ def made_per_call(cls: str, facts: ModuleFacts, index: Optional["ProjectIndex"] 
     or (with the project's `index`) by any file of the project? A class named for a
     per-call role (`Session`) that the project makes once, at start-up, is not: where it
     is made says more than its name."""
-    if cls in facts.made_per_call or index is not None and index.ask(_made_per_call_somewhere, cls):
+    if seen_made_per_call(cls, facts, index):
         return True
     return _role(cls, _PER_CALL_ROLES) and not (index is not None and index.ask(_made_at_start, cls))
+
+
+def seen_made_per_call(cls: str, facts: ModuleFacts, index: Optional["ProjectIndex"] = None) -> bool:
+    """Does the code show instances of `cls` made per request or per call (its name aside)?"""
+    return cls in facts.made_per_call or index is not None and index.ask(_made_per_call_somewhere, cls)
 
 
 def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Growth) -> Optional[str]:
     """Why the instance holding `g`'s container outlives the calls that add to it: "process"
     (one is made for the process), "serves" (its methods serve requests), "outlives" (the
     adding call removes its entry only when it succeeds, and instances are not made per
-    call); None when none of these is shown (RL307 then says nothing)."""
+    call), "hands out" (the adding call makes the entry and returns it: each object it
+    hands out stays as long as the holder, however soon its user is done with it, and the
+    code makes no instance per call); None when none of these is shown (RL307 then says
+    nothing)."""
     cls = g.holder.partition("()")[0]
     if lives_for_the_process(index, cls):
         return "process"
@@ -297,6 +305,10 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
         return "serves"
     if g.undone_on_success and not made_per_call(cls, facts, index):
         return "outlives"
+    # An owner named for a per-call role (a `Connection`) still hands out many children
+    # (cursors, channels, streams) in its life: only code making one per call says otherwise.
+    if g.handed_out and not seen_made_per_call(cls, facts, index):
+        return "hands out"
     return None
 
 

@@ -44,6 +44,10 @@ class Growth:
     # the key is a counter the adding function advances (`self._next_id += 1`): a new slot
     # per call, never the same key twice
     counted: bool
+    # the function makes the value it adds and returns it (`c = Cursor(); self._cursors.append(c);
+    # return c`), not a memo's: the holder keeps every object it hands out, however soon its
+    # caller drops it
+    handed_out: bool
     site: Site
 
 

@@ -202,12 +202,17 @@ class FunctionFacts:
                 found.append(handler.lineno)
         return found
 
-    def _drop(self, holder: str) -> None:
+    def _drop(self, holder: str, owner: Optional[ast.AST] = None) -> None:
         """Something here removes from, rebinds or hands on `holder`: a release wherever
         the call ends, only when it gets that far, or only when the owner is torn down.
         (In a lambda, a callback: it runs whenever it is called, `add_done_callback(lambda
-        _: self.tasks.pop(k))` when the task ends, however this function goes on.)"""
-        if self.in_callback:
+        _: self.tasks.pop(k))` when the task ends, however this function goes on.) `owner`:
+        the object whose attribute `holder` is, when the code spells it (`x` of
+        `x.attr.pop()`); another object's container emptied as this one is torn down
+        (`self._connection.cursors.remove(self)` in a cursor's `close()`) loses an entry
+        each time one of these objects ends, not once when its holder does."""
+        foreign = owner is not None and not (isinstance(owner, ast.Name) and owner.id == self.me)
+        if self.in_callback or (self.teardown and foreign and not self.fragile):
             self.firm_drops.add(holder)
             self.facts.drops.add(holder)
         elif self.fragile:
@@ -272,7 +277,7 @@ class FunctionFacts:
             for target in stmt.targets:
                 inner = target.value if isinstance(target, ast.Subscript) else target
                 if isinstance(inner, ast.Attribute):
-                    self._drop("." + inner.attr)
+                    self._drop("." + inner.attr, inner.value)
                 named = self.holder(target.value if isinstance(target, ast.Subscript) else target)
                 if named:
                     self._drop(named[0])
@@ -299,7 +304,7 @@ class FunctionFacts:
     def _call(self, call: ast.Call, stmt: ast.stmt, guarded: set[str]) -> None:
         if isinstance(call.func, ast.Attribute) and call.func.attr in DROP_CALLS \
                 and isinstance(call.func.value, ast.Attribute):
-            self._drop("." + call.func.value.attr)  # any class's `x.attr.pop(...)`
+            self._drop("." + call.func.value.attr, call.func.value.value)  # any class's `x.attr.pop(...)`
         if isinstance(call.func, ast.Attribute):
             named = self.holder(call.func.value)
             if named:
@@ -365,7 +370,20 @@ class FunctionFacts:
             self.node.name == "__init__", holder in guarded or self.memoised,
             pins, self.registers and not self._made_here(value), False,
             key is not None and self._advances(key),
+            holder not in guarded and not self.memoised and self._hands_out(value),
             self.facts.lines.site(stmt, stmt)))
+
+    def _hands_out(self, value: Optional[ast.AST]) -> bool:
+        """Is the added value an object this call makes (`c = Cursor(...)`, a class by its
+        capital) and returns (`return c`)? (Not in a memo, which hands the same one out again.)"""
+        if not isinstance(value, ast.Name):
+            return False
+        own = self.facts.nodes.own
+        made = any(isinstance(a.value, ast.Call) and last_name(a.value.func)[:1].isupper()
+                   and any(isinstance(t, ast.Name) and t.id == value.id for t in a.targets)
+                   for a in own(self.node, ast.Assign))
+        return made and any(isinstance(r.value, ast.Name) and r.value.id == value.id
+                            for r in own(self.node, ast.Return))
 
     def _made_here(self, value: Optional[ast.AST]) -> bool:
         """Is the stored value a callback this call makes (a nested `def`, a lambda, a

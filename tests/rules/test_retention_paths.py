@@ -134,6 +134,57 @@ def test_an_object_whose_methods_are_handlers_outlives_the_requests_it_keeps(tmp
     assert _check(tmp_path / "callback", {"worker.py": callback.format(cancel="break")}) == []
 
 
+POOL = """\
+    class Cursor:
+        def __init__(self, client, owner):
+            self.client = client
+            self.owner = owner
+
+        def close(self):
+            self.client.disconnect()
+            {close}
+
+
+    class Connection:
+        def __init__(self):
+            self.cursors = []
+
+        def cursor(self):
+            made = Cursor(make_client(), self)
+            self.cursors.append(made)
+            return made
+    """
+
+
+def test_an_owner_that_keeps_every_object_it_hands_out_grows_with_each(tmp_path):
+    """clickhouse-driver 0.2.5's `Connection.cursor()`: each cursor handed out stays in the
+    connection's list after its user closes it; 0.2.6 takes it out in the cursor's `close()`."""
+    found = _check(tmp_path / "bug", {"db.py": POOL.format(close="")}, "RL307")
+    assert [(line, code, severity) for line, code, severity, _ in found] == [(17, "RL307", "warning")]
+    assert "a `Connection` keeps every object it hands out (`made`)" in found[0][3]
+    # the object's own teardown takes it out of its owner's list: one entry less per cursor closed
+    fixed = POOL.format(close="self.owner.cursors.remove(self)")
+    assert _check(tmp_path / "fixed", {"db.py": fixed}, "RL307") == []
+    # kept but not handed out (a log of what was made), or handed out but made elsewhere: no
+    # sign the caller drops it while the owner lives
+    kept = POOL.format(close="").replace("            return made\n", "")
+    assert _check(tmp_path / "kept", {"db.py": kept}, "RL307") == []
+    # a memo hands the same object out again (lmdeploy 0.18.0's workspace per CUDA stream)
+    memo = POOL.format(close="").replace("""\
+            made = Cursor(make_client(), self)
+            self.cursors.append(made)""", """\
+            made = self.cursors.get(key)
+            if made is None:
+                made = Cursor(make_client(), self)
+                self.cursors[key] = made""").replace("def cursor(self)", "def cursor(self, key)").replace(
+        "self.cursors = []", "self.cursors = {}")
+    assert "self.cursors[key] = made" in memo
+    assert _check(tmp_path / "memo", {"db.py": memo}, "RL307") == []
+    # made per request by the code itself: the owner goes with the request, and its cursors with it
+    per_request = POOL.format(close="") + "\n    def handle_request(request):\n        Connection().cursor()\n"
+    assert _check(tmp_path / "per_request", {"db.py": per_request}, "RL307") == []
+
+
 def test_a_container_emptied_only_when_its_owner_stops_still_grows_while_it_serves(tmp_path):
     found = _check(tmp_path, {"queue.py": """\
         class Queue:
