@@ -9,7 +9,7 @@ from typing import Optional
 from retainlint.project.nodes import dotted
 from retainlint.project.retention_facts import Site
 from retainlint.project.retention_shapes import (
-    FUNCTIONS, last_name, container_kind, bindings, statements)
+    FUNCTIONS, last_name, container_kind, bindings, field_container_kind, statements)
 
 
 class Lines:
@@ -62,12 +62,15 @@ class Holders:
         self.methods[node.name] = {f.name for f in node.body if isinstance(f, FUNCTIONS)
                                    and not any("property" in (dotted(d) or "") or last_name(d) in _NOT_BOUND
                                                for d in f.decorator_list)}
+        kept = self.instance.setdefault(node.name, {})
         for item in node.body:
             for target, value in bindings(item):
                 kind = container_kind(value)
                 if isinstance(target, ast.Name) and kind is not None:
                     own[target.id] = kind
-        kept = self.instance.setdefault(node.name, {})
+                field = field_container_kind(value)
+                if isinstance(target, ast.Name) and field is not None:
+                    kept[target.id] = field  # made anew for each instance
         for method in node.body:
             if not isinstance(method, FUNCTIONS) or method.name != "__init__" or not method.args.args:
                 continue

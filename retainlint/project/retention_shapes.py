@@ -234,6 +234,23 @@ def container_kind(value: Optional[ast.AST]) -> Optional[str]:
     return None
 
 
+# A class-body field that gives each instance a container of its own: dataclasses' and
+# pydantic's `field(default_factory=dict)`, attrs' `field(factory=list)` and `attr.ib(factory=...)`.
+_FIELDS = frozenset({"field", "Field", "ib", "attrib"})
+
+
+def field_container_kind(value: Optional[ast.AST]) -> Optional[str]:
+    """The kind of container a class-body field makes per instance, or None."""
+    if not (isinstance(value, ast.Call) and last_name(value.func) in _FIELDS):
+        return None
+    factory = next((k.value for k in value.keywords if k.arg in ("default_factory", "factory")), None)
+    if isinstance(factory, ast.Lambda):
+        return container_kind(factory.body)
+    if isinstance(factory, (ast.Name, ast.Attribute)):
+        return container_kind(ast.Call(func=factory, args=[], keywords=[]))
+    return None
+
+
 def names_in(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 

@@ -97,6 +97,36 @@ def test_instance_containers_count_only_on_objects_that_live_for_the_process(tmp
     assert "a `Router` lives for the process" in found[0][3]
 
 
+def test_a_dataclass_or_attrs_field_with_a_container_factory_is_an_instance_container(tmp_path):
+    found = _check(tmp_path, {"serve.py": """\
+        from dataclasses import dataclass, field
+
+        import attr
+
+        @dataclass
+        class Router:
+            routes: dict = field(default_factory=dict)
+            hits: list = field(default_factory=lambda: [])
+            name: str = field(default="router")
+
+            def on_request(self, request_id, path):
+                self.routes[request_id] = path
+                self.hits.append(path)
+
+        @attr.s
+        class Audit:
+            seen = attr.ib(factory=set)
+
+            def handle_request(self, request):
+                self.seen.add(request.id)
+
+        ROUTER = Router()
+        AUDIT = Audit()
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(12, "RL307"), (13, "RL307"), (20, "RL307")]
+    assert "`self.routes` gains one entry per distinct `request_id`" in found[0][3]
+
+
 def test_a_slot_per_member_of_the_deployment_is_not_growth(tmp_path):
     # vLLM's and lmdeploy's disaggregation connectors: one entry per remote engine or rank,
     # as many as the deployment has; the same server's table per request is reported.
