@@ -202,7 +202,7 @@ class FunctionFacts:
                 found.append(handler.lineno)
         return found
 
-    def _drop(self, holder: str, owner: Optional[ast.AST] = None) -> None:
+    def _drop(self, holder: str, owner: Optional[ast.AST] = None, whole: bool = False) -> None:
         """Something here removes from, rebinds or hands on `holder`: a release wherever
         the call ends, only when it gets that far, or only when the owner is torn down.
         (In a lambda, a callback: it runs whenever it is called, `add_done_callback(lambda
@@ -210,9 +210,12 @@ class FunctionFacts:
         the object whose attribute `holder` is, when the code spells it (`x` of
         `x.attr.pop()`); another object's container emptied as this one is torn down
         (`self._connection.cursors.remove(self)` in a cursor's `close()`) loses an entry
-        each time one of these objects ends, not once when its holder does."""
+        each time one of these objects ends, not once when its holder does. `whole`: the
+        drop empties the whole container (`clear()`, rebinding it): past an `await` or an
+        early exit it still sweeps, on the next call that gets there, what the calls that
+        stopped short left, so only a teardown's emptying waits for the owner's end."""
         foreign = owner is not None and not (isinstance(owner, ast.Name) and owner.id == self.me)
-        if self.in_callback or (self.teardown and foreign and not self.fragile):
+        if self.in_callback or (self.teardown and foreign and not self.fragile) or (whole and not self.teardown):
             self.firm_drops.add(holder)
             self.facts.drops.add(holder)
         elif self.fragile:
@@ -256,13 +259,13 @@ class FunctionFacts:
             if isinstance(target, ast.Subscript):
                 named = self.holder(target.value)
                 if named and isinstance(target.slice, ast.Slice):
-                    self._drop(named[0])
+                    self._drop(named[0], whole=True)
                 elif named and not isinstance(target.slice, ast.Constant):
                     self._grow(named, target.value, True, target.slice, value, stmt, guarded)
             else:
                 named = self.holder(target)
                 if named and named[1] != "default" and not (named[1] == "instance" and self.node.name == "__init__"):
-                    self._drop(named[0])  # rebound: what it held goes
+                    self._drop(named[0], whole=True)  # rebound: what it held goes
             if value is not None:
                 self._handed_on(value)  # an alias: may be emptied through it
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
@@ -280,7 +283,8 @@ class FunctionFacts:
                     self._drop("." + inner.attr, inner.value)
                 named = self.holder(target.value if isinstance(target, ast.Subscript) else target)
                 if named:
-                    self._drop(named[0])
+                    self._drop(named[0], whole=not isinstance(target, ast.Subscript)
+                               or isinstance(target.slice, ast.Slice))
         found = list(expressions(stmt))
         called = {id(n.func) for n in found if isinstance(n, ast.Call)}
         callbacks = {id(sub) for n in found if isinstance(n, ast.Lambda) for sub in ast.walk(n.body)}
@@ -310,7 +314,7 @@ class FunctionFacts:
             if named:
                 method = call.func.attr
                 if method in DROP_CALLS:
-                    self._drop(named[0])
+                    self._drop(named[0], whole=method == "clear")
                 elif method in ADD_CALLS or (method == "update" and named[2] != "set"):
                     keyed = method in ("setdefault", "__setitem__", "update")
                     key = call.args[0] if keyed and call.args and method != "update" else None

@@ -76,6 +76,39 @@ def test_a_removal_only_the_successful_path_reaches_leaves_each_failed_call_entr
     assert _check(tmp_path / "entry", {"gateway.py": entry.format(drop="")}) == []
 
 
+def test_emptying_the_whole_container_past_an_early_exit_sweeps_what_failed_calls_left(tmp_path):
+    """zope.server 4.0's trigger: `handle_read` returns early when `recv` fails, then runs
+    every queued thunk and rebinds the list; the next read that gets there empties it."""
+    trigger = """\
+        class Trigger:
+            def __init__(self):
+                self.thunks = []
+
+            def pull_trigger(self, thunk):
+                self.thunks.append(thunk)
+                self.wake_up()
+
+            def handle_read(self):
+                try:
+                    self.recv(8192)
+                except OSError:
+                    return
+                for thunk in self.thunks:
+                    thunk()
+                {drop}
+        """
+    for drop in ("self.thunks = []", "self.thunks.clear()", "del self.thunks[:]"):
+        assert _check(tmp_path / "whole", {"trigger.py": trigger.format(drop=drop)}) == [], drop
+    # never emptied: every thunk stays
+    found = _check(tmp_path / "kept", {"trigger.py": trigger.format(drop="")})
+    assert [(line, code) for line, code, _, _ in found] == [(6, "RL307")]
+    # emptied only when the trigger closes: it grows while it serves
+    closed = trigger.format(drop="") + "\n            def close(self):\n                self.thunks = []\n"
+    found = _check(tmp_path / "closed", {"trigger.py": closed})
+    assert [(line, code) for line, code, _, _ in found] == [(6, "RL307")]
+    assert "emptied only when the `Trigger` is closed or stopped" in found[0][3]
+
+
 EVENTS = """\
     class Connection:
         def __init__(self):
