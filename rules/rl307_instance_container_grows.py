@@ -42,6 +42,13 @@ user is done with it (a memo handing the same object out again does not count, n
 owner the code makes per call). A removal through the object itself
 (`self.owner.cursors.remove(self)` in the cursor's `close()`) takes each out as it ends.
 
+A reply table is reported even though another method removes its entries: a method makes
+a future, queue or event, keeps it under the request's key and waits for it
+(`self._pending[req_id] = fut; return await asyncio.wait_for(fut, 5)`), and only the code
+delivering the reply pops it. A reply that never comes - a timeout, a cancellation, a lost
+connection - leaves the entry; the waiting method should remove it in a `finally`. Such an
+owner carries many requests at once, so it outlives them.
+
 Removals count by path. A removal in an `async` method after an `await`, or in a
 context manager's generator after the `yield` every path reaches, outside `finally` and
 `except`, runs only when the call gets that far: a call that fails or is cancelled there,
@@ -130,7 +137,8 @@ SERVER = JobServer()
         index = self.ctx.index
         for g in facts.growth:
             why = instance_growth(g)
-            if why is None or released_anywhere(index, g.holder):
+            # a reply table: its removal elsewhere runs only for the replies that come
+            if why is None or released_anywhere(index, g.holder) and not g.awaits_reply:
                 continue
             outlives = instance_outlives_its_adds(index, facts, g)
             if outlives is None:
@@ -140,10 +148,15 @@ SERVER = JobServer()
                         "serves": f"a `{owner}` serves many requests (its methods are handlers, a serve "
                                   "loop, or start and stop, or it keeps a worker pool)",
                         "outlives": f"a `{owner}` outlives the calls that add to it",
-                       "hands out": f"a `{owner}` keeps every object it hands out (`{g.value}`), after "
-                                    "its user is done with it"}[outlives]
-            how = how_dropped(index, g.holder)
-            removal = {"success": "its entries are removed only past an `await`, a context manager's `yield` "
+                        "hands out": f"a `{owner}` keeps every object it hands out (`{g.value}`), after "
+                                     "its user is done with it",
+                        "replies": f"a `{owner}` carries many requests, matching each reply to the one "
+                                   "waiting for it"}[outlives]
+            how = "reply" if g.awaits_reply else how_dropped(index, g.holder)
+            removal = {"reply": f"`{method}()` waits for `{g.value}` and leaves its entry to the code that delivers "
+                                "it, so a reply that never comes (a timeout, a cancellation, a lost connection) "
+                                "leaves the entry",
+                       "success": "its entries are removed only past an `await`, a context manager's `yield` "
                                   "or an `except` that returns or raises (outside `finally`), so a call that "
                                   "fails or is cancelled there leaves its entry",
                        "teardown": f"it is emptied only when the `{owner}` is closed or stopped",

@@ -296,8 +296,9 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
     adding call removes its entry only when it succeeds, and instances are not made per
     call), "hands out" (the adding call makes the entry and returns it: each object it
     hands out stays as long as the holder, however soon its user is done with it, and the
-    code makes no instance per call); None when none of these is shown (RL307 then says
-    nothing)."""
+    code makes no instance per call), "replies" (the adding call waits for a reply the table
+    matches to it, and the code makes no instance per call); None when none of these is
+    shown (RL307 then says nothing)."""
     cls = g.holder.partition("()")[0]
     if lives_for_the_process(index, cls):
         return "process"
@@ -309,6 +310,10 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
     # (cursors, channels, streams) in its life: only code making one per call says otherwise.
     if g.handed_out and not seen_made_per_call(cls, facts, index):
         return "hands out"
+    # A table that matches each reply to the request waiting for it exists to carry many
+    # requests at once: its owner is a connection or a client, not one request.
+    if g.awaits_reply and not seen_made_per_call(cls, facts, index):
+        return "replies"
     return None
 
 

@@ -48,6 +48,10 @@ class Growth:
     # return c`), not a memo's: the holder keeps every object it hands out, however soon its
     # caller drops it
     handed_out: bool
+    # the function waits for the value it adds (`await fut`, `q.get()`, `event.wait()`), a
+    # reply some other code delivers, and does not itself remove the entry: when no reply
+    # comes (a timeout, a cancellation, a lost connection) the entry stays
+    awaits_reply: bool
     site: Site
 
 

@@ -138,7 +138,9 @@ class FunctionFacts:
             line = self.success_drops.get(g.holder)
             if line is not None and g.holder not in self.firm_drops \
                     and any(g.site.line < a < line and not self._apart(a, line) for a in self.awaits):
-                self.facts.growth[i] = replace(g, undone_on_success=True)
+                self.facts.growth[i] = g = replace(g, undone_on_success=True)
+            if g.awaits_reply and (g.holder in self.firm_drops or line is not None):
+                self.facts.growth[i] = replace(g, awaits_reply=False)  # it removes the entry itself
 
     def _apart(self, first: int, then: int) -> bool:
         """Are lines `first` and `then` in branches no run takes both of: the `if` and the
@@ -375,7 +377,32 @@ class FunctionFacts:
             pins, self.registers and not self._made_here(value), False,
             key is not None and self._advances(key),
             holder not in guarded and not self.memoised and self._hands_out(value),
+            keyed and isinstance(value, ast.Name) and self._waits_for(value.id),
             self.facts.lines.site(stmt, stmt)))
+
+    def _waits_for(self, name: str) -> bool:
+        """Is `name` a future, queue or event this function makes (for other code to resolve
+        or fill: a task resolves itself), and does it wait for it (`await fut`, `await
+        wait_for(fut, 5)`, `await queue.get()`, `fut.result(timeout)`, `event.wait(timeout)`)?"""
+        own = self.facts.nodes.own
+        if not any(isinstance(a.value, ast.Call) and last_name(a.value.func) in _REPLIES
+                   and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
+                   for a in own(self.node, ast.Assign)):
+            return False
+
+        def named(node: ast.AST) -> bool:
+            return isinstance(node, ast.Name) and node.id == name
+
+        def waits(call: ast.AST, methods: tuple[str, ...]) -> bool:
+            return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                and call.func.attr in methods and named(call.func.value)
+
+        for a in own(self.node, ast.Await):
+            value = a.value
+            if named(value) or waits(value, ("get", "wait")) or isinstance(value, ast.Call) and any(
+                    named(arg) or waits(arg, ("get", "wait")) for arg in value.args):  # `wait_for(fut, 5)`
+                return True
+        return any(waits(c, ("result", "wait")) for c in own(self.node, ast.Call))
 
     def _hands_out(self, value: Optional[ast.AST]) -> bool:
         """Is the added value an object this call makes (`c = Cursor(...)`, a class by its
@@ -574,6 +601,11 @@ class FunctionFacts:
         if isinstance(value, ast.Starred):
             value = value.value
         return (isinstance(value, ast.Name) and value.id == self.me) or self._calls_back(value)
+
+
+# What a call makes for another party to resolve or fill: a reply to wait for.
+_REPLIES = frozenset({"create_future", "Future", "Queue", "LifoQueue", "PriorityQueue", "SimpleQueue",
+                      "Event", "Condition"})
 
 
 def _catches_cancellation(handler: ast.ExceptHandler) -> bool:

@@ -109,6 +109,48 @@ def test_emptying_the_whole_container_past_an_early_exit_sweeps_what_failed_call
     assert "emptied only when the `Trigger` is closed or stopped" in found[0][3]
 
 
+CLIENT = """\
+    import asyncio
+
+    class Client:
+        def __init__(self):
+            self._pending = {{}}
+            self._next_id = 0
+
+        async def call(self, method):
+            self._next_id += 1
+            reply = asyncio.get_running_loop().create_future()
+            self._pending[self._next_id] = reply
+            await self.send(self._next_id, method)
+            {wait}
+
+        def on_reply(self, message):
+            self._pending.pop(message.id).set_result(message)
+    """
+
+
+def test_a_reply_table_keeps_the_entry_of_every_request_whose_reply_never_comes(tmp_path):
+    """pytboss 2023's `send_command()`: a future per command, awaited under a timeout and
+    removed only by the response handler."""
+    found = _check(tmp_path / "bug", {"client.py": CLIENT.format(wait="return await asyncio.wait_for(reply, 5)")},
+                   "RL307")
+    assert [(line, code, severity) for line, code, severity, _ in found] == [(11, "RL307", "warning")]
+    assert "a `Client` carries many requests" in found[0][3]
+    assert "a reply that never comes (a timeout, a cancellation, a lost connection) leaves the entry" in found[0][3]
+    # removed by the waiting call itself, whatever happens to the wait
+    fixed = CLIENT.format(wait="""try:
+                return await asyncio.wait_for(reply, 5)
+            finally:
+                self._pending.pop(self._next_id, None)""")
+    assert _check(tmp_path / "fixed", {"client.py": fixed}, "RL307") == []
+    # not waited for here (a notification): no sign the entry was meant to go with the call
+    assert _check(tmp_path / "unwaited", {"client.py": CLIENT.format(wait="return reply")}, "RL307") == []
+    # a task resolves itself, and its done-callback removes the entry
+    task = CLIENT.format(wait="return await asyncio.wait_for(reply, 5)").replace(
+        "asyncio.get_running_loop().create_future()", "asyncio.ensure_future(self.run(method))")
+    assert _check(tmp_path / "task", {"client.py": task}, "RL307") == []
+
+
 EVENTS = """\
     class Connection:
         def __init__(self):
