@@ -33,8 +33,12 @@ stored into one, `self._vars[name] = ContextVar(name)`) or in
 a local a closure keeps (one per call, e.g. per decorated function) - when the variable
 is `set()` and never `reset()`.
 
-Not reported: variables made once (at module or class level; on `self` of a class this
-file only instantiates at module level; by a factory decorated with a cache; kept in or
+A method other than `__init__` that binds a new variable to the attribute again (`def
+clear(self): self._current = ContextVar("current")`) makes one per call of it, also on a
+class made once for the process.
+
+Not reported: variables made once (at module or class level; in the `__init__` of a class
+this file only instantiates at module level; by a factory decorated with a cache; kept in or
 taken from a module-level container, a memo or a pool); variables that are only read;
 variables whose every `set()` is undone with `reset(token)` (a reset to the state before
 the first `set()` removes the variable from the Context again).
@@ -126,13 +130,18 @@ class Resolver:
         kind, name = holder
         cls = self.ctx.scope.classes[-1] if self.ctx.scope.classes else None
         if kind == "self":
-            if cls is None or self._singleton(cls):
+            # bound again to the attribute by a method other than `__init__`: one per call
+            # of it, however many instances there are (a singleton's `clear()` run per
+            # request); a slot of a container may be a memo's, filled once per name
+            again = fn.name.value != "__init__" and self._rebinds_attribute()
+            if cls is None or not again and self._singleton(cls):
                 return
             uses = _VarUses("self", name)
             visit(cls, uses)
-            where = f"`self.{name}`, one per instance of `{cls.name.value}`"
+            where = (f"`self.{name}`, one per call of `{fn.name.value}()`" if again
+                     else f"`self.{name}`, one per instance of `{cls.name.value}`")
             kept = f"`self.{name}`'s ContextVar"
-            growth = f"one per `{cls.name.value}` made"
+            growth = f"one per `{fn.name.value}()` call" if again else f"one per `{cls.name.value}` made"
         else:
             uses = _VarUses(None, name)
             visit(fn.body, uses)
@@ -150,6 +159,15 @@ class Resolver:
             consequence=Consequence(f"{kept} and its last value", "each Context that set it",
                                     "each Context's life (the main thread's: the process)", growth),
         )
+
+    def _rebinds_attribute(self) -> bool:
+        """Does the statement bind the new variable to `self.attr` itself (not a slot of it)?"""
+        statement = self.ctx.scope.statement
+        return isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
+                isinstance(t, cst.Attribute) and is_self(t.value)
+                for t in ([x.target for x in small.targets] if isinstance(small, cst.Assign) else [small.target]))
+            for small in statement.body)
 
     def _holder(self, node: cst.Call) -> Optional[tuple[str, str]]:
         """Where the new variable goes: ("self", attr) for `self.attr = ...` (directly or

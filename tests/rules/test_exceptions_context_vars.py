@@ -70,3 +70,45 @@ def test_context_keeps_per_instance_variable(source, lines, kept):
     assert instance_ref() is None
     assert (value_ref() is not None) is kept
     assert len(context) - before == (1 if kept else 0)
+
+
+PER_CALL_ON_A_SINGLETON = textwrap.dedent("""\
+    from contextvars import ContextVar
+
+    class Tracker:
+        def __init__(self):
+            self._current = ContextVar("current")
+
+        def clear(self):
+            self._current = ContextVar("current")
+
+        def track(self, value):
+            self._current.set(value)
+
+    TRACKER = Tracker()
+    """)
+
+
+def test_a_variable_made_again_by_a_method_of_a_singleton_is_one_per_call():
+    """scout-apm 2.x's request tracker: one tracker for the process, whose per-request
+    `clear()` made a new ContextVar each time."""
+    result = lint_bytes("case.py", PER_CALL_ON_A_SINGLETON.encode(), RL904, Settings())
+    assert [(f.start.line, f.code) for f in result.findings] == [(8, "RL904")]
+    assert "one per call of `clear()`" in result.findings[0].message
+    namespace: dict = {}
+    exec(compile(PER_CALL_ON_A_SINGLETON, "case.py", "exec"), namespace)
+    tracker = namespace["TRACKER"]
+    context = contextvars.copy_context()
+    before = len(context)
+
+    def request() -> None:
+        tracker.clear()
+        tracker.track(Value())
+
+    for _ in range(5):
+        context.run(request)
+    assert len(context) - before == 5  # every request's variable and value stay in the Context
+    # made once, in `__init__`, on the one tracker: nothing to report
+    once = PER_CALL_ON_A_SINGLETON.replace('self._current = ContextVar("current")\n\n    def track', "pass\n\n    def track")
+    assert "def clear(self):\n        pass" in once
+    assert lint_bytes("case.py", once.encode(), RL904, Settings()).findings == []
