@@ -90,7 +90,7 @@ PER_CALL_ON_A_SINGLETON = textwrap.dedent("""\
 
 
 def test_a_variable_made_again_by_a_method_of_a_singleton_is_one_per_call():
-    """scout-apm 2.x's request tracker: one tracker for the process, whose per-request
+    """scout-apm 2.22.0's request tracker: one tracker for the process, whose per-request
     `clear()` made a new ContextVar each time."""
     result = lint_bytes("case.py", PER_CALL_ON_A_SINGLETON.encode(), RL904, Settings())
     assert [(f.start.line, f.code) for f in result.findings] == [(8, "RL904")]

@@ -77,7 +77,7 @@ def test_a_removal_only_the_successful_path_reaches_leaves_each_failed_call_entr
 
 
 def test_emptying_the_whole_container_past_an_early_exit_sweeps_what_failed_calls_left(tmp_path):
-    """zope.server 4.0's trigger: `handle_read` returns early when `recv` fails, then runs
+    """zope.server 4.0.2's trigger: `handle_read` returns early when `recv` fails, then runs
     every queued thunk and rebinds the list; the next read that gets there empties it."""
     trigger = """\
         class Trigger:
@@ -130,7 +130,7 @@ CLIENT = """\
 
 
 def test_a_reply_table_keeps_the_entry_of_every_request_whose_reply_never_comes(tmp_path):
-    """pytboss 2023's `send_command()`: a future per command, awaited under a timeout and
+    """pytboss 2026.8.2's `send_command()`: a future per command, awaited under a timeout and
     removed only by the response handler."""
     found = _check(tmp_path / "bug", {"client.py": CLIENT.format(wait="return await asyncio.wait_for(reply, 5)")},
                    "RL307")
@@ -232,8 +232,8 @@ POOL = """\
 
 
 def test_an_owner_that_keeps_every_object_it_hands_out_grows_with_each(tmp_path):
-    """clickhouse-driver 0.2.5's `Connection.cursor()`: each cursor handed out stays in the
-    connection's list after its user closes it; 0.2.6 takes it out in the cursor's `close()`."""
+    """clickhouse-driver 0.2.0's `Connection.cursor()`: each cursor handed out stays in the
+    connection's list after its user closes it; 0.2.1 takes it out in the cursor's `close()`."""
     found = _check(tmp_path / "bug", {"db.py": POOL.format(close="")}, "RL307")
     assert [(line, code, severity) for line, code, severity, _ in found] == [(17, "RL307", "warning")]
     assert "a `Connection` keeps every object it hands out (`made`)" in found[0][3]
