@@ -129,11 +129,11 @@ class Resolver:
             return
         kind, name = holder
         cls = self.ctx.scope.classes[-1] if self.ctx.scope.classes else None
-        if kind == "self":
+        if kind in ("self", "slot"):
             # bound again to the attribute by a method other than `__init__`: one per call
             # of it, however many instances there are (a singleton's `clear()` run per
             # request); a slot of a container may be a memo's, filled once per name
-            again = fn.name.value != "__init__" and self._rebinds_attribute()
+            again = kind == "self" and fn.name.value != "__init__"
             if cls is None or not again and self._singleton(cls):
                 return
             uses = _VarUses("self", name)
@@ -160,19 +160,11 @@ class Resolver:
                                     "each Context's life (the main thread's: the process)", growth),
         )
 
-    def _rebinds_attribute(self) -> bool:
-        """Does the statement bind the new variable to `self.attr` itself (not a slot of it)?"""
-        statement = self.ctx.scope.statement
-        return isinstance(statement, cst.SimpleStatementLine) and any(
-            isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
-                isinstance(t, cst.Attribute) and is_self(t.value)
-                for t in ([x.target for x in small.targets] if isinstance(small, cst.Assign) else [small.target]))
-            for small in statement.body)
-
     def _holder(self, node: cst.Call) -> Optional[tuple[str, str]]:
-        """Where the new variable goes: ("self", attr) for `self.attr = ...` (directly or
-        in a container), ("local", name) for a local of the function, None for a module
-        global, a module container, a class attribute or a return."""
+        """Where the new variable goes: ("self", attr) for `self.attr = ...`, ("slot", attr)
+        for a slot of a container there (`self._vars[name] = ...`), ("local", name) for a
+        local of the function, None for a module global, a module container, a class
+        attribute or a return."""
         statement = self.ctx.scope.statement
         if not isinstance(statement, cst.SimpleStatementLine):
             return None
@@ -188,7 +180,7 @@ class Resolver:
                 while isinstance(base, cst.Subscript):  # `self._vars[name] = ContextVar(name)`
                     base = base.value
                 if isinstance(base, cst.Attribute) and is_self(base.value):
-                    return ("self", base.attr.value)
+                    return ("self" if base is target else "slot", base.attr.value)
                 if isinstance(target, cst.Name) and not self._declared_global(target.value):
                     return ("local", target.value)
         return None

@@ -307,13 +307,11 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
     if g.undone_on_success and not made_per_call(cls, facts, index):
         return "outlives"
     # An owner named for a per-call role (a `Connection`) still hands out many children
-    # (cursors, channels, streams) in its life: only code making one per call says otherwise.
-    if g.handed_out and not seen_made_per_call(cls, facts, index):
-        return "hands out"
-    # A table that matches each reply to the request waiting for it exists to carry many
-    # requests at once: its owner is a connection or a client, not one request.
-    if g.awaits_reply and not seen_made_per_call(cls, facts, index):
-        return "replies"
+    # (cursors, channels, streams) in its life, and a table that matches each reply to the
+    # request waiting for it exists to carry many requests: only code making one owner per
+    # call says otherwise.
+    if (g.handed_out or g.awaits_reply) and not seen_made_per_call(cls, facts, index):
+        return "hands out" if g.handed_out else "replies"
     return None
 
 

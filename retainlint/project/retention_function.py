@@ -384,10 +384,7 @@ class FunctionFacts:
         """Is `name` a future, queue or event this function makes (for other code to resolve
         or fill: a task resolves itself), and does it wait for it (`await fut`, `await
         wait_for(fut, 5)`, `await queue.get()`, `fut.result(timeout)`, `event.wait(timeout)`)?"""
-        own = self.facts.nodes.own
-        if not any(isinstance(a.value, ast.Call) and last_name(a.value.func) in _REPLIES
-                   and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)
-                   for a in own(self.node, ast.Assign)):
+        if not any(made in _REPLIES for made in self._made_by(name)):
             return False
 
         def named(node: ast.AST) -> bool:
@@ -397,6 +394,7 @@ class FunctionFacts:
             return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
                 and call.func.attr in methods and named(call.func.value)
 
+        own = self.facts.nodes.own
         for a in own(self.node, ast.Await):
             value = a.value
             if named(value) or waits(value, ("get", "wait")) or isinstance(value, ast.Call) and any(
@@ -409,12 +407,13 @@ class FunctionFacts:
         capital) and returns (`return c`)? (Not in a memo, which hands the same one out again.)"""
         if not isinstance(value, ast.Name):
             return False
-        own = self.facts.nodes.own
-        made = any(isinstance(a.value, ast.Call) and last_name(a.value.func)[:1].isupper()
-                   and any(isinstance(t, ast.Name) and t.id == value.id for t in a.targets)
-                   for a in own(self.node, ast.Assign))
-        return made and any(isinstance(r.value, ast.Name) and r.value.id == value.id
-                            for r in own(self.node, ast.Return))
+        return any(made[:1].isupper() for made in self._made_by(value.id)) and any(
+            isinstance(r.value, ast.Name) and r.value.id == value.id for r in self.facts.nodes.own(self.node, ast.Return))
+
+    def _made_by(self, name: str) -> list[str]:
+        """The names of the calls this function binds the local `name` to (`c = Cursor()`: "Cursor")."""
+        return [last_name(a.value.func) for a in self.facts.nodes.own(self.node, ast.Assign)
+                if isinstance(a.value, ast.Call) and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
 
     def _made_here(self, value: Optional[ast.AST]) -> bool:
         """Is the stored value a callback this call makes (a nested `def`, a lambda, a
