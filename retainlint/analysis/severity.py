@@ -29,7 +29,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import is_self
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.core.finding import Severity
-from retainlint.project.consequence import facts_of, lives_for_the_process
+from retainlint.project.consequence import collector_off_anywhere, facts_of, lives_for_the_process
 from retainlint.project.consequence import made_per_call as consequence_made_per_call
 
 if TYPE_CHECKING:
@@ -158,3 +158,12 @@ def is_model(ctx: "FileContext", cls: cst.ClassDef) -> bool:
     pool) is made once per run more often than not."""
     return any(base in _MODULE_BASES or base.startswith("torch.nn.") and base[9:10].isupper()
                for base in _bases(ctx, cls))
+
+
+def light_cycle_freed(ctx: "FileContext", cls: cst.ClassDef) -> bool:
+    """Is a reference cycle of plain Python objects through an instance that holds nothing
+    heavy freed in time by the collector, however many instances are made? Each one made
+    adds to the count of allocations that triggers a collection, so light instances made
+    per call do not pile up - unless a release waits on the instance's death (its
+    finalizer) or the project turns the collector off (`gc.disable()`)."""
+    return not _finalized(ctx, cls) and not collector_off_anywhere(ctx.index)

@@ -27,7 +27,7 @@ from retainlint.rules.prefilters.rl701 import (
     inherited_bound_method,
 )
 from retainlint.analysis.rule import RelatedNode, Rule
-from retainlint.analysis.severity import Facts, collector_frees, level, made_per_call
+from retainlint.analysis.severity import Facts, collector_frees, level, light_cycle_freed, made_per_call
 from retainlint.analysis.weight import holds_callers_collection, returns_arrays
 from retainlint.analysis.walk import visit
 from retainlint.rules.rl701_self_cycle_callback.examples import DOCS, INVALID, VALID
@@ -316,6 +316,13 @@ class SelfCycleCallback(Rule):
             facts = Facts(heavy=True, meant_to_go=True)  # never freed: every release defeated
         elif how in ("constructed", "setter") and self._unseen_holder(cls, site, how):
             facts = Facts(heavy=True)  # whether the collector can free it at all is unknown
+        elif how in ("constructed", "setter") and not heavy:
+            # a helper of the project or the standard library, kept past release, over an
+            # instance that holds nothing heavy: the cycle is plain Python objects, and each
+            # instance made adds to the count of objects that triggers a collection, so
+            # instances made per call are freed in time too - unless a finalizer waits on
+            # the cycle or the project turns the collector off
+            facts = Facts(heavy=False, collected=light_cycle_freed(self.ctx, cls))
         elif arrays is not None:
             # the arrays are made per call, one more per new argument, and wait in the cycle
             # for a collection that their bytes do not count towards

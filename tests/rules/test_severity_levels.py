@@ -437,3 +437,32 @@ def test_a_method_cache_counts_what_a_base_class_of_the_file_keeps(tree):
         "    def double(self):\n"
         "        return self.n * 2\n")})
     assert _levels(root, "RL102") == [(10, "warning"), (21, "info")]
+
+
+def test_a_light_instance_made_per_call_in_a_cycle_through_its_own_helper_is_collected(tree):
+    """vLLM's P2P session (0.33.0): a session per peer keeps `ClientRole(send=self._send)`,
+    which `close()` uses but keeps. The session holds nothing heavy and nothing turns the
+    collector off: the cycle is plain Python objects whose own allocations trigger the
+    collection that frees them, however many sessions come and go - info. The same session
+    in a project that calls `gc.disable()` is never freed in time: a warning."""
+    session = (
+        "class Role:\n"
+        "    def __init__(self, send):\n"
+        "        self.send = send\n\n"
+        "    def stop(self):\n"
+        "        pass\n\n\n"
+        "class PeerSession:\n"
+        "    def __init__(self, peer):\n"
+        "        self.peer = peer\n"
+        "        self._role = Role(send=self._send)\n\n"
+        "    def _send(self, data):\n"
+        "        pass\n\n"
+        "    def close(self):\n"
+        "        self._role.stop()\n\n\n"
+        "def handle_request(peer):\n"
+        "    s = PeerSession(peer)\n"
+        "    s.close()\n")
+    root = tree({"m.py": session})
+    assert _levels(root, "RL701") == [(12, "info")]
+    root = tree({"m.py": "import gc\n\n\n" + session + "\n\ndef main():\n    gc.disable()\n"})
+    assert _levels(root, "RL701") == [(15, "warning")]
