@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from retainlint.analysis.cstutil import (
@@ -274,10 +276,14 @@ class Probe:
         if hook is not None:
             cls = self.ctx.scope.method_class
             owner = short(self.ctx.code(call.func.value))
+            marker = self._marked_once(call)
             message = (f"handle returned by `{hook}` is discarded: `{owner}` is (or belongs to) an object "
                        f"the `{cls.name.value if cls else '?'}` instance was handed, which outlives it; the hook "
                        f"`{short(installed)}` keeps the instance (or what it holds) alive as long as that "
-                       "object lives, every new instance adds another hook, and nothing can remove them")
+                       + ("object lives, every new instance adds another hook, and nothing can remove them"
+                          if marker is None else
+                          f"object lives: the marker `{marker}` lets only the first instance register one, "
+                          "and nothing can remove it"))
             # a warning: how long the object lives after the instance is the caller's choice.
             # A fix only in `__init__`: another method taking the object is often called once
             # per object (`model.apply(self._hook_one)`), and one attribute keeps the last handle.
@@ -288,12 +294,14 @@ class Probe:
             facts = self._kept_facts(cls, fn, call)
             name = cls.name.value
             per = "one hook per pass of the loop, per" if self._registered_in_loop(call) else "one hook per"
-            added = f"{per} `{name}` made" if fn.name.value == "__init__" else f"{per} `{fn.name.value}()` call"
+            added = "" if marker is not None else f"{per} `{name}` made" if fn.name.value == "__init__" \
+                else f"{per} `{fn.name.value}()` call"
             self.report(call, message, severity=level(facts), fix=fix, consequence=Consequence(
                 f"the `{name}` instance{' (heavy)' if facts.heavy else ''} and what it holds, "
                 f"through the hook `{short(installed, 40)}`",
                 hooks_of(owner, hook), f"as long as `{owner}` lives",
-                added + ("; each run of the hook adds to the instance's containers" if facts.grows else "")))
+                "; ".join(part for part in (added, "each run of the hook adds to the instance's containers"
+                                            if facts.grows else "") if part)))
             return
         hook = self._per_object_hook(call)
         if hook is not None:
@@ -316,6 +324,33 @@ class Probe:
                 and hook_holds_self(fn, hook):
             return f"the `{cls.name.value}` instance and what it holds, through the hook `{short(installed, 40)}`"
         return f"the hook `{short(installed, 50)}` and what it references"
+
+    def _marked_once(self, call: cst.Call) -> Optional[str]:
+        """`if not getattr(p, "_hooked", False): p.register_hook(h); p._hooked = True`: a
+        marker that the guarded branch sets on the hooked object lets one registration through
+        per object, however often the code runs. The marker as the code spells it, or None."""
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        for stmt in reversed(self.ctx.scope.statements):
+            if not (isinstance(stmt, cst.If) and receiver is not None
+                    and any(n is call for n in iter_nodes(stmt.body))):
+                continue
+            test = stmt.test
+            if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+                    and isinstance(test.expression, cst.Call)
+                    and self.ctx.qualname(test.expression.func) in ("getattr", "hasattr")
+                    and len(test.expression.args) >= 2):
+                continue
+            held, attr = test.expression.args[0].value, test.expression.args[1].value
+            flag = attr.evaluated_value if isinstance(attr, cst.SimpleString) else None
+            if not (isinstance(flag, str) and self.ctx.code(held) == self.ctx.code(receiver)):
+                continue
+            sets = any(isinstance(n, cst.Assign) and any(
+                isinstance(t.target, cst.Attribute) and t.target.attr.value == flag
+                and self.ctx.code(t.target.value) == self.ctx.code(receiver) for t in n.targets)
+                for n in iter_nodes(stmt.body))
+            if sets:
+                return f"{self.ctx.code(receiver)}.{flag}"
+        return None
 
     def _registered_in_loop(self, call: cst.Call) -> bool:
         """Is `call` inside a `for`/`while` loop of its function (one hook per iteration)?"""

@@ -466,3 +466,29 @@ def test_a_light_instance_made_per_call_in_a_cycle_through_its_own_helper_is_col
     assert _levels(root, "RL701") == [(12, "info")]
     root = tree({"m.py": "import gc\n\n\n" + session + "\n\ndef main():\n    gc.disable()\n"})
     assert _levels(root, "RL701") == [(15, "warning")]
+
+
+def test_a_hook_a_marker_on_the_hooked_object_guards_is_one_per_object(tree):
+    """transformers 5.23.0's `Trainer._sync_replicated_trainable_params`: `if not
+    getattr(param, "_replicated_grad_hook_registered", False):` registers the hook and sets
+    that marker, so running it again adds nothing: the consequence names the marker and no
+    growth. The same registration without the guard adds one hook per pass and call."""
+    root = tree({"m.py": (
+        "import torch\n\n\n"
+        "class Trainer:\n"
+        "    def __init__(self, model: torch.nn.Module):\n"
+        "        self.model = model\n"
+        "        self.state = torch.zeros(1024)\n\n"
+        "    def sync(self, model: torch.nn.Module):\n"
+        "        def average(param):\n"
+        "            self.state += 1\n\n"
+        "        for param in model.parameters():\n"
+        "            if not getattr(param, \"_sync_hook\", False):\n"
+        "                param.register_post_accumulate_grad_hook(average)\n"
+        "                param._sync_hook = True\n"
+        "            param.register_post_accumulate_grad_hook(average)\n")})
+    done = check_here("check", "m.py", "--no-cache", "--select", "RL501", "--min-severity", "info",
+                      "--output-format", "json", "--exit-zero", cwd=root)
+    found = [(f["location"]["row"], f["consequence"]["growth"], "marker `param._sync_hook`" in f["message"])
+             for f in json.loads(done.stdout)]
+    assert found == [(15, "", True), (17, "one hook per pass of the loop, per `sync()` call", False)]
