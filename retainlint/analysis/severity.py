@@ -165,5 +165,7 @@ def light_cycle_freed(ctx: "FileContext", cls: cst.ClassDef) -> bool:
     heavy freed in time by the collector, however many instances are made? Each one made
     adds to the count of allocations that triggers a collection, so light instances made
     per call do not pile up - unless a release waits on the instance's death (its
-    finalizer) or the project turns the collector off (`gc.disable()`)."""
+    finalizer) or the project turns the collector off (`gc.disable()`). (`collector_frees`
+    answers for any instance, a heavy one too, whose bytes do not count towards a
+    collection: it holds instances made per call against the collector.)"""
     return not _finalized(ctx, cls) and not collector_off_anywhere(ctx.index)
