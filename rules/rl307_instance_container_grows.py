@@ -30,11 +30,11 @@ and nothing in the project ever takes an entry out of it (no `pop`, `del`, `remo
 `clear`, no rebinding outside `__init__`, no size check, never handed to other code).
 
 The object also outlives the requests it keeps when its class serves them: a method is
-a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also a function nested in a
-method, or a method decorated as a route), a method runs a serve loop (`while True:`,
-`while not self.stopped:`), the class has both `start()` and `stop()`/`shutdown()`, or its
-`__init__` makes and keeps a worker pool (`self._pool = ThreadPoolExecutor()`: it exists to
-run many submissions).
+a handler (`handle_*`, `*_handler`, `on_*` named for a request, message or connection,
+also a function nested in a method, or a method decorated as a route), a method runs a
+serve loop (`while True:`, `while not self.stopped:`), the class has both `start()` and
+`stop()`/`shutdown()`, or its `__init__` makes and keeps a worker pool (`self._pool =
+ThreadPoolExecutor()`: it exists to run many submissions).
 
 An object also outlives what it hands out: a method that makes an object, keeps it and
 returns it (`c = Cursor(self); self.cursors.append(c); return c`) keeps every one after its

@@ -375,7 +375,7 @@ class ModuleBuilder:
 
     def _serving(self, per_call: set[str], owned: set[tuple[str, str]]) -> set[str]:
         """The module's classes whose methods serve requests, so that one instance outlives
-        many of them: a handler (`handle_*`, `on_*`, `*_request`, `*_handler`, also nested in
+        many of them: a handler (`handle_*`, `*_handler`, `on_*` for a request, also nested in
         a method, or a method decorated as a route), a serve loop (`while True:`, `while not
         self.stopped:`), both `start()` and `stop()`/`shutdown()`, or a worker pool it makes
         and keeps (`self._pool = ThreadPoolExecutor()` in `__init__`, see `_owned`: it exists
