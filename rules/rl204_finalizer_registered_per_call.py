@@ -8,6 +8,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, name_bindings, body_statements
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.once import guarding_flag
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.rule import Example, Rule
 from retainlint.analysis.walk import visit
@@ -241,8 +242,8 @@ class Client:
             for name in _names(arg.value):
                 if name == "self" or find_param(fn, name) is not None or name in locals_:
                     return  # it holds the instance's own things: RL203 / RL201
-        if self._once_guarded(fn):
-            return
+        if guarding_flag(self.ctx, node, inside=fn) is not None:
+            return  # `if not X._registered:` ... `X._registered = True`
         self.report(
             node,
             f"`{self.ctx.code(node)}` runs in `{cls.name.value}.__init__`: every new instance "
@@ -264,22 +265,6 @@ class Client:
         if "__new__" in self.ctx.methods(cls):
             return True
         return any(t.value == "_instance" for t, _ in name_bindings(body_statements(cls)))
-
-    def _once_guarded(self, fn: cst.FunctionDef) -> bool:
-        """Inside `if not X._registered:` whose body sets `X._registered`."""
-        statements = self.ctx.scope.statements
-        inner = statements[statements.index(fn) + 1:] if fn in statements else statements
-        code = self.ctx.code
-        for stmt in inner:
-            if not isinstance(stmt, cst.If):
-                continue
-            tested = {code(n) for n in iter_nodes(stmt.test) if isinstance(n, (cst.Name, cst.Attribute))}
-            for n in iter_nodes(stmt.body):
-                targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else (
-                    [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
-                if any(code(t) in tested for t in targets):
-                    return True
-        return False
 
     def _registrations(self, expr: cst.BaseExpression) -> list[cst.Call]:
         """The registration calls evaluated with `expr` (not those inside a lambda or a

@@ -15,6 +15,7 @@ from retainlint.analysis.cstutil import (
 )
 from retainlint.analysis.fix_preconditions import append_at_end
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.once import guarding_flag
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS, hooks_of
 from retainlint.project.names import TENSOR_FACTORIES
@@ -329,28 +330,10 @@ class Probe:
         """`if not getattr(p, "_hooked", False): p.register_hook(h); p._hooked = True`: a
         marker that the guarded branch sets on the hooked object lets one registration through
         per object, however often the code runs. The marker as the code spells it, or None."""
-        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
-        for stmt in reversed(self.ctx.scope.statements):
-            if not (isinstance(stmt, cst.If) and receiver is not None
-                    and any(n is call for n in iter_nodes(stmt.body))):
-                continue
-            test = stmt.test
-            if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-                    and isinstance(test.expression, cst.Call)
-                    and self.ctx.qualname(test.expression.func) in ("getattr", "hasattr")
-                    and len(test.expression.args) >= 2):
-                continue
-            held, attr = test.expression.args[0].value, test.expression.args[1].value
-            flag = attr.evaluated_value if isinstance(attr, cst.SimpleString) else None
-            if not (isinstance(flag, str) and self.ctx.code(held) == self.ctx.code(receiver)):
-                continue
-            sets = any(isinstance(n, cst.Assign) and any(
-                isinstance(t.target, cst.Attribute) and t.target.attr.value == flag
-                and self.ctx.code(t.target.value) == self.ctx.code(receiver) for t in n.targets)
-                for n in iter_nodes(stmt.body))
-            if sets:
-                return f"{self.ctx.code(receiver)}.{flag}"
-        return None
+        if not isinstance(call.func, cst.Attribute):
+            return None
+        flag = guarding_flag(self.ctx, call, inside=self.ctx.scope.function)
+        return flag if flag is not None and flag.startswith(self.ctx.code(call.func.value) + ".") else None
 
     def _registered_in_loop(self, call: cst.Call) -> bool:
         """Is `call` inside a `for`/`while` loop of its function (one hook per iteration)?"""

@@ -13,6 +13,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, is_self
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.walk import visit
 from retainlint.project.index import instantiated_in_functions
 
@@ -21,6 +22,34 @@ _MAX_DEPTH = 4
 
 def once_per_process(ctx, cls: cst.ClassDef, fn: cst.FunctionDef) -> bool:
     return runs_once_per_instance(ctx, cls, fn) and one_instance_per_process(ctx, cls)
+
+
+def guarding_flag(ctx, node: cst.CSTNode, inside: Optional[cst.FunctionDef] = None) -> Optional[str]:
+    """The flag of an `if` around `node` (in its body, not its `else`) whose test reads a
+    flag that the same body sets: `if not X._registered: ...; X._registered = True`, `if not
+    getattr(p, "_hooked", False): ...; p._hooked = True`. Such a branch runs once per holder
+    of the flag, however often the code around it runs. The flag as the code spells it
+    (`X._registered`, `p._hooked`), or None. `inside`: only the `if`s within that function."""
+    statements = ctx.scope.statements
+    if inside is not None and inside in statements:
+        statements = statements[statements.index(inside) + 1:]
+    code = ctx.code
+    for stmt in reversed(statements):
+        if not isinstance(stmt, cst.If) or not any(n is node for n in iter_nodes(stmt.body)):
+            continue
+        tested = {code(n) for n in iter_nodes(stmt.test) if isinstance(n, (cst.Name, cst.Attribute))}
+        for n in iter_nodes(stmt.test):  # `getattr(p, "_hooked", False)`, `hasattr(p, "_hooked")`
+            if isinstance(n, cst.Call) and ctx.qualname(n.func) in ("getattr", "hasattr") and len(n.args) >= 2 \
+                    and isinstance(n.args[1].value, cst.SimpleString) \
+                    and isinstance(flag := n.args[1].value.evaluated_value, str):
+                tested.add(f"{code(n.args[0].value)}.{flag}")
+        for n in iter_nodes(stmt.body):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else (
+                [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign)) else [])
+            for t in targets:
+                if code(t) in tested:
+                    return code(t)
+    return None
 
 
 # -- once per instance -----------------------------------------------------------------
