@@ -175,12 +175,14 @@ def used_on_release(cls: ast.ClassDef, target: str) -> bool:
 def cycle_broken(cls: ast.ClassDef, target: str, storing: ast.AST) -> bool:
     """Does a method of `cls` other than `storing` let go of `target` (`self.parser`, as
     the code spells it with the method's own first parameter): `= None` or `del`, as a
-    `close()` or `connection_lost()` does to break the cycle once the object is done? For
+    `close()` or `connection_lost()` does to break the cycle once the object is done?
+    (`__init__` is not one: it runs before the store.) For
     an entry (`self.peers[name] = self`), also a `del` or `pop` of the container's entry
     under whatever key the method spells (`del self.peers[self.name]`)."""
     spelled = target.partition(".")
     for method in cls.body:
-        if method is storing or not isinstance(method, FUNCTIONS) or not method.args.args:
+        if method is storing or not isinstance(method, FUNCTIONS) or not method.args.args \
+                or method.name == "__init__":  # runs before the store: its `= None` is a default
             continue
         mine = method.args.args[0].arg + spelled[1] + spelled[2]
         container = mine.partition("[")[0] if mine.endswith("]") else None

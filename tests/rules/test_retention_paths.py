@@ -514,6 +514,24 @@ def test_a_cycle_broken_when_the_object_is_done_is_not_reported(tmp_path):
         """}) == []
 
 
+def test_a_default_set_in_init_before_the_store_does_not_break_the_cycle(tmp_path):
+    # `__init__` runs before any other method: its `self.on_done = None` is the attribute's
+    # default, not a release, and the bound method stored later keeps its connection.
+    found = _check(tmp_path, {"proto.py": """\
+        class HttpProtocol:
+            def __init__(self, transport):
+                self.transport = transport
+                self.on_done = None
+
+            def connection_made(self, transport):
+                self.on_done = self.finish
+
+            def finish(self):
+                pass
+        """})
+    assert [(line, code) for line, code, _, _ in found] == [(7, "RL703")]
+
+
 def test_an_entry_of_itself_removed_under_another_spelling_of_its_key_breaks_the_cycle(tmp_path):
     source = """\
         import asyncio
