@@ -406,11 +406,26 @@ def process_entry(function: ast.AST) -> bool:
     """A function named as the body of a process (`run_scheduler_process`, `worker_main`):
     it runs once per process, so what it makes lives for the process. Not a predicate
     about one (`one_instance_per_process(...) -> bool`): it answers a question, any number
-    of times."""
+    of times. Also one that installs its own SIGTERM or SIGINT handler (vLLM's
+    `run_engine_core`): only a process's main thread can, and a process has one handler
+    per signal, so that function sets up the process."""
     name = getattr(function, "name")
     returns = getattr(function, "returns", None)
     return name.endswith(("_process", "_main")) and not name.lstrip("_").startswith("process") \
-        and not (isinstance(returns, ast.Name) and returns.id == "bool")
+        and not (isinstance(returns, ast.Name) and returns.id == "bool") or _installs_signal_handlers(function)
+
+
+def _installs_signal_handlers(function: ast.AST) -> bool:
+    stack = list(getattr(function, "body"))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            continue  # a handler defined here runs later, elsewhere
+        if isinstance(node, ast.Call) and dotted(node.func) == "signal.signal" and node.args \
+                and (dotted(node.args[0]) or "").rpartition(".")[2] in ("SIGTERM", "SIGINT"):
+            return True  # (`SIGALRM` may time out each call)
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def runs_once(name: str) -> bool:

@@ -29,6 +29,11 @@ LOOP_TRIGGERS = {
     "addSystemEventTrigger": (2, "removeSystemEventTrigger", "the reactor's system event triggers"),
 }
 
+# calls that start something running on its own with a callback (`runners.py`): a thread,
+# a timer or an event-loop call (the rule asks whether it is re-armed by its own callback),
+# a Twisted looping call
+RUNNERS = frozenset({"Thread", "Timer", "LoopingCall", "call_later", "call_at", "callLater"})
+
 # module-level containers that hold what is put in them strongly
 LIST_CTORS = frozenset({"list", "builtins.list", "set", "builtins.set", "collections.deque"})
 
@@ -177,13 +182,27 @@ def _skip_blanks(source: bytes, i: int) -> int:
     return i
 
 
+def _runs_own_method(nodes, call: ast.Call, name: str) -> bool:
+    """A runner started with a callback the rule may follow: a thread's `target=self.<m>`,
+    a timer or loop call handed `self.<m>` inside `<m>` itself, any looping call."""
+    if name == "LoopingCall":
+        return bool(call.args)
+    callbacks = [k.value for k in call.keywords if k.arg in ("target", "function")] + call.args[1:2]
+    own = {c.attr for c in callbacks if isinstance(c, ast.Attribute) and isinstance(c.value, ast.Name)
+           and c.value.id == "self"}
+    if name == "Thread":
+        return bool(own)
+    found = nodes.method_of(call)
+    return found is not None and found[1].name in own
+
+
 class GlobalCallbackPinsInstancePrefilter(Prefilter):
     code = "RL203"
 
     # what every registration the rule considers needs (the common ones first: the index
     # tests them in order)
     triggers = (".append(", ".add(", ".insert(", ".appendleft(", "atexit", "signal", "register_at_fork",
-                "addSystemEventTrigger")
+                "addSystemEventTrigger", *sorted(RUNNERS))
 
     scans = True
 
@@ -202,7 +221,8 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
         in_class = _added_names(source, set(_class_containers(nodes)))
         # `signal.signal` resolves only through `signal.signal` spelled out or an import
         if not containers and not in_class and b"atexit" not in source and b"register_at_fork" not in source and not any(
-                m.encode() in source for m in LOOP_TRIGGERS) and not (b"signal" in source and (
+                m.encode() in source for m in LOOP_TRIGGERS) and not any(
+                m.encode() in source for m in RUNNERS) and not (b"signal" in source and (
                 b"signal.signal" in source or b"import signal" in source or b"from signal " in source)):
             return False
         imports: Optional[dict[str, str]] = None
@@ -228,6 +248,9 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
             elif name in LOOP_TRIGGERS:
                 if kind is not ast.Attribute or len(node.args) <= LOOP_TRIGGERS[name][0]:
                     continue
+            elif name in RUNNERS:
+                if not _runs_own_method(nodes, node, name):
+                    continue
             elif name in registries:
                 if kind is not ast.Name or not (node.args or node.keywords):
                     continue
@@ -245,7 +268,8 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
         summary = getattr(data, "summary", None)
         if summary is not None:
             return bool(summary.scans.get(cls.code))
-        if b"atexit" in data or b"register_at_fork" in data or any(m.encode() in data for m in LOOP_TRIGGERS):
+        if b"atexit" in data or b"register_at_fork" in data or any(m.encode() in data for m in LOOP_TRIGGERS) \
+                or any(m.encode() in data for m in RUNNERS):
             return True
         if b"signal" in data and (
             b"signal.signal(" in data or b"from signal import" in data or b"import signal as" in data

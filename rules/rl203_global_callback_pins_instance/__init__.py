@@ -43,6 +43,7 @@ from retainlint.rules.rl203_global_callback_pins_instance.instantiation import (
 from retainlint.rules.rl203_global_callback_pins_instance.lifetime import Lifetime
 from retainlint.rules.rl203_global_callback_pins_instance.pins import Pins
 from retainlint.rules.rl203_global_callback_pins_instance.report import Reporter
+from retainlint.rules.rl203_global_callback_pins_instance.runners import STOPPERS, started_runner
 from retainlint.rules.rl203_global_callback_pins_instance.undo import Undo
 
 # builtins that only read a container handed to them
@@ -247,7 +248,10 @@ class GlobalCallbackPinsInstance(Rule):
         cls = scope.method_class
         if cls is None or fn is None or not is_instance_method(self.ctx, fn):
             return
-        if qualified == ATEXIT_REGISTER and node.args:
+        runner = started_runner(self.ctx, self._classes, node, fn, cls)
+        if runner is not None:
+            self._consider(runner[0], node, runner[1], cls, fn)
+        elif qualified == ATEXIT_REGISTER and node.args:
             positional, _ = call_args(node)
             self._consider("atexit", node, node.args[0].value, cls, fn,
                            extra=[a.value for a in positional[1:]])
@@ -301,7 +305,7 @@ class GlobalCallbackPinsInstance(Rule):
             return False
         statement = self.ctx.scope.statement
         saved_as = None
-        if kind == "signal" and isinstance(statement, cst.SimpleStatementLine):
+        if (kind == "signal" or kind in STOPPERS) and isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1:
                     target = small.targets[0].target

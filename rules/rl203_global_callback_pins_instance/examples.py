@@ -36,6 +36,20 @@ that keeps the instance alive:
   `engine`, or `Session._open.add(connection)` in `__init__` itself): the class keeps every
   object an instance was given. Only taking single entries out (`remove`, `pop`, `del`)
   undoes it; a `clear()` that resets every instance at once does not;
+- something that runs on its own with a callback over the instance, and keeps it while it
+  runs: a `threading.Thread(target=self._run)` whose `_run` reaches a `while` loop with no
+  `break`, `return` or `raise` that is always true or tests only flags of the instance no
+  other method sets (`while not self._stop.is_set():` with no `self._stop.set()` outside
+  `__init__`); a `threading.Timer(t, self._tick)` or an event loop's `call_later` /
+  `call_at` (Twisted's `callLater`) handed `self._tick` inside `_tick` itself, so it arms
+  itself again, undone by `.cancel()` on the attribute that keeps the handle or by a flag
+  of the instance that guards the re-arming and another method sets; a Twisted
+  `task.LoopingCall(self.ping)`, undone by `.stop()` on the attribute that keeps it. A stop
+  counts where the class's release methods or the end of its connection (`connection_lost`,
+  `connectionLost`) reach it, through the methods of `self` they call (any method, when
+  the class has no release method). Shown only when the code shows instances made per
+  call or per connection (an error: one more runner per instance, never stopped); info
+  otherwise;
 
 when nothing undoes it: no method of the class (other than `__del__`, which cannot run
 while the registry holds the instance) calls `atexit.unregister(...)` for that callback or

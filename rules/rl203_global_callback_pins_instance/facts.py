@@ -19,7 +19,7 @@ REMOVERS = frozenset({"remove", "discard", "pop", "popleft", "popitem", "clear",
 
 @dataclass
 class Registration:
-    kind: str  # "atexit" | "signal" | "append" | "fork" | a method of `LOOP_TRIGGERS`
+    kind: str  # "atexit" | "signal" | "append" | "fork" | a method of `LOOP_TRIGGERS` | a runner's kind
     call: cst.Call
     callback: cst.BaseExpression
     what: str  # what the callback is, for the message
@@ -29,7 +29,9 @@ class Registration:
     statement: Optional[cst.CSTNode]
     container: Optional[str] = None  # the module global appended to
     through: Optional[str] = None  # the module function that appends it (`on_shutdown`)
-    saved_as: Optional[str] = None  # `self.<attr> = signal.signal(...)`: the old handler
+    # the attribute or name the call's result is kept in: the old handler of
+    # `self._old = signal.signal(...)`, the handle of a runner (`self._timer = ...`)
+    saved_as: Optional[str] = None
 
 
 class FileFacts:

@@ -16,6 +16,7 @@ from retainlint.rules.prefilters.rl203 import LOOP_TRIGGERS
 from retainlint.rules.rl203_global_callback_pins_instance.classes import ClassLookup
 from retainlint.rules.rl203_global_callback_pins_instance.facts import FileFacts, Registration
 from retainlint.rules.rl203_global_callback_pins_instance.fix import UnregisterFix
+from retainlint.rules.rl203_global_callback_pins_instance.runners import HOLDERS, STOPPERS
 from retainlint.rules.rl203_global_callback_pins_instance.undo import Undo
 
 
@@ -51,6 +52,13 @@ class Reporter:
             registry = "`os.register_at_fork`'s hooks"
             undo = ("they can never be unregistered: register a function that reaches the instance "
                     "through a `weakref.WeakMethod` and does nothing once it is gone")
+        elif reg.kind in STOPPERS:
+            registry = HOLDERS[reg.kind]
+            until = "it is stopped" if STOPPERS[reg.kind] else "the interpreter exits"
+            undo = (f"its loop has no way out that a method of `{cls_name}` can set"
+                    if STOPPERS[reg.kind] is None else
+                    f"no method of `{cls_name}` calls `.{STOPPERS[reg.kind]}()` on it"
+                    + (" or clears a flag that stops the re-arming" if reg.kind == "timer" else ""))
         elif reg.kind in LOOP_TRIGGERS:
             _, remover, registry = LOOP_TRIGGERS[reg.kind]
             until = "it is removed"
@@ -62,10 +70,10 @@ class Reporter:
         else:
             registry = f"module global `{reg.container}`"
             undo = "nothing takes it out again"
-        message = (
-            f"{reg.what} is registered in {registry} by {where}: {held} alive until {until}; "
-            f"{undo}"
-        )
+        how = f"is registered in {registry} by {where}"
+        if reg.kind in STOPPERS:
+            how = f"runs in {registry}, " + ("armed again by " if reg.kind == "timer" else "started by ") + where
+        message = f"{reg.what} {how}: {held} alive until {until}; {undo}"
         others = self.fixer.other_holders(reg) if reg.kind == "atexit" and reg.pins_self else []
         if others and self.fixer.unregister_target(reg) is not None:
             # unregistering this one alone would free nothing: say what else keeps it
@@ -95,7 +103,8 @@ class Reporter:
             owner = reg.callback.value if isinstance(reg.callback, cst.Attribute) else reg.callback
             kept = f"`{self.ctx.code(owner)}` (heavy) and what it holds"
         lifetime = ("as long as it is the signal's handler" if reg.kind == "signal"
-                    else "as long as it stays registered" if reg.kind in LOOP_TRIGGERS else "the process")
+                    else "as long as it stays registered" if reg.kind in LOOP_TRIGGERS
+                    else "as long as it runs" if reg.kind in STOPPERS else "the process")
         meant = instances_meant_to_go(self.ctx, reg.cls)
         grows = meant is not False if reg.kind == "append" else meant is True and (
             reg.kind != "signal" or self._chains_handlers(reg))
@@ -137,6 +146,10 @@ class Reporter:
             return Severity.INFO
         if reg.kind == "append":
             return level(Facts(heavy=heavy, grows=True, meant_to_go=True if meant is None else meant))
+        if reg.kind in STOPPERS:
+            # each instance made starts one more runner that nothing stops; shown only where
+            # the code shows instances come and go (made per call, per connection)
+            return level(Facts(heavy=heavy, grows=True, meant_to_go=True)) if meant is True else Severity.INFO
         if reg.kind == "signal" and not self._chains_handlers(reg):
             # the table has one slot per signal: it keeps the latest instance, not all of them
             return level(Facts(heavy=heavy, grows=False, meant_to_go=meant))

@@ -18,6 +18,7 @@ from retainlint.rules.rl203_global_callback_pins_instance.facts import (
     Registration,
 )
 from retainlint.rules.rl203_global_callback_pins_instance.pins import Pins
+from retainlint.rules.rl203_global_callback_pins_instance.runners import STOPPERS, stopped, stopping_methods
 
 
 class Undo:
@@ -58,6 +59,9 @@ class Undo:
                     ):
                         return True
             return False
+        if reg.kind in STOPPERS:
+            return stopped(reg.kind, reg.call, reg.function, reg.saved_as, stopping_methods(
+                self.ctx, self.classes.class_chain_methods(reg.cls), reg.function))
         if reg.kind == "fork":
             return False  # `os.register_at_fork` has no unregister
         if reg.kind in LOOP_TRIGGERS:

@@ -1,0 +1,201 @@
+"""Holders that run on their own: a thread whose target method never returns, a timer or an
+event-loop call that its own callback arms again, a Twisted `LoopingCall`. While it runs it
+keeps its callback, and a callback over the instance keeps the instance, until a method of
+the class stops it (cancels the timer, stops the looping call, sets the flag the loop tests)."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from retainlint.analysis.cstutil import call_args, self_attribute
+from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.release import FINALIZER, release_names
+from retainlint.analysis.walk import children
+
+THREAD = "threading.Thread"
+TIMER = "threading.Timer"
+LOOPING_CALLS = frozenset({"twisted.internet.task.LoopingCall"})
+# event-loop methods that schedule one later call (position of the callback)
+SCHEDULERS = {"call_later": 1, "call_at": 1, "callLater": 1}
+# what stops each kind, for the message, and the holder
+STOPPERS = {"thread": None, "timer": "cancel", "looping": "stop"}
+HOLDERS = {
+    "thread": "a thread that never ends",
+    "timer": "the event loop's (or a timer thread's) scheduled calls",
+    "looping": "the reactor's looping calls",
+}
+
+
+# methods the framework calls when a connection ends (asyncio's and Twisted's protocols)
+CONNECTION_ENDS = frozenset({"connection_lost", "connectionLost"})
+
+
+def stopping_methods(ctx, methods: list[cst.FunctionDef], fn: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """The methods that may stop a runner `fn` started: what the class's release methods
+    (and the end of its connection) run, through the methods of `self` they call - a stop
+    the release path cannot reach does not count; without a release method, any method
+    but `fn` and `__init__`."""
+    ends = (set(release_names(ctx)) | CONNECTION_ENDS) - {FINALIZER}
+    todo = [m for m in methods if m.name.value in ends]
+    if not todo:
+        return [m for m in methods if m is not fn and m.name.value != "__init__"]
+    by_name = {m.name.value: m for m in reversed(methods)}  # the class's own first
+    reached: list[cst.FunctionDef] = []
+    while todo:
+        method = todo.pop()
+        if any(m is method for m in reached):
+            continue
+        reached.append(method)
+        todo.extend(by_name[name] for node in iter_nodes(method.body)
+                    if isinstance(node, cst.Call) and (name := self_attribute(node.func)) in by_name)
+    return reached
+
+
+def started_runner(ctx, classes, call: cst.Call, fn: cst.FunctionDef,
+                   cls: cst.ClassDef) -> Optional[tuple[str, cst.BaseExpression]]:
+    """(kind, callback) when `call`, in method `fn` of `cls`, starts something that runs on
+    its own with that callback: "thread" (its target never returns), "timer" (re-armed by
+    its own callback, `fn`), "looping" (a `LoopingCall`)."""
+    qualified = ctx.qualname(call.func)
+    positional, keywords = call_args(call)
+    if qualified in LOOPING_CALLS:
+        return ("looping", positional[0].value) if positional else None
+    if qualified == THREAD:
+        given = keywords.get("target") or (positional[1] if len(positional) > 1 else None)
+        method = _own_method(classes, cls, given.value) if given is not None else None
+        if method is not None and never_ends(method, stopping_methods(ctx, classes.class_chain_methods(cls), method)):
+            return "thread", given.value
+        return None
+    if qualified == TIMER:
+        given = keywords.get("function") or (positional[1] if len(positional) > 1 else None)
+    elif isinstance(call.func, cst.Attribute) and call.func.attr.value in SCHEDULERS:
+        position = SCHEDULERS[call.func.attr.value]
+        given = positional[position] if len(positional) > position else None
+    else:
+        return None
+    if given is not None and self_attribute(given.value) == fn.name.value:
+        return "timer", given.value  # `self._tick` arms `self._tick` again: it runs until cancelled
+    return None
+
+
+def stopped(kind: str, call: cst.Call, fn: cst.FunctionDef, saved_as: Optional[str],
+            stoppers: list[cst.FunctionDef]) -> bool:
+    """Can one of `stoppers` (`stopping_methods`) stop the runner: `.cancel()` / `.stop()`
+    on the attribute it is kept in, or (a re-armed timer) a flag of the instance that
+    guards the re-arming?"""
+    stopper = STOPPERS[kind]
+    if stopper is None:
+        return False  # `never_ends` already asked whether a flag stops the thread's loop
+    if saved_as is not None and any(
+            isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == stopper
+            and self_attribute(n.func.value) == saved_as
+            for m in stoppers for n in iter_nodes(m.body)):
+        return True
+    if kind == "timer":
+        return any(_flags(guard) and _set_elsewhere(_flags(guard), fn, stoppers) for guard in _guards(fn, call))
+    return False
+
+
+def never_ends(method: cst.FunctionDef, stoppers: list[cst.FunctionDef]) -> bool:
+    """Does `method` reach a `while` loop with no way out (no `break` of its own, no `return`
+    or `raise` in it) whose test is always true, or tests only flags of the instance
+    (`while not self._stop.is_set()`, `while self.running`) that none of `stoppers` sets?"""
+    for loop in _own_nodes(method):
+        if not isinstance(loop, cst.While) or _exits(loop):
+            continue
+        test = loop.test
+        if isinstance(test, (cst.Name, cst.Integer)) and test.value in ("True", "1"):
+            return True
+        flags = _flags(test)
+        if flags and not _set_elsewhere(flags, method, stoppers):
+            return True
+    return False
+
+
+def _own_method(classes, cls: cst.ClassDef, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+    name = self_attribute(target)
+    return classes.method(cls, name) if name is not None else None
+
+
+def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node`'s body, nested functions, lambdas and classes left out (they run elsewhere)."""
+    stack = list(children(node))
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(children(current))
+
+
+def _exits(loop: cst.While) -> bool:
+    """Does the loop's body `return`, `raise` or `break` out of this loop (a loop inside it
+    has `break`s of its own)?"""
+    def walk(node: cst.CSTNode, inner: bool) -> bool:
+        for child in children(node):
+            if isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                continue
+            if isinstance(child, (cst.Return, cst.Raise)) or isinstance(child, cst.Break) and not inner:
+                return True
+            if walk(child, inner or isinstance(child, (cst.While, cst.For))):
+                return True
+        return False
+
+    return walk(loop.body, False)
+
+
+def _flags(test: cst.BaseExpression) -> set[str]:
+    """The attributes of `self` a loop or guard tests (`self._stop` of
+    `not self._stop.is_set()`, `self.running`); none when it also calls anything else
+    (`while self._step():` ends when the method says so)."""
+    found = set()
+    for node in [test, *_own_nodes(test)]:
+        name = self_attribute(node)
+        if name is not None:
+            found.add(name)
+        if isinstance(node, cst.Call) and not (
+                isinstance(node.func, cst.Attribute) and self_attribute(node.func.value) is not None):
+            return set()
+    return found
+
+
+def _set_elsewhere(flags: set[str], fn: cst.FunctionDef, stoppers: list[cst.FunctionDef]) -> bool:
+    """Does one of `stoppers` other than `fn` name one of `flags`: `self._stop.set()`,
+    `self.running = False`, `getattr(self, "_stop", None)`? (Any mention may stop the loop.)"""
+    for method in stoppers:
+        if method is fn:
+            continue
+        for node in iter_nodes(method.body):
+            if self_attribute(node) in flags or isinstance(node, cst.SimpleString) \
+                    and node.value.strip("\"'") in flags:
+                return True
+    return False
+
+
+def _guards(fn: cst.FunctionDef, call: cst.Call) -> list[cst.BaseExpression]:
+    """The tests of the `if`s in `fn` around `call`, and of the `if`s before it that leave
+    the function (`if not self.running: return`)."""
+    found: list[cst.BaseExpression] = []
+
+    def holds(node: cst.CSTNode) -> bool:
+        return node is call or any(n is call for n in _own_nodes(node))
+
+    def walk(node: cst.CSTNode) -> None:
+        if isinstance(node, cst.BaseSuite):
+            for stmt in node.body:
+                if holds(stmt):
+                    walk(stmt)
+                    return
+                if isinstance(stmt, cst.If) and any(isinstance(n, cst.Return) for n in _own_nodes(stmt.body)):
+                    found.append(stmt.test)
+            return
+        if isinstance(node, cst.If):
+            found.append(node.test)
+        for part in children(node):
+            if holds(part):
+                walk(part)
+                return
+
+    walk(fn.body)
+    return found
