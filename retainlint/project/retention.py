@@ -435,9 +435,9 @@ class ModuleBuilder:
                 note(t.value if isinstance(t, ast.Subscript) else t)
         for node in nodes.of(ast.Return, ast.Yield):
             note(getattr(node, "value"))
-        for assign in nodes.of(ast.Assign):
-            note(getattr(assign, "value"))  # an alias
-            for t in getattr(assign, "targets"):
+        for assign in nodes.of(ast.Assign, ast.AnnAssign):
+            note(getattr(assign, "value"))  # an alias (`x: dict = _pending`)
+            for t in getattr(assign, "targets", None) or [getattr(assign, "target")]:
                 if isinstance(t, ast.Attribute):
                     note(t)  # `state._pending = {}`: rebinding another module's holder
         return found

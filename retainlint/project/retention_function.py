@@ -412,8 +412,9 @@ class FunctionFacts:
 
     def _made_by(self, name: str) -> list[str]:
         """The names of the calls this function binds the local `name` to (`c = Cursor()`: "Cursor")."""
-        return [last_name(a.value.func) for a in self.facts.nodes.own(self.node, ast.Assign)
-                if isinstance(a.value, ast.Call) and any(isinstance(t, ast.Name) and t.id == name for t in a.targets)]
+        return [last_name(value.func) for a in self.facts.nodes.own(self.node, ast.Assign, ast.AnnAssign)
+                for target, value in bindings(a)  # `recv: Receiver[T] = Receiver(...)` too
+                if isinstance(value, ast.Call) and isinstance(target, ast.Name) and target.id == name]
 
     def _made_here(self, value: Optional[ast.AST]) -> bool:
         """Is the stored value a callback this call makes (a nested `def`, a lambda, a

@@ -740,3 +740,32 @@ def test_an_entry_keyed_by_each_requests_own_id_is_an_error_and_a_bare_key_a_war
     assert [(line, code, severity) for line, code, severity, _ in found] == [
         (10, "RL307", "error"), (11, "RL307", "warning"), (12, "RL306", "error")]
     assert "one entry per distinct `response.id`" in found[0][3]
+
+
+def test_an_object_handed_out_through_an_annotated_local_is_kept_by_its_owner(tmp_path):
+    # frequenz-channels' `recv: Receiver[T] = Receiver(...)`: an annotation changes nothing
+    # of what the local holds
+    source = """\
+        from uuid import uuid4
+
+
+        class Receiver:
+            def __init__(self, chan):
+                self.chan = chan
+
+
+        class Broadcast:
+            def __init__(self):
+                self.receivers = {{}}
+
+            def get_receiver(self):
+                uuid = uuid4()
+                {binding} = Receiver(self)
+                self.receivers[uuid] = recv
+                return recv
+        """
+    for binding in ("recv", "recv: Receiver"):
+        found = _check(tmp_path / binding.replace(":", "").replace(" ", "_"),
+                       {"chan.py": source.format(binding=binding)}, codes="RL307")
+        assert [(line, code) for line, code, _, _ in found] == [(16, "RL307")], binding
+        assert "keeps every object it hands out (`recv`)" in found[0][3]
