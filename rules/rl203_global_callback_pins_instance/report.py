@@ -55,9 +55,10 @@ class Reporter:
         elif reg.kind in STOPPERS:
             registry = HOLDERS[reg.kind]
             until = "it is stopped" if STOPPERS[reg.kind] else "the interpreter exits"
-            undo = (f"its loop has no way out that a method of `{cls_name}` can set"
+            # (the release path: `runners.stopping_methods`)
+            undo = (f"its loop has no way out that `{cls_name}`'s release path sets"
                     if STOPPERS[reg.kind] is None else
-                    f"no method of `{cls_name}` calls `.{STOPPERS[reg.kind]}()` on it"
+                    f"nothing `{cls_name}`'s release path runs calls `.{STOPPERS[reg.kind]}()` on it"
                     + (" or clears a flag that stops the re-arming" if reg.kind == "timer" else ""))
         elif reg.kind in LOOP_TRIGGERS:
             _, remover, registry = LOOP_TRIGGERS[reg.kind]

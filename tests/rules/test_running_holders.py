@@ -107,7 +107,7 @@ def test_a_timer_its_own_callback_arms_again_keeps_the_instance_until_cancelled(
     found = _check(tmp_path / "kept", BULB.format(close="pass"))
     assert [(line, severity) for line, severity, _ in found] == [(12, "error")]
     assert "armed again by `Bulb._keep_alive`" in found[0][2]
-    assert "no method of `Bulb` calls `.cancel()` on it" in found[0][2]
+    assert "nothing `Bulb`'s release path runs calls `.cancel()` on it" in found[0][2]
     assert _check(tmp_path / "cancelled", BULB.format(close="self._timer.cancel()")) == []
 
 
@@ -190,6 +190,7 @@ def test_a_stop_only_the_release_path_can_reach_counts(tmp_path):
         """
     kept = _check(tmp_path / "kept", source.format(release="self.transport = None"))
     assert [(line, severity) for line, severity, _ in kept] == [(13, "error")]
+    assert "nothing `TelnetProtocol`'s release path runs calls `.stop()` on it" in kept[0][2]
     assert _check(tmp_path / "stopped", source.format(
         release="if self.nop_keep_alive and self.nop_keep_alive.running:\n"
                 "                    self.toggle_nop_keepalive()")) == []
