@@ -416,16 +416,11 @@ def process_entry(function: ast.AST) -> bool:
 
 
 def _installs_signal_handlers(function: ast.AST) -> bool:
-    stack = list(getattr(function, "body"))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            continue  # a handler defined here runs later, elsewhere
-        if isinstance(node, ast.Call) and dotted(node.func) == "signal.signal" and node.args \
-                and (dotted(node.args[0]) or "").rpartition(".")[2] in ("SIGTERM", "SIGINT"):
-            return True  # (`SIGALRM` may time out each call)
-        stack.extend(ast.iter_child_nodes(node))
-    return False
+    """(In its own code: a handler defined in it runs later. Not `SIGALRM`, which may time
+    out each call.)"""
+    return any(isinstance(node, ast.Call) and dotted(node.func) == "signal.signal" and node.args
+               and (dotted(node.args[0]) or "").rpartition(".")[2] in ("SIGTERM", "SIGINT")
+               for node in own_nodes(function))
 
 
 def runs_once(name: str) -> bool:

@@ -248,7 +248,7 @@ class GlobalCallbackPinsInstance(Rule):
         cls = scope.method_class
         if cls is None or fn is None or not is_instance_method(self.ctx, fn):
             return
-        runner = started_runner(self.ctx, self._classes, node, fn, cls)
+        runner = started_runner(self.ctx, self._classes, node, qualified, fn, cls)
         if runner is not None:
             self._consider(runner[0], node, runner[1], cls, fn)
         elif qualified == ATEXIT_REGISTER and node.args:

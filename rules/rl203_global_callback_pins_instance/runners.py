@@ -1,16 +1,17 @@
 """Holders that run on their own: a thread whose target method never returns, a timer or an
 event-loop call that its own callback arms again, a Twisted `LoopingCall`. While it runs it
-keeps its callback, and a callback over the instance keeps the instance, until a method of
-the class stops it (cancels the timer, stops the looping call, sets the flag the loop tests)."""
+keeps its callback, and a callback over the instance keeps the instance, until the class's
+release path stops it (cancels the timer, stops the looping call, sets the flag the loop
+tests)."""
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, self_attribute
-from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.hook_exprs import iter_nodes, own_nodes
 from retainlint.analysis.release import FINALIZER, release_names
 from retainlint.analysis.walk import children
 
@@ -53,12 +54,14 @@ def stopping_methods(ctx, methods: list[cst.FunctionDef], fn: cst.FunctionDef) -
     return reached
 
 
-def started_runner(ctx, classes, call: cst.Call, fn: cst.FunctionDef,
+def started_runner(ctx, classes, call: cst.Call, qualified: Optional[str], fn: cst.FunctionDef,
                    cls: cst.ClassDef) -> Optional[tuple[str, cst.BaseExpression]]:
-    """(kind, callback) when `call`, in method `fn` of `cls`, starts something that runs on
-    its own with that callback: "thread" (its target never returns), "timer" (re-armed by
-    its own callback, `fn`), "looping" (a `LoopingCall`)."""
-    qualified = ctx.qualname(call.func)
+    """(kind, callback) when `call` (`qualified`: what it calls), in method `fn` of `cls`,
+    starts something that runs on its own with that callback: "thread" (its target never
+    returns), "timer" (re-armed by its own callback, `fn`), "looping" (a `LoopingCall`)."""
+    scheduler = isinstance(call.func, cst.Attribute) and call.func.attr.value in SCHEDULERS
+    if not (scheduler or qualified in (THREAD, TIMER) or qualified in LOOPING_CALLS):
+        return None  # (every call of every method comes here: leave early)
     positional, keywords = call_args(call)
     if qualified in LOOPING_CALLS:
         return ("looping", positional[0].value) if positional else None
@@ -70,11 +73,10 @@ def started_runner(ctx, classes, call: cst.Call, fn: cst.FunctionDef,
         return None
     if qualified == TIMER:
         given = keywords.get("function") or (positional[1] if len(positional) > 1 else None)
-    elif isinstance(call.func, cst.Attribute) and call.func.attr.value in SCHEDULERS:
+    else:
+        assert isinstance(call.func, cst.Attribute)
         position = SCHEDULERS[call.func.attr.value]
         given = positional[position] if len(positional) > position else None
-    else:
-        return None
     if given is not None and self_attribute(given.value) == fn.name.value:
         return "timer", given.value  # `self._tick` arms `self._tick` again: it runs until cancelled
     return None
@@ -94,7 +96,7 @@ def stopped(kind: str, call: cst.Call, fn: cst.FunctionDef, saved_as: Optional[s
             for m in stoppers for n in iter_nodes(m.body)):
         return True
     if kind == "timer":
-        return any(_flags(guard) and _set_elsewhere(_flags(guard), fn, stoppers) for guard in _guards(fn, call))
+        return any((flags := _flags(guard)) and _set_elsewhere(flags, fn, stoppers) for guard in _guards(fn, call))
     return False
 
 
@@ -102,7 +104,7 @@ def never_ends(method: cst.FunctionDef, stoppers: list[cst.FunctionDef]) -> bool
     """Does `method` reach a `while` loop with no way out (no `break` of its own, no `return`
     or `raise` in it) whose test is always true, or tests only flags of the instance
     (`while not self._stop.is_set()`, `while self.running`) that none of `stoppers` sets?"""
-    for loop in _own_nodes(method):
+    for loop in own_nodes(method):
         if not isinstance(loop, cst.While) or _exits(loop):
             continue
         test = loop.test
@@ -117,16 +119,6 @@ def never_ends(method: cst.FunctionDef, stoppers: list[cst.FunctionDef]) -> bool
 def _own_method(classes, cls: cst.ClassDef, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:
     name = self_attribute(target)
     return classes.method(cls, name) if name is not None else None
-
-
-def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """`node`'s body, nested functions, lambdas and classes left out (they run elsewhere)."""
-    stack = list(children(node))
-    while stack:
-        current = stack.pop()
-        yield current
-        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            stack.extend(children(current))
 
 
 def _exits(loop: cst.While) -> bool:
@@ -150,7 +142,7 @@ def _flags(test: cst.BaseExpression) -> set[str]:
     `not self._stop.is_set()`, `self.running`); none when it also calls anything else
     (`while self._step():` ends when the method says so)."""
     found = set()
-    for node in [test, *_own_nodes(test)]:
+    for node in [test, *own_nodes(test)]:
         name = self_attribute(node)
         if name is not None:
             found.add(name)
@@ -179,7 +171,7 @@ def _guards(fn: cst.FunctionDef, call: cst.Call) -> list[cst.BaseExpression]:
     found: list[cst.BaseExpression] = []
 
     def holds(node: cst.CSTNode) -> bool:
-        return node is call or any(n is call for n in _own_nodes(node))
+        return node is call or any(n is call for n in own_nodes(node))
 
     def walk(node: cst.CSTNode) -> None:
         if isinstance(node, cst.BaseSuite):
@@ -187,7 +179,7 @@ def _guards(fn: cst.FunctionDef, call: cst.Call) -> list[cst.BaseExpression]:
                 if holds(stmt):
                     walk(stmt)
                     return
-                if isinstance(stmt, cst.If) and any(isinstance(n, cst.Return) for n in _own_nodes(stmt.body)):
+                if isinstance(stmt, cst.If) and any(isinstance(n, cst.Return) for n in own_nodes(stmt.body)):
                     found.append(stmt.test)
             return
         if isinstance(node, cst.If):

@@ -11,15 +11,6 @@ import libcst as cst
 from retainlint.analysis.hook_exprs import target_names
 
 
-def _own_nodes(node: cst.CSTNode):
-    """The nodes under `node`, not those of nested functions, lambdas or classes (they
-    run at another time)."""
-    for child in node.children:
-        yield child
-        if not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            yield from _own_nodes(child)
-
-
 def _removed_names(nodes) -> set[str]:
     """Locals `x` with an `x.remove()` among `nodes`, and lists `xs` of them
     (`for h in xs: h.remove()`)."""
