@@ -117,7 +117,7 @@ class FunctionFacts:
         holders = self.facts.holders
         if isinstance(expr, ast.Name) and expr.id not in holders.module_level:
             return None  # the common case, without working out the function's locals
-        if isinstance(expr, ast.Attribute) and not isinstance(expr.value, ast.Name):
+        if isinstance(expr, ast.Attribute) and not isinstance(expr.value, (ast.Name, ast.Attribute, ast.Call)):
             return None
         return holders.named(expr, self.cls, self.me, self.local if isinstance(expr, ast.Name) else set())
 
@@ -266,7 +266,8 @@ class FunctionFacts:
                     self._grow(named, target.value, True, target.slice, value, stmt, guarded)
             else:
                 named = self.holder(target)
-                if named and named[1] != "default" and not (named[1] == "instance" and self.node.name == "__init__"):
+                if named and named[1] != "default" and not (named[1] == "instance" and self.node.name == "__init__") \
+                        and id(stmt) not in self.facts.holders.made_when_missing:
                     self._drop(named[0], whole=True)  # rebound: what it held goes
             if value is not None:
                 self._handed_on(value)  # an alias: may be emptied through it

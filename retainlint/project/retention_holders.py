@@ -43,6 +43,7 @@ class Holders:
         self.instance: dict[str, dict[str, str]] = {}  # class -> attr -> kind
         self.methods: dict[str, set[str]] = {}  # class -> method names
         self.classes: dict[str, ast.ClassDef] = {}
+        self.made_when_missing: set[int] = set()  # ids of `if not hasattr(C, "x"): C.x = {}` stores
         for node in statements(tree.body):  # also under a module-level `try:`/`if:` (a fallback)
             for target, value in bindings(node):
                 if isinstance(target, ast.Name) and not target.id.startswith("__"):  # `__all__`
@@ -72,6 +73,9 @@ class Holders:
                 if isinstance(target, ast.Name) and field is not None:
                     kept[target.id] = field  # made anew for each instance
         for method in node.body:
+            if isinstance(method, FUNCTIONS) and method.args.args:
+                self._made_when_missing(node.name, method, own, kept)
+        for method in node.body:
             if not isinstance(method, FUNCTIONS) or method.name != "__init__" or not method.args.args:
                 continue
             me = method.args.args[0].arg
@@ -85,6 +89,30 @@ class Holders:
         for attr in kept:
             own.pop(attr, None)  # assigned per instance: not the class's shared one
 
+    def _made_when_missing(self, cls: str, method: ast.AST, own: dict[str, str], kept: dict[str, str]) -> None:
+        """A class container made on first use, `if not hasattr(type(self), "x"): type(self).x
+        = {}` (or through `cls` or the class's name): one for the class, as if its body bound
+        it, and the store only makes it where it is missing - it empties nothing."""
+        me = method.args.args[0].arg  # type: ignore[attr-defined]
+        classmethod_ = any(dotted(d) == "classmethod" for d in method.decorator_list)  # type: ignore[attr-defined]
+        for stmt in statements(method.body):  # type: ignore[attr-defined]
+            test = stmt.test if isinstance(stmt, ast.If) else None
+            if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+                    and isinstance(test.operand, ast.Call) and dotted(test.operand.func) == "hasattr"
+                    and len(test.operand.args) == 2 and isinstance(test.operand.args[1], ast.Constant)):
+                continue
+            owner, attr = test.operand.args
+            if not (_own_type(owner, me) or isinstance(owner, ast.Name) and (
+                    owner.id == cls or owner.id == me and classmethod_)):
+                continue
+            for inner in stmt.body:
+                for target, value in bindings(inner):
+                    kind = container_kind(value)
+                    if (kind is not None and isinstance(target, ast.Attribute) and target.attr == attr.value
+                            and ast.dump(target.value) == ast.dump(owner) and attr.value not in kept):
+                        own.setdefault(target.attr, kind)
+                        self.made_when_missing.add(id(inner))
+
     def named(self, expr: ast.AST, cls: Optional[str], me: Optional[str],
               local: set[str]) -> Optional[tuple[str, str, str]]:
         """(holder, kind, container) for an expression naming a holder, else None."""
@@ -92,7 +120,14 @@ class Holders:
             if expr.id in self.module_level and expr.id not in local:
                 return f"{self.module}.{expr.id}", "module", self.module_level[expr.id]
             return None
-        if not isinstance(expr, ast.Attribute) or not isinstance(expr.value, ast.Name):
+        if not isinstance(expr, ast.Attribute):
+            return None
+        if cls is not None and _own_type(expr.value, me):
+            # `type(self).X`, `self.__class__.X`: the class attribute, never the instance's
+            owner = self._declaring(cls, expr.attr, per_instance=False)
+            return None if owner is None else (
+                f"{self.module}.{owner}.{expr.attr}", "class", self.class_level[owner][expr.attr])
+        if not isinstance(expr.value, ast.Name):
             return None
         base, attr = expr.value.id, expr.attr
         if cls is not None and base == me:
@@ -107,11 +142,12 @@ class Holders:
             return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
         return None
 
-    def _declaring(self, cls: str, attr: str) -> Optional[str]:
+    def _declaring(self, cls: str, attr: str, per_instance: bool = True) -> Optional[str]:
         """The class of this module whose body binds `attr` as a container that `self.attr`
         in `cls` reaches: `cls` itself, else the nearest base defined in this module (a
         subclass appending to a list its base declared shares that one list), unless a
-        class on the way assigns it per instance."""
+        class on the way assigns it per instance (and `per_instance`: `self.attr` would
+        read the instance's own)."""
         seen: set[str] = set()
         todo = [cls]
         while todo:
@@ -119,9 +155,20 @@ class Holders:
             if name in seen or name not in self.classes:
                 continue
             seen.add(name)
-            if attr in self.instance.get(name, {}):
+            if per_instance and attr in self.instance.get(name, {}):
                 return None
             if attr in self.class_level.get(name, {}):
                 return name
             todo += [b.id for b in self.classes[name].bases if isinstance(b, ast.Name)]
         return None
+
+
+def _own_type(expr: ast.AST, me: Optional[str]) -> bool:
+    """Is `expr` the class of the method's instance: `type(self)` or `self.__class__`?"""
+    if me is None:
+        return False
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "__class__" and isinstance(expr.value, ast.Name) and expr.value.id == me
+    return (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "type"
+            and len(expr.args) == 1 and not expr.keywords
+            and isinstance(expr.args[0], ast.Name) and expr.args[0].id == me)

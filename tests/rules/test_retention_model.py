@@ -1136,3 +1136,49 @@ def test_a_class_named_for_a_per_call_role_but_made_once_at_start_up_is_not_made
         """
     assert _levels(tmp_path / "named", {"session.py": session}) == [(3, "RL703", "info")]
     assert _levels(tmp_path / "once", {"session.py": session + "\nXSH = XonshSession()\n"}) == []
+
+
+def test_a_class_attribute_reached_through_the_instance_s_type_is_the_class_s(tmp_path):
+    # `type(self).X` and `self.__class__.X` name the class attribute, as `Cls.X` does
+    for spelling in ("type(self)", "self.__class__", "Tracker"):
+        found = _check(tmp_path / spelling.replace("(", "_").replace(")", ""), {"trace.py": f"""\
+            from threading import get_ident
+
+            class Tracker:
+                _lookup = {{}}
+
+                def __init__(self):
+                    {spelling}._lookup[get_ident()] = self
+            """})
+        assert [(line, code) for _, line, code, _ in found] == [(7, "RL306")], spelling
+        assert "`Tracker`" in found[0][3] or "Tracker._lookup" in found[0][3]
+
+
+def test_a_class_container_made_lazily_when_missing_is_the_class_s_and_not_emptied(tmp_path):
+    # made on first use under `if not hasattr(...)`: one container for the class, and the
+    # guarded assignment in another method only makes it where it is missing
+    source = """\
+        from threading import get_ident
+
+        class Tracker:
+            def __init__(self):
+                if not hasattr(self.__class__, "_lookup"):
+                    self.__class__._lookup = dict()
+                self.__class__._lookup[get_ident()] = self
+
+            @classmethod
+            def current(cls):
+                if not hasattr(cls, "_lookup"):
+                    cls._lookup = dict()
+                return cls._lookup.get(get_ident())
+        """
+    found = _check(tmp_path, {"trace.py": source})
+    assert [(line, code) for _, line, code, _ in found] == [(7, "RL306")]
+    # emptied for real when it is rebound without the guard
+    emptied = source.replace('if not hasattr(cls, "_lookup"):\n                    cls._lookup = dict()',
+                             'cls._lookup = dict()')
+    assert _check(tmp_path / "emptied", {"trace.py": emptied}) == []
+    # `self.x` made when missing is the instance's own: not a class-level container
+    own = source.replace('hasattr(self.__class__, "_lookup")', 'hasattr(self, "_lookup")').replace(
+        "self.__class__._lookup = dict()", "self._lookup = dict()")
+    assert _check(tmp_path / "own", {"trace.py": own}) == []
