@@ -89,20 +89,23 @@ class Holders:
         for attr in kept:
             own.pop(attr, None)  # assigned per instance: not the class's shared one
 
-    def _made_when_missing(self, cls: str, method: ast.AST, own: dict[str, str], kept: dict[str, str]) -> None:
+    def _made_when_missing(self, cls: str, method: ast.FunctionDef | ast.AsyncFunctionDef,
+                           own: dict[str, str], kept: dict[str, str]) -> None:
         """A class container made on first use, `if not hasattr(type(self), "x"): type(self).x
         = {}` (or through `cls` or the class's name): one for the class, as if its body bound
         it, and the store only makes it where it is missing - it empties nothing."""
-        me = method.args.args[0].arg  # type: ignore[attr-defined]
-        classmethod_ = any(dotted(d) == "classmethod" for d in method.decorator_list)  # type: ignore[attr-defined]
-        for stmt in statements(method.body):  # type: ignore[attr-defined]
-            test = stmt.test if isinstance(stmt, ast.If) else None
+        me = method.args.args[0].arg
+        classmethod_ = any(dotted(d) == "classmethod" for d in method.decorator_list)
+        for stmt in statements(method.body):
+            if not isinstance(stmt, ast.If):
+                continue
+            test = stmt.test
             if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
                     and isinstance(test.operand, ast.Call) and dotted(test.operand.func) == "hasattr"
-                    and len(test.operand.args) == 2 and isinstance(test.operand.args[1], ast.Constant)):
+                    and len(test.operand.args) == 2):
                 continue
             owner, attr = test.operand.args
-            if not (_own_type(owner, me) or isinstance(owner, ast.Name) and (
+            if not isinstance(attr, ast.Constant) or not (_own_type(owner, me) or isinstance(owner, ast.Name) and (
                     owner.id == cls or owner.id == me and classmethod_)):
                 continue
             for inner in stmt.body:
