@@ -384,11 +384,19 @@ WAITS = frozenset({"recv", "recv_multipart", "recv_pyobj", "recvfrom", "accept",
                     "select", "receive", "read_message", "get_nowait"})
 
 
+# What a loop asks an event or a future of the instance: has it been set, is it done?
+_UNTIL = frozenset({"is_set", "done"})
+
+
 def serves_until_stopped(loop: ast.While) -> bool:
-    """`while True:`, `while self.running:`, `while not self.stopped:` around a wait for the
+    """`while True:`, `while self.running:`, `while not self.stopped:`, `while not
+    self._closing.is_set():` (an event or future of the instance's own) around a wait for the
     next request (an `await`, `sock.recv()`, `queue.get()`...): a loop that parses, retries
     or walks does not serve."""
     test = loop.test.operand if isinstance(loop.test, ast.UnaryOp) else loop.test
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in _UNTIL \
+            and not test.args and not test.keywords:
+        test = test.func.value
     if not ((isinstance(test, ast.Constant) and test.value is True) or (
             isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self")):
         return False

@@ -1182,3 +1182,31 @@ def test_a_class_container_made_lazily_when_missing_is_the_class_s_and_not_empti
     own = source.replace('hasattr(self.__class__, "_lookup")', 'hasattr(self, "_lookup")').replace(
         "self.__class__._lookup = dict()", "self._lookup = dict()")
     assert _check(tmp_path / "own", {"trace.py": own}) == []
+
+
+def test_a_slot_per_key_of_an_inner_dict_made_on_read_grows_the_outer_container(tmp_path):
+    # `d.setdefault(k, {})[k2] = v` (and `d[k][k2] = v` on a `defaultdict(dict)`): one more
+    # entry per distinct `k2` under each `k`, kept by `d`
+    for store in ("_pending.setdefault(session_id, {})[request_id] = job",
+                  "_by_session[session_id][request_id] = job"):
+        found = _check(tmp_path / store[:8], {"jobs.py": f"""\
+            from collections import defaultdict
+
+            _pending = {{}}
+            _by_session = defaultdict(dict)
+
+            def submit(session_id, request_id, job):
+                {store}
+            """})
+        assert [(line, code) for _, line, code, _ in found] == [(7, "RL306")], store
+        assert "`request_id`" in found[0][3]
+    # a removal through the same spelling is one
+    assert _check(tmp_path / "removed", {"jobs.py": """\
+        _pending = {}
+
+        def submit(session_id, request_id, job):
+            _pending.setdefault(session_id, {})[request_id] = job
+
+        def finish(session_id, request_id):
+            del _pending[session_id][request_id]
+        """}) == []

@@ -279,6 +279,26 @@ def test_a_container_emptied_only_when_its_owner_stops_still_grows_while_it_serv
     assert "it is emptied only when the `Queue` is closed or stopped" in found[0][3]
 
 
+def test_a_loop_until_an_event_or_future_of_the_instance_is_done_serves(tmp_path):
+    # `while not self._closing.is_set()` / `while not self._ended.done()` around a wait is a
+    # serve loop, as `while not self.stopped` is
+    source = """\
+        class Sender:
+            def __init__(self):
+                self.sent = []
+
+            async def run(self):
+                while not LOOP_TEST:
+                    item = await self.inbox.get()
+                    self.sent.append(item)
+        """
+    for test in ("self._closing.is_set()", "self._ended.done()"):
+        found = _check(tmp_path / test[:12], {"send.py": source.replace("LOOP_TEST", test)})
+        assert [(line, code) for line, code, _, _ in found] == [(8, "RL307")], test
+    # an event of something else says nothing about this instance
+    assert _check(tmp_path / "other", {"send.py": source.replace("LOOP_TEST", "event.is_set()")}) == []
+
+
 def test_frames_that_keep_their_own_traceback(tmp_path):
     # Info: the collector frees each cycle (a warning when it is disabled, or when the
     # traceback is kept on an object).
