@@ -72,6 +72,7 @@ class FunctionFacts:
         self.covered: set[int] = set()
         self.fragile = False  # the statement being read runs only if the awaits before it return
         self.in_callback = False  # the node being read is in a lambda: a callback
+        self.entry_stores: set[int] = set()  # `d.setdefault(k, {})` stored into: its slots grow, not `d`'s
         self.success_drops: dict[str, int] = {}  # holder -> line of its first such drop here
         self.firm_drops: set[str] = set()
 
@@ -260,10 +261,16 @@ class FunctionFacts:
         for target, value in bindings(stmt):
             if isinstance(target, ast.Subscript):
                 named = self.holder(target.value)
+                entry = None if named else self._entry(target.value)
                 if named and isinstance(target.slice, ast.Slice):
                     self._drop(named[0], whole=True)
                 elif named and not isinstance(target.slice, ast.Constant):
                     self._grow(named, target.value, True, target.slice, value, stmt, guarded)
+                elif entry and not isinstance(target.slice, (ast.Constant, ast.Slice)):
+                    # `d.setdefault(k, {})[k2] = v`: the dict under a key gains a slot per `k2`
+                    self.entry_stores.add(id(target.value))
+                    self._grow((entry[0] + ITEMS, *entry[1:]), target.value, True, target.slice, value,
+                               stmt, guarded)
             else:
                 named = self.holder(target)
                 if named and named[1] != "default" and not (named[1] == "instance" and self.node.name == "__init__") \
@@ -285,9 +292,13 @@ class FunctionFacts:
                 if isinstance(inner, ast.Attribute):
                     self._drop("." + inner.attr, inner.value)
                 named = self.holder(target.value if isinstance(target, ast.Subscript) else target)
+                entry = None if named or not isinstance(target, ast.Subscript) \
+                    else self._entry(target.value, made_on_read=False)
                 if named:
                     self._drop(named[0], whole=not isinstance(target, ast.Subscript)
                                or isinstance(target.slice, ast.Slice))
+                elif entry:  # `del d[k][k2]` takes out what `d.setdefault(k, {})[k2] = v` put in
+                    self._drop(entry[0] + ITEMS)
         found = list(expressions(stmt))
         called = {id(n.func) for n in found if isinstance(n, ast.Call)}
         callbacks = {id(sub) for n in found if isinstance(n, ast.Lambda) for sub in ast.walk(n.body)}
@@ -322,7 +333,7 @@ class FunctionFacts:
                     keyed = method in ("setdefault", "__setitem__", "update")
                     key = call.args[0] if keyed and call.args and method != "update" else None
                     value = call.args[-1] if call.args else None
-                    if not (keyed and isinstance(key, ast.Constant)):
+                    if not (keyed and isinstance(key, ast.Constant)) and id(call) not in self.entry_stores:
                         self._grow(named, call.func.value, keyed, key, value, stmt, guarded)
             elif call.func.attr in ITEM_ADDS:
                 entry = self._entry(call.func.value)
