@@ -109,11 +109,17 @@ class _Sites(cst.CSTVisitor):
                     self.bound_locals |= names
                 if self.cache_of_self(value):
                     self.cache_locals.update(dict.fromkeys(names, value))
-                if _owned(value, self.owned_locals):
+                if _owned(value, self.owned_locals) or self._parented(value):
                     self.owned_locals |= names - {"self"}
             if sizes == (len(self.bound_locals), len(self.cache_locals), len(self.owned_locals)):
                 break  # nothing new: another round would find the same
         self.found: list[tuple[cst.CSTNode, cst.CSTNode, str, str]] = []  # (node, value, how, where)
+
+    def _parented(self, value: cst.CSTNode) -> bool:
+        """A Qt object made with `self` as its parent (`QAction("Run", self)`, `parent=self`):
+        its C++ parent, `self`, keeps it as long as `self` lives."""
+        return isinstance(value, cst.Call) and self.rule.uses_qt() and any(
+            is_self(a.value) and (a.keyword is None or a.keyword.value == "parent") for a in value.args)
 
     def visit_ClassDef(self, node) -> bool:
         return False

@@ -14,6 +14,7 @@ from retainlint.analysis.hooks import (
     ClassHandles, hook_argument, hook_removed_on_exit, undone_on_every_exit,
 )
 from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.walk import children
 from retainlint.rules.rl701_self_cycle_callback.references import _stored_parameters
 from retainlint.rules.rl701_self_cycle_callback.sites import _Sites
 
@@ -27,8 +28,11 @@ def _transient(ctx, cls: cst.ClassDef, method: cst.FunctionDef, sites: "_Sites",
     of the function that makes it (a hook's handle removed, the attribute set back)?"""
     if how == "hook":
         return hook_removed_on_exit(ctx, method, site, hook_argument(site))
-    if how == "slot":  # the class disconnects that signal (on close, say)
-        return any(isinstance(n, cst.Call) and _disconnects(ctx, n, where) for n in iter_nodes(cls))
+    if how == "slot":  # the class disconnects that signal (on close, say) - not to re-arm it:
+        # a disconnect before the connect in the same method leaves the new slot connected
+        rearm = _before(method, site)
+        return any(isinstance(n, cst.Call) and id(n) not in rearm and _disconnects(ctx, n, where)
+                   for n in iter_nodes(cls))
     if how in ("stored", "cached", "constructed"):
         if undone_on_every_exit(ctx, method, site,
                                 lambda statement: _restores(ctx, statement, where, sites)):
@@ -87,6 +91,20 @@ def _holder_drops_callback(ctx, call: cst.Call, sites: "_Sites") -> bool:
     others = [m for name, m in ctx.methods(holder).items() if name != "__init__"]
     return bool(attrs) and all(any(_drops_attribute(m, attr, param) for m in others)
                                for param, attr in attrs)
+
+
+def _before(method: cst.FunctionDef, site: cst.CSTNode) -> set[int]:
+    """The nodes of `method`, nested functions included, that come before `site` in the
+    source."""
+    seen: set[int] = set()
+    stack: list[cst.CSTNode] = [method.body]
+    while stack:
+        node = stack.pop()
+        if node is site:
+            break
+        seen.add(id(node))
+        stack.extend(reversed(children(node)))
+    return seen
 
 
 def _disconnects(ctx, call: cst.Call, signal: str) -> bool:
