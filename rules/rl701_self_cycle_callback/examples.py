@@ -47,9 +47,11 @@ depend on the class holding tensors:
   (`self._timer = None`) breaks the cycle;
 - in a file that imports a Qt binding (qtpy, PyQt5/6, PySide2/6, pyqtgraph), a partial,
   lambda or closure over `self` connected to a signal of the instance or of a widget it
-  owns (`self.box.valueChanged.connect(partial(self._changed, name="x"))`), unless the
-  class disconnects that signal: Qt keeps a plain bound method weakly but any other slot
-  strongly, in the C++ connection, so the collector never sees the cycle (an error).
+  owns (`self.box.valueChanged.connect(partial(self._changed, name="x"))`, or a local made
+  with `self` as its Qt parent: `action = QAction("Run", self)`), unless the class
+  disconnects that signal other than just before connecting it again in the same method (a
+  re-arm leaves the last slot connected): Qt keeps a plain bound method weakly but any other
+  slot strongly, in the C++ connection, so the collector never sees the cycle (an error).
 
 Otherwise only classes whose instances hold something heavy themselves are reported: a tensor,
 parameter or buffer, a layer with weights, an instance of a project class that holds one,
