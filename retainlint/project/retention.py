@@ -36,7 +36,7 @@ from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
     ADD_CALLS, DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, READERS, WORKER_POOLS,
-    bindings, last_name, named_per_call, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_model, walks_a_tree)
+    bindings, installs_signal_handler, last_name, named_per_call, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_model, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts, container_defaults
 
@@ -305,7 +305,15 @@ class ModuleBuilder:
     def _at_start(self, call: ast.AST) -> bool:
         """Does `call` run once, at start-up: at module level or in an entry point?"""
         function = self._function_around(call)
-        return function is None or getattr(function, "name") in ENTRY_POINTS or process_entry(function)
+        return function is None or getattr(function, "name") in ENTRY_POINTS or process_entry(
+            function, id(function) in self._signal_setters)
+
+    @cached_property
+    def _signal_setters(self) -> set[int]:
+        """The functions whose own code (not a function or lambda nested in them) installs a
+        SIGTERM or SIGINT handler, found once for the module."""
+        return {id(owner) for call in self.nodes.of(ast.Call) if installs_signal_handler(call)
+                for owner in [self.nodes.owner_of.get(id(call))] if isinstance(owner, FUNCTIONS)}
 
     def _function_called(self, func: ast.AST) -> Optional[str]:
         """The absolute name of an imported function a call calls (`get_logger(...)`,

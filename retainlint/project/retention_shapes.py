@@ -410,25 +410,24 @@ def serves_until_stopped(loop: ast.While) -> bool:
     return False
 
 
-def process_entry(function: ast.AST) -> bool:
+def process_entry(function: ast.AST, installs_signal_handlers: bool = False) -> bool:
     """A function named as the body of a process (`run_scheduler_process`, `worker_main`):
     it runs once per process, so what it makes lives for the process. Not a predicate
     about one (`one_instance_per_process(...) -> bool`): it answers a question, any number
     of times. Also one that installs its own SIGTERM or SIGINT handler (vLLM's
-    `run_engine_core`): only a process's main thread can, and a process has one handler
-    per signal, so that function sets up the process."""
+    `run_engine_core`; the caller says, from `installs_signal_handler`): only a process's
+    main thread can, and a process has one handler per signal, so that function sets up
+    the process."""
     name = getattr(function, "name")
     returns = getattr(function, "returns", None)
     return name.endswith(("_process", "_main")) and not name.lstrip("_").startswith("process") \
-        and not (isinstance(returns, ast.Name) and returns.id == "bool") or _installs_signal_handlers(function)
+        and not (isinstance(returns, ast.Name) and returns.id == "bool") or installs_signal_handlers
 
 
-def _installs_signal_handlers(function: ast.AST) -> bool:
-    """(In its own code: a handler defined in it runs later. Not `SIGALRM`, which may time
-    out each call.)"""
-    return any(isinstance(node, ast.Call) and dotted(node.func) == "signal.signal" and node.args
-               and (dotted(node.args[0]) or "").rpartition(".")[2] in ("SIGTERM", "SIGINT")
-               for node in own_nodes(function))
+def installs_signal_handler(call: ast.AST) -> bool:
+    """`signal.signal(SIGTERM or SIGINT, ...)` (not `SIGALRM`, which may time out each call)."""
+    return isinstance(call, ast.Call) and dotted(call.func) == "signal.signal" and bool(call.args) \
+        and (dotted(call.args[0]) or "").rpartition(".")[2] in ("SIGTERM", "SIGINT")
 
 
 def runs_once(name: str) -> bool:
