@@ -84,7 +84,8 @@ class SelfCycleCallback(Rule):
     def uses_qt(self) -> bool:
         """Does the file import a Qt binding (its signals' `connect` keeps slots in C++)?"""
         if self._qt is None:
-            self._qt = any(
+            # (the text first: most files name no Qt binding at all)
+            self._qt = any(m in self.ctx.source for m in _QT_MODULES) and any(
                 isinstance(n, (cst.Import, cst.ImportFrom)) and any(
                     self.ctx.code(part).split(".")[0].strip() in _QT_MODULES
                     for part in ([n.module] if isinstance(n, cst.ImportFrom) and n.module is not None

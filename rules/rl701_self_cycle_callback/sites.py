@@ -118,8 +118,9 @@ class _Sites(cst.CSTVisitor):
     def _parented(self, value: cst.CSTNode) -> bool:
         """A Qt object made with `self` as its parent (`QAction("Run", self)`, `parent=self`):
         its C++ parent, `self`, keeps it as long as `self` lives."""
-        return isinstance(value, cst.Call) and self.rule.uses_qt() and any(
-            is_self(a.value) and (a.keyword is None or a.keyword.value == "parent") for a in value.args)
+        return isinstance(value, cst.Call) and any(
+            is_self(a.value) and (a.keyword is None or a.keyword.value == "parent") for a in value.args
+        ) and self.rule.uses_qt()  # (last: the first answer per file walks the module)
 
     def visit_ClassDef(self, node) -> bool:
         return False
