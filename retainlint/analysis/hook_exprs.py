@@ -23,17 +23,6 @@ def iter_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(children(current))
 
 
-def own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The nodes below `node`, in source order, not those of nested functions, lambdas or
-    classes (they run at another time)."""
-    stack = list(reversed(children(node)))
-    while stack:
-        current = stack.pop()
-        yield current
-        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            stack.extend(reversed(children(current)))
-
-
 def hook_name(call: cst.Call) -> Optional[str]:
     """The hook registration a call makes (`register_forward_hook`), if it is one."""
     func = call.func

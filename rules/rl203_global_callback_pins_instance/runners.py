@@ -11,8 +11,9 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, self_attribute
-from retainlint.analysis.hook_exprs import iter_nodes, own_nodes
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER, release_names
+from retainlint.analysis.statement_order import ordered
 from retainlint.analysis.walk import children
 
 THREAD = "threading.Thread"
@@ -104,7 +105,7 @@ def never_ends(method: cst.FunctionDef, stoppers: list[cst.FunctionDef]) -> bool
     """Does `method` reach a `while` loop with no way out (no `break` of its own, no `return`
     or `raise` in it) whose test is always true, or tests only flags of the instance
     (`while not self._stop.is_set()`, `while self.running`) that none of `stoppers` sets?"""
-    for loop in own_nodes(method):
+    for loop in ordered(method):
         if not isinstance(loop, cst.While) or _exits(loop):
             continue
         test = loop.test
@@ -142,7 +143,7 @@ def _flags(test: cst.BaseExpression) -> set[str]:
     `not self._stop.is_set()`, `self.running`); none when it also calls anything else
     (`while self._step():` ends when the method says so)."""
     found = set()
-    for node in [test, *own_nodes(test)]:
+    for node in [test, *ordered(test)]:
         name = self_attribute(node)
         if name is not None:
             found.add(name)
@@ -171,7 +172,7 @@ def _guards(fn: cst.FunctionDef, call: cst.Call) -> list[cst.BaseExpression]:
     found: list[cst.BaseExpression] = []
 
     def holds(node: cst.CSTNode) -> bool:
-        return node is call or any(n is call for n in own_nodes(node))
+        return node is call or any(n is call for n in ordered(node))
 
     def walk(node: cst.CSTNode) -> None:
         if isinstance(node, cst.BaseSuite):
@@ -179,7 +180,7 @@ def _guards(fn: cst.FunctionDef, call: cst.Call) -> list[cst.BaseExpression]:
                 if holds(stmt):
                     walk(stmt)
                     return
-                if isinstance(stmt, cst.If) and any(isinstance(n, cst.Return) for n in own_nodes(stmt.body)):
+                if isinstance(stmt, cst.If) and any(isinstance(n, cst.Return) for n in ordered(stmt.body)):
                     found.append(stmt.test)
             return
         if isinstance(node, cst.If):

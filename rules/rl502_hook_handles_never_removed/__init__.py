@@ -23,9 +23,10 @@ from retainlint.analysis.hooks import (
     ClassHandles, hook_argument, is_accumulate_grad, mentions_self, receiver, short,
 )
 from retainlint.analysis.handle_facts import HandleStore
-from retainlint.analysis.hook_exprs import hook_name, iter_nodes, names_in, own_nodes, self_attrs, target_names
+from retainlint.analysis.hook_exprs import hook_name, iter_nodes, names_in, self_attrs, target_names
 from retainlint.rules.prefilters.rl502 import HookHandlesNeverRemovedPrefilter
 from retainlint.analysis.release import fix_release_method, is_release_method
+from retainlint.analysis.statement_order import ordered
 from retainlint.analysis.rule import RelatedNode, Rule
 from retainlint.rules.rl502_hook_handles_never_removed.examples import DOCS, INVALID, VALID
 from retainlint.rules.rl502_hook_handles_never_removed.local_handles import _removed_names, _rooted_in
@@ -294,7 +295,7 @@ class HookHandlesNeverRemoved(Rule):
         `h.remove()` later, but in no `finally:` / `except` block of the function."""
         params = {p.name.value for p in (*node.params.posonly_params, *node.params.params,
                                          *node.params.kwonly_params)} - {"self", "cls"}
-        own = list(own_nodes(node.body))
+        own = list(ordered(node.body))
         params |= {name for n in own if isinstance(n, cst.For) and _rooted_in(n.iter, params)
                    for name in target_names(n.target)}  # `for layer in layers:`
         handles: dict[str, list[cst.Call]] = {}  # a local handle, or a local list of them
@@ -318,7 +319,7 @@ class HookHandlesNeverRemoved(Rule):
         removed = _removed_names(own)
         guarded = {name for t in own if isinstance(t, (cst.Try, cst.TryStar))
                    for block in (t.finalbody, *t.handlers) if block is not None
-                   for name in _removed_names(own_nodes(block.body))}
+                   for name in _removed_names(ordered(block.body))}
         guarded |= {n.value for w in own if isinstance(w, cst.With) for item in w.items
                     for n in iter_nodes(item.item) if isinstance(n, cst.Name)}
         for name in sorted((removed & set(handles)) - guarded):
