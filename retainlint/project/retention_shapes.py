@@ -26,7 +26,9 @@ DROP_CALLS = frozenset({"pop", "popitem", "remove", "discard", "clear", "popleft
 READERS = frozenset({"len", "list", "tuple", "sorted", "set", "frozenset", "dict", "iter",
                       "enumerate", "zip", "any", "all", "sum", "min", "max", "map", "filter",
                       "reversed", "repr", "str", "print", "bool", "isinstance", "hash", "id",
-                      "format", "getattr", "hasattr"})
+                      "format", "getattr", "hasattr",
+                      # read into a new value: `sep.join(xs)`, `json.dumps(xs)`, `copy.deepcopy(xs)`
+                      "join", "dumps", "deepcopy", "pformat"})
 # Methods run once per object or per class, never per request (and names starting so).
 ONCE = ("__init_subclass__", "__set_name__", "__class_getitem__", "__post_init__",
          "__enter__", "__aenter__")

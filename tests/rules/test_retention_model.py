@@ -73,6 +73,25 @@ def test_a_container_handed_to_other_code_or_size_checked_is_not_reported(tmp_pa
         """}) == []
 
 
+def test_a_container_joined_into_a_string_or_dumped_is_read_not_handed_on(tmp_path):
+    found = _check(tmp_path, {"prefix.py": """\
+        import json
+
+        class LogPrefix:
+            def __init__(self):
+                self.parts = []
+                self.seen = []
+
+            def on_request(self, item):
+                self.parts.append(str(item))
+                self.seen.append(item)
+                return ":".join(self.parts), json.dumps(self.seen)
+
+        PREFIX = LogPrefix()
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(9, "RL307"), (10, "RL307")]
+
+
 def test_instance_containers_count_only_on_objects_that_live_for_the_process(tmp_path):
     found = _check(tmp_path, {"serve.py": """\
         class Router:
