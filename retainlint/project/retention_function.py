@@ -430,14 +430,16 @@ class FunctionFacts:
 
     def _made_here(self, value: Optional[ast.AST]) -> bool:
         """Is the stored value a callback this call makes (a nested `def`, a lambda, a
-        `partial`): a new one per call, whatever the function is named (`add_handler()`
-        storing its own `on_disconnect`), not something its caller registers."""
+        `partial`), or a thread, process or task it starts: a new one per call, whatever the
+        function is named (`add_handler()` storing its own `on_disconnect`, `add_thread()`
+        storing the `Thread` it starts), not something its caller registers."""
         if isinstance(value, ast.Lambda):
             return True
         if isinstance(value, ast.Call):
-            return last_name(value.func) == "partial"
-        return isinstance(value, ast.Name) and any(
+            return last_name(value.func) in ("partial", *_STARTED)
+        return isinstance(value, ast.Name) and (any(
             isinstance(d, FUNCTIONS) and d.name == value.id for d in ast.walk(self.node) if d is not self.node)
+            or any(made in _STARTED for made in self._made_by(value.id)))
 
     def _advances(self, key: ast.AST) -> bool:
         """Is `key` (`self._request_id`) an attribute this function counts up
@@ -616,6 +618,9 @@ class FunctionFacts:
 
 
 # What a call makes for another party to resolve or fill: a reply to wait for.
+# What starts work that ends on its own: each call makes a new one.
+_STARTED = frozenset({"Thread", "Process", "Timer", "create_task", "ensure_future", "submit",
+                      "run_coroutine_threadsafe"})
 _REPLIES = frozenset({"create_future", "Future", "Queue", "LifoQueue", "PriorityQueue", "SimpleQueue",
                       "Event", "Condition"})
 

@@ -92,6 +92,34 @@ def test_a_container_joined_into_a_string_or_dumped_is_read_not_handed_on(tmp_pa
     assert [(line, code) for _, line, code, _ in found] == [(9, "RL307"), (10, "RL307")]
 
 
+def test_a_thread_or_task_the_call_starts_is_new_per_call_whatever_the_function_is_named(tmp_path):
+    found = _check(tmp_path, {"group.py": """\
+        import asyncio
+        import threading
+
+        class ThreadGroup:
+            def __init__(self):
+                self.threads = []
+                self.tasks = set()
+                self.handlers = []
+
+            def add_thread(self, callback, *args):
+                t = threading.Thread(target=callback, args=args)
+                t.start()
+                self.threads.append(t)
+
+            def add_task(self, coro):
+                task = asyncio.ensure_future(coro)
+                self.tasks.add(task)
+
+            def add_handler(self, handler):
+                self.handlers.append(handler)
+
+        GROUP = ThreadGroup()
+        """})
+    assert [(line, code) for _, line, code, _ in found] == [(13, "RL307"), (17, "RL307")]
+
+
 def test_instance_containers_count_only_on_objects_that_live_for_the_process(tmp_path):
     found = _check(tmp_path, {"serve.py": """\
         class Router:
