@@ -102,7 +102,21 @@ def name_bindings(statements: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.Name,
 
 
 def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
-    return [s for s in body_statements(cls) if isinstance(s, cst.FunctionDef)]
+    """The methods of a class body, those defined under an `if` or a `try` of it too
+    (`if PY_341: def __del__(self): ...`)."""
+    found: list[cst.FunctionDef] = []
+    pending = body_statements(cls)
+    while pending:
+        stmt = pending.pop(0)
+        if isinstance(stmt, cst.FunctionDef):
+            found.append(stmt)
+        elif isinstance(stmt, (cst.If, cst.Try)):
+            # each block's statements; an `elif` is an `If` of its own
+            parts = [*getattr(stmt, "handlers", ()), stmt.orelse, getattr(stmt, "finalbody", None)]
+            pending[:0] = body_statements(stmt) + [s for part in parts if part is not None
+                                                   for s in ([part] if isinstance(part, cst.If) else body_statements(part))]
+    return found
+
 
 def cache_maxsize(ctx: "FileContext", decorator: cst.BaseExpression, qualified: str) -> Optional[str]:
     """The `maxsize` of a cache decorator (`qualified`: what it resolves to) as written:

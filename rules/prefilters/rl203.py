@@ -21,12 +21,16 @@ AT_FORK = "os.register_at_fork"
 AT_FORK_KEYWORDS = ("before", "after_in_parent", "after_in_child")
 
 # methods of process-wide event loops that keep a callback until it is removed (each call
-# adds one): the callback's argument position, the method that removes it, and what the
+# adds one): the callback's argument position, the methods that remove it, and what the
 # registry is. Not asyncio's `loop.add_signal_handler`: it replaces the previous handler of
 # the signal, and the loop (closed by `asyncio.run`) drops them all
 LOOP_TRIGGERS = {
     # Twisted: `reactor.addSystemEventTrigger("during", "shutdown", self.close)`
-    "addSystemEventTrigger": (2, "removeSystemEventTrigger", "the reactor's system event triggers"),
+    "addSystemEventTrigger": (2, ("removeSystemEventTrigger",), "the reactor's system event triggers"),
+    # asyncio: `loop.add_reader(fd, self._ready)`, kept in the loop's selector (kombu's hub
+    # also takes out all of a descriptor's callbacks with `hub.remove(fd)`)
+    "add_reader": (1, ("remove_reader", "remove"), "the event loop's readers"),
+    "add_writer": (1, ("remove_writer", "remove"), "the event loop's writers"),
 }
 
 # calls that start something running on its own with a callback (`runners.py`): a thread,
@@ -202,7 +206,7 @@ class GlobalCallbackPinsInstancePrefilter(Prefilter):
     # what every registration the rule considers needs (the common ones first: the index
     # tests them in order)
     triggers = (".append(", ".add(", ".insert(", ".appendleft(", "atexit", "signal", "register_at_fork",
-                "addSystemEventTrigger", *sorted(RUNNERS))
+                *LOOP_TRIGGERS, *sorted(RUNNERS))
 
     scans = True
 

@@ -11,6 +11,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, is_instance_method, is_self, name_bindings
 from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.heavy import find_param
 from retainlint.analysis.release import FINALIZER
 from retainlint.analysis.rule import Rule
 from retainlint.core.finding import Applicability, Severity
@@ -52,7 +53,7 @@ _READERS = frozenset({
     "id", "isinstance", "set", "frozenset", "enumerate", "reversed", "min", "max", "sum",
     "next", "zip", "map", "filter",
 })
-_TRIGGER_REMOVERS = frozenset(remover for _, remover, _ in LOOP_TRIGGERS.values())
+_TRIGGER_REMOVERS = frozenset(remover for _, removers, _ in LOOP_TRIGGERS.values() for remover in removers)
 # module-level dicts a function may keep instances in, one per key
 _DICT_CTORS = frozenset({"dict", "builtins.dict", "collections.defaultdict", "collections.OrderedDict"})
 
@@ -264,7 +265,7 @@ class GlobalCallbackPinsInstance(Rule):
                         self._consider("fork", node, arg.value, cls, fn):
                     break
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value in LOOP_TRIGGERS \
-                and not _is_own_receiver(node.func.value):
+                and not _is_own_receiver(node.func.value) and not self._callers_loop(node.func.value, fn):
             # (a loop's own method, `self.addSystemEventTrigger(...)`, fills its own table:
             # the entries live and die with the object, a self-cycle at most)
             position = LOOP_TRIGGERS[node.func.attr.value][0]
@@ -290,6 +291,14 @@ class GlobalCallbackPinsInstance(Rule):
             if len(positional) > position and not self._facts.local(container, fn):
                 self._consider("append", node, positional[position].value, cls, fn,
                                container=container)
+
+    @staticmethod
+    def _callers_loop(receiver: cst.BaseExpression, fn: cst.FunctionDef) -> bool:
+        """A loop handed to a method other than `__init__` (`register_with_event_loop(self,
+        connection, loop)`): the caller registers the instance with its own loop, and takes
+        it out there."""
+        return isinstance(receiver, cst.Name) and fn.name.value != "__init__" \
+            and find_param(fn, receiver.value) is not None
 
     def _consider(self, kind, call, callback, cls, fn, extra=(), container=None, through=None) -> bool:
         what = self._pins.pins_self(callback, fn, cls, 0)

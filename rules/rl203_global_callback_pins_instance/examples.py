@@ -17,7 +17,11 @@ that keeps the instance alive:
   no unregister at all, so no release method can undo it;
 - a process-wide event loop's triggers: Twisted's
   `reactor.addSystemEventTrigger("during", "shutdown", self.close)`, undone only by
-  `removeSystemEventTrigger` in a method of the class (asyncio's `loop.add_signal_handler`
+  `removeSystemEventTrigger` in a method of the class; an event loop's
+  `loop.add_reader(fd, self._ready)` and `add_writer`, undone by `remove_reader` /
+  `remove_writer` (or a hub's `remove(fd)`); not on a loop a method other than `__init__`
+  is handed (`register_with_event_loop(self, connection, loop)`: the caller's loop, which
+  takes it out again) (asyncio's `loop.add_signal_handler`
   is not reported: it replaces the signal's previous handler, and the loop drops them all
   when it closes);
 - `_LIVE.append(self)`, `_CALLBACKS.append(self.on_event)`, `_SEEN.add(self)` where the
@@ -52,8 +56,12 @@ that keeps the instance alive:
   otherwise;
 
 when nothing undoes it: no method of the class (other than `__del__`, which cannot run
-while the registry holds the instance) calls `atexit.unregister(...)` for that callback or
-installs another handler for the signal (restoring the old one, `SIG_DFL`), the saved old
+while the registry holds the instance) calls `atexit.unregister(...)` for that callback, or
+removes the loop's trigger, or
+installs another handler for the signal (restoring the old one, `SIG_DFL`); an
+`atexit` callback or a loop trigger whose undo the class's `__del__` runs too (through the
+`close()` it calls) is reported all the same: `__del__` is the release of an instance
+nobody closes, and the registration keeps it from ever running; the saved old
 handler (`self._old = signal.signal(...)`) is never reinstalled anywhere in the file, and
 nothing in the project takes entries out of the list (`.remove`, `.discard`, `.pop`,
 `.clear`, `del`, slice assignment, rebinding, handing it to other code).

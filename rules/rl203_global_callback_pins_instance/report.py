@@ -9,7 +9,6 @@ from retainlint.analysis.closed_shell import leaves_a_shell
 from retainlint.analysis.cstutil import is_self
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
-from retainlint.analysis.release import FINALIZER
 from retainlint.analysis.severity import Facts, instances_meant_to_go, level
 from retainlint.core.finding import Consequence, Severity
 from retainlint.rules.prefilters.rl203 import LOOP_TRIGGERS
@@ -42,9 +41,6 @@ class Reporter:
         if reg.kind == "atexit":
             registry = "`atexit`'s callback list"
             undo = f"no method of `{cls_name}` calls `atexit.unregister(...)` for it"
-            if any(m.name.value == FINALIZER for m in self.classes.class_chain_methods(reg.cls)
-                   if self.undo.unregisters_in(m, reg.callback)):
-                undo += " (`__del__` cannot: it never runs while the registry holds the instance)"
         elif reg.kind == "signal":
             registry = "the signal-handler table"
             undo = f"no method of `{cls_name}` restores the previous handler"
@@ -61,9 +57,9 @@ class Reporter:
                     f"nothing `{cls_name}`'s release path runs calls `.{STOPPERS[reg.kind]}()` on it"
                     + (" or clears a flag that stops the re-arming" if reg.kind == "timer" else ""))
         elif reg.kind in LOOP_TRIGGERS:
-            _, remover, registry = LOOP_TRIGGERS[reg.kind]
+            _, removers, registry = LOOP_TRIGGERS[reg.kind]
             until = "it is removed"
-            undo = f"no method of `{cls_name}` calls `{remover}(...)`"
+            undo = f"no method of `{cls_name}` calls `{removers[0]}(...)`"
         elif reg.through is not None:
             registry = f"module global `{reg.container}` (through `{reg.through}()`)"
             undo = ("nothing takes single entries out again"
@@ -71,6 +67,11 @@ class Reporter:
         else:
             registry = f"module global `{reg.container}`"
             undo = "nothing takes it out again"
+        if reg.kind in ("atexit", *LOOP_TRIGGERS) and self.undo.has_undo(reg):
+            undo = (f"`{cls_name}.__del__` undoes it for an instance nobody releases, but never runs: "
+                    f"the registration holds the instance")
+        elif reg.kind == "atexit" and self.undo.undone_only_from_del(reg):
+            undo += " (`__del__` cannot: it never runs while the registry holds the instance)"
         how = f"is registered in {registry} by {where}"
         if reg.kind in STOPPERS:
             how = f"runs in {registry}, " + ("armed again by " if reg.kind == "timer" else "started by ") + where
@@ -86,7 +87,8 @@ class Reporter:
             message,
             severity=self._level(reg, heavy),
             # unregistering something light frees nothing that matters: no fix for it
-            fix=self.fixer.fix(reg) if reg.kind == "atexit" and heavy else None,
+            # (one whose release method undoes it already needs a weak reference, not an unregister)
+            fix=self.fixer.fix(reg) if reg.kind == "atexit" and heavy and not self.undo.has_undo(reg) else None,
             statement=reg.statement,
             consequence=self._consequence(reg, heavy, registry),
         )

@@ -8,7 +8,10 @@ import os
 
 import libcst as cst
 
+from retainlint.analysis.cstutil import is_self
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.module_caches import removed_in_project
+from retainlint.analysis.release import FINALIZER
 from retainlint.analysis.walk import visit
 from retainlint.rules.prefilters.rl203 import LOOP_TRIGGERS
 from retainlint.rules.rl203_global_callback_pins_instance.classes import ClassLookup
@@ -33,16 +36,8 @@ class Undo:
     def undone(self, reg: Registration) -> bool:
         names = [c.name.value for c in self.classes.class_chain(reg.cls)]
         code = self.ctx.code
-        if reg.kind == "atexit":
-            wanted = code(reg.callback)
-            last = reg.callback.attr.value if isinstance(reg.callback, cst.Attribute) else None
-            for name in names:
-                for arg in self.facts.unregistered.get(name, ()):
-                    if code(arg) == wanted:
-                        return True
-                    if last is not None and isinstance(arg, cst.Attribute) and arg.attr.value == last:
-                        return True
-            return False
+        if reg.kind == "atexit" or reg.kind in LOOP_TRIGGERS:
+            return self.has_undo(reg) and not self.undone_only_from_del(reg)
         if reg.kind == "signal":
             for name in names:
                 for call, fn in self.facts.signals.get(name, ()):
@@ -64,9 +59,6 @@ class Undo:
                 self.ctx, self.classes.class_chain_methods(reg.cls), reg.function))
         if reg.kind == "fork":
             return False  # `os.register_at_fork` has no unregister
-        if reg.kind in LOOP_TRIGGERS:
-            remover = LOOP_TRIGGERS[reg.kind][1]
-            return any(remover in self.facts.triggers_removed.get(name, ()) for name in names)
         # appended to a module-level container; through a registry function, only entries
         # taken out one by one undo it (a `clear()` of all at shutdown or a reset does not)
         if reg.container in self.facts.emptied or (reg.through is None and reg.container in self.facts.cleared):
@@ -83,6 +75,44 @@ class Undo:
         if self.facts.uses.get(name, 0) > self.facts.not_reads.get(name, 0):
             return True
         return self.ctx.index.ask(_imported_elsewhere, (qualified, os.path.abspath(self.ctx.path)))
+
+    def has_undo(self, reg: Registration) -> bool:
+        """Does a method other than `__del__` unregister an `atexit` callback or remove a loop
+        trigger of the class (its release method, or `__del__`'s helper)?"""
+        names = [c.name.value for c in self.classes.class_chain(reg.cls)]
+        if reg.kind in LOOP_TRIGGERS:
+            removers = LOOP_TRIGGERS[reg.kind][1]
+            return any(r in self.facts.triggers_removed.get(name, ()) for name in names for r in removers)
+        code = self.ctx.code
+        wanted = code(reg.callback)
+        last = reg.callback.attr.value if isinstance(reg.callback, cst.Attribute) else None
+        return any(code(arg) == wanted or (last is not None and isinstance(arg, cst.Attribute)
+                                           and arg.attr.value == last)
+                   for name in names for arg in self.facts.unregistered.get(name, ()))
+
+    def undone_only_from_del(self, reg: Registration) -> bool:
+        """Does the class's `__del__` run the undo (itself, or through the methods it calls on
+        `self`: `close()`)? Then an instance nobody closes is meant to be released by being
+        dropped, and the registration, which holds it, keeps `__del__` from ever running."""
+        methods = {m.name.value: m for m in self.classes.class_chain_methods(reg.cls)}
+        if FINALIZER not in methods:
+            return False
+        reached, todo = set(), [FINALIZER]
+        while todo:
+            name = todo.pop()
+            if name in reached or name not in methods:
+                continue
+            reached.add(name)
+            todo.extend(n.func.attr.value for n in iter_nodes(methods[name].body)
+                        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and is_self(n.func.value))
+        return any(self._undoes_in(methods[name], reg) for name in reached)
+
+    def _undoes_in(self, method: cst.FunctionDef, reg: Registration) -> bool:
+        if reg.kind == "atexit":
+            return self.unregisters_in(method, reg.callback)
+        removers = LOOP_TRIGGERS[reg.kind][1]
+        return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in removers
+                   for n in iter_nodes(method.body))
 
     def unregisters_in(self, method: cst.FunctionDef, callback) -> bool:
         code = self.ctx.code(callback)

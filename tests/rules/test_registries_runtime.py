@@ -221,3 +221,62 @@ def test_child_logger_per_connection_stays_in_the_manager(tree):
     print(sum(1 for name in logging.root.manager.loggerDict if name.startswith("ws.")))
     """
     _check(tree, "RL801", buggy, clean, probe, line=9, severity="warning", leaked="50", freed="0")
+
+
+LOOP_READER = """
+import asyncio
+import socket
+import weakref
+
+LOOP = asyncio.new_event_loop()
+
+
+class Connection:
+    def __init__(self, loop, sock):
+        self._loop = loop
+        self._sock = sock
+        self._loop.add_reader(sock.fileno(), self._ready)
+
+    def _ready(self):
+        self._sock.recv(1024)
+
+    def close(self):
+        self._loop.remove_reader(self._sock.fileno())
+        self._sock.close()
+
+    def __del__(self):
+        self.close()
+
+
+def make():
+    mine, peer = socket.socketpair()
+    make.peer = peer
+    return Connection(LOOP, mine)
+"""
+
+
+def test_loop_reader_undone_only_by_the_close_del_calls_keeps_a_dropped_instance(tree):
+    """`__del__` is the class's release for an instance nobody closes, and it cannot run
+    while the event loop's reader holds the instance; `close()` called by hand undoes it."""
+    clean = LOOP_READER.replace(
+        "        self._loop.add_reader(sock.fileno(), self._ready)\n\n    def _ready(self):\n",
+        "        self._weak = weakref.ref(self)\n"
+        "        self._loop.add_reader(sock.fileno(), Connection._ready, self._weak)\n\n"
+        "    @staticmethod\n    def _ready(weak):\n        self = weak()\n        if self is None:\n"
+        "            return\n")
+    _check(tree, "RL203", LOOP_READER, clean, ALIVE, line=13, severity="warning", leaked="alive",
+           freed="freed")
+    closed_by_hand = tree({"mod.py": LOOP_READER.replace(
+        "    def __del__(self):\n        self.close()\n", "")})
+    assert _findings(closed_by_hand, "RL203") == []
+    # a `__del__` defined under an `if` of the class body is the class's all the same
+    conditional = tree({"mod.py": LOOP_READER.replace(
+        "    def __del__(self):\n        self.close()\n",
+        "    if hasattr(socket, 'socketpair'):\n        def __del__(self):\n            self.close()\n")})
+    assert _findings(conditional, "RL203") == [("RL203", 13, "warning")]
+    # a method that registers the instance with a loop its caller hands it: the caller's
+    # registration, which the caller's loop takes out
+    handed = tree({"mod.py": LOOP_READER.replace(
+        "        self._loop.add_reader(sock.fileno(), self._ready)\n",
+        "\n    def register_with_event_loop(self, loop):\n        loop.add_reader(self._sock.fileno(), self._ready)\n")})
+    assert _findings(handed, "RL203") == []
