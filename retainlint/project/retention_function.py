@@ -617,10 +617,10 @@ class FunctionFacts:
         return (isinstance(value, ast.Name) and value.id == self.me) or self._calls_back(value)
 
 
-# What a call makes for another party to resolve or fill: a reply to wait for.
 # What starts work that ends on its own: each call makes a new one.
 _STARTED = frozenset({"Thread", "Process", "Timer", "create_task", "ensure_future", "submit",
                       "run_coroutine_threadsafe"})
+# What a call makes for another party to resolve or fill: a reply to wait for.
 _REPLIES = frozenset({"create_future", "Future", "Queue", "LifoQueue", "PriorityQueue", "SimpleQueue",
                       "Event", "Condition"})
 

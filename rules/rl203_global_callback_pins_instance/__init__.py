@@ -10,8 +10,8 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, is_instance_method, is_self, name_bindings
-from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.heavy import find_param
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
 from retainlint.analysis.rule import Rule
 from retainlint.core.finding import Applicability, Severity

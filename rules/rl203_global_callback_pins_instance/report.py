@@ -70,7 +70,7 @@ class Reporter:
         if reg.kind in ("atexit", *LOOP_TRIGGERS) and self.undo.has_undo(reg):
             undo = (f"`{cls_name}.__del__` undoes it for an instance nobody releases, but never runs: "
                     f"the registration holds the instance")
-        elif reg.kind == "atexit" and self.undo.undone_only_from_del(reg):
+        elif reg.kind == "atexit" and self.undo.undone_from_del(reg):
             undo += " (`__del__` cannot: it never runs while the registry holds the instance)"
         how = f"is registered in {registry} by {where}"
         if reg.kind in STOPPERS:

@@ -37,7 +37,7 @@ class Undo:
         names = [c.name.value for c in self.classes.class_chain(reg.cls)]
         code = self.ctx.code
         if reg.kind == "atexit" or reg.kind in LOOP_TRIGGERS:
-            return self.has_undo(reg) and not self.undone_only_from_del(reg)
+            return self.has_undo(reg) and not self.undone_from_del(reg)
         if reg.kind == "signal":
             for name in names:
                 for call, fn in self.facts.signals.get(name, ()):
@@ -77,8 +77,8 @@ class Undo:
         return self.ctx.index.ask(_imported_elsewhere, (qualified, os.path.abspath(self.ctx.path)))
 
     def has_undo(self, reg: Registration) -> bool:
-        """Does a method other than `__del__` unregister an `atexit` callback or remove a loop
-        trigger of the class (its release method, or `__del__`'s helper)?"""
+        """Does a method of the class remove its loop trigger, or one other than `__del__`
+        unregister its `atexit` callback (its release method, or `__del__`'s helper)?"""
         names = [c.name.value for c in self.classes.class_chain(reg.cls)]
         if reg.kind in LOOP_TRIGGERS:
             removers = LOOP_TRIGGERS[reg.kind][1]
@@ -90,11 +90,13 @@ class Undo:
                                            and arg.attr.value == last)
                    for name in names for arg in self.facts.unregistered.get(name, ()))
 
-    def undone_only_from_del(self, reg: Registration) -> bool:
+    def undone_from_del(self, reg: Registration) -> bool:
         """Does the class's `__del__` run the undo (itself, or through the methods it calls on
         `self`: `close()`)? Then an instance nobody closes is meant to be released by being
         dropped, and the registration, which holds it, keeps `__del__` from ever running."""
-        methods = {m.name.value: m for m in self.classes.class_chain_methods(reg.cls)}
+        methods: dict[str, cst.FunctionDef] = {}
+        for m in self.classes.class_chain_methods(reg.cls):
+            methods.setdefault(m.name.value, m)  # the class's own before its bases'
         if FINALIZER not in methods:
             return False
         reached, todo = set(), [FINALIZER]
