@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
 
-from retainlint.analysis.imports import dotted_name
+from retainlint.analysis.imports import compound_blocks, dotted_name
 from retainlint.analysis.walk import visit
 from retainlint.project.index import CACHE_DECORATORS
 
@@ -104,18 +104,14 @@ def name_bindings(statements: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.Name,
 def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
     """The methods of a class body, those defined under an `if` or a `try` of it too
     (`if PY_341: def __del__(self): ...`)."""
-    found: list[cst.FunctionDef] = []
-    pending = body_statements(cls)
-    while pending:
-        stmt = pending.pop(0)
-        if isinstance(stmt, cst.FunctionDef):
-            found.append(stmt)
-        elif isinstance(stmt, (cst.If, cst.Try)):
-            # each block's statements; an `elif` is an `If` of its own
-            parts = [*getattr(stmt, "handlers", ()), stmt.orelse, getattr(stmt, "finalbody", None)]
-            pending[:0] = body_statements(stmt) + [s for part in parts if part is not None
-                                                   for s in ([part] if isinstance(part, cst.If) else body_statements(part))]
-    return found
+    def walk(statements) -> Iterator[cst.FunctionDef]:
+        for stmt in statements:
+            if isinstance(stmt, cst.FunctionDef):
+                yield stmt
+            elif isinstance(stmt, (cst.If, cst.Try)):
+                for block in compound_blocks(stmt):
+                    yield from walk(block)
+    return list(walk(body_statements(cls)))
 
 
 def cache_maxsize(ctx: "FileContext", decorator: cst.BaseExpression, qualified: str) -> Optional[str]:

@@ -105,15 +105,15 @@ def collect_module_imports(module: cst.Module, deep: bool = False, name: str = "
                 if deep and isinstance(stmt.body, cst.IndentedBlock):
                     walk(stmt.body.body)
             elif isinstance(stmt, cst.BaseCompoundStatement):
-                for block in _blocks(stmt):
+                for block in compound_blocks(stmt):
                     walk(block)
 
     walk(module.body)
     return table
 
 
-def _blocks(stmt: cst.BaseCompoundStatement):
-    """The statement lists inside if/for/while/try/with/match."""
+def compound_blocks(stmt: cst.BaseCompoundStatement):
+    """The statement lists inside if/for/while/try/with/match (an `elif` as a list of its `If`)."""
     body = getattr(stmt, "body", None)
     if isinstance(body, cst.IndentedBlock):
         yield body.body

@@ -237,7 +237,8 @@ class GlobalCallbackPinsInstance(Rule):
                 self._facts.signals.setdefault(cls.name.value, []).append((node, scope.function))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in _TRIGGER_REMOVERS and cls is not None \
                 and not (scope.function is not None and scope.function.name.value == FINALIZER):
-            self._facts.triggers_removed.setdefault(cls.name.value, set()).add(node.func.attr.value)
+            self._facts.triggers_removed.setdefault(cls.name.value, set()).add(
+                (self.ctx.code(node.func.value), node.func.attr.value))
         adder = (
             isinstance(node.func, cst.Attribute) and node.func.attr.value in ADDERS
             and isinstance(node.func.value, cst.Name) and node.func.value.value in self._facts.containers

@@ -45,8 +45,9 @@ class FileFacts:
         self.unregistered: dict[str, list[cst.BaseExpression]] = {}
         self.signals: dict[str, list[tuple[cst.Call, cst.FunctionDef]]] = {}
         self.handlers_reinstalled: list[cst.BaseExpression] = []  # any signal.signal handler
-        # per class name: the loop-trigger removers it calls (`removeSystemEventTrigger`)
-        self.triggers_removed: dict[str, set[str]] = {}
+        # per class name: the loop-trigger removers it calls outside `__del__`, with their
+        # receivers (`("reactor", "removeSystemEventTrigger")`, `("self.hub", "remove")`)
+        self.triggers_removed: dict[str, set[tuple[str, str]]] = {}
         self.containers: dict[str, cst.CSTNode] = {}  # module-level list/set/deque -> name node
         self.emptied: set[str] = set()  # names removed from / rebound / handed away
         self.cleared: set[str] = set()  # containers emptied all at once (`.clear()`)

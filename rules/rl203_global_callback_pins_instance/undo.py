@@ -77,12 +77,13 @@ class Undo:
         return self.ctx.index.ask(_imported_elsewhere, (qualified, os.path.abspath(self.ctx.path)))
 
     def has_undo(self, reg: Registration) -> bool:
-        """Does a method of the class remove its loop trigger, or one other than `__del__`
-        unregister its `atexit` callback (its release method, or `__del__`'s helper)?"""
+        """Does a method other than `__del__` unregister the `atexit` callback, or remove the
+        loop trigger from the loop it was added to (its release method, or `__del__`'s
+        helper)?"""
         names = [c.name.value for c in self.classes.class_chain(reg.cls)]
         if reg.kind in LOOP_TRIGGERS:
-            removers = LOOP_TRIGGERS[reg.kind][1]
-            return any(r in self.facts.triggers_removed.get(name, ()) for name in names for r in removers)
+            return any(self._removes(reg, receiver, method)
+                       for name in names for receiver, method in self.facts.triggers_removed.get(name, ()))
         code = self.ctx.code
         wanted = code(reg.callback)
         last = reg.callback.attr.value if isinstance(reg.callback, cst.Attribute) else None
@@ -112,9 +113,19 @@ class Undo:
     def _undoes_in(self, method: cst.FunctionDef, reg: Registration) -> bool:
         if reg.kind == "atexit":
             return self.unregisters_in(method, reg.callback)
-        removers = LOOP_TRIGGERS[reg.kind][1]
-        return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in removers
+        return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                   and self._removes(reg, self.ctx.code(n.func.value), n.func.attr.value)
                    for n in iter_nodes(method.body))
+
+    def _removes(self, reg: Registration, receiver: str, method: str) -> bool:
+        """Is `receiver.method(...)` a remover of the loop trigger `reg` added? A named remover
+        (`remove_reader`) on any loop (the one it was added to is often kept under another
+        name); a hub's plain `remove(fd)` only on the object it was added to, as spelt there
+        (`self.hub`), not a list's `remove`."""
+        removers = LOOP_TRIGGERS[reg.kind][1]
+        func = reg.call.func
+        return method in removers and (method != "remove" or (
+            isinstance(func, cst.Attribute) and receiver == self.ctx.code(func.value)))
 
     def unregisters_in(self, method: cst.FunctionDef, callback) -> bool:
         code = self.ctx.code(callback)

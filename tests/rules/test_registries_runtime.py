@@ -274,6 +274,13 @@ def test_loop_reader_undone_only_by_the_close_del_calls_keeps_a_dropped_instance
         "    def __del__(self):\n        self.close()\n",
         "    if hasattr(socket, 'socketpair'):\n        def __del__(self):\n            self.close()\n")})
     assert _findings(conditional, "RL203") == [("RL203", 13, "warning")]
+    # a list's `remove` is no hub's `remove(fd)`: only the latter, on the loop itself, undoes it
+    by_hub = LOOP_READER.replace("    def __del__(self):\n        self.close()\n", "")
+    by_list = tree({"mod.py": by_hub.replace("self._loop.remove_reader(self._sock.fileno())",
+                                             "self._open.remove(self._sock)")})
+    assert _findings(by_list, "RL203") == [("RL203", 13, "warning")]
+    assert _findings(tree({"mod.py": by_hub.replace("self._loop.remove_reader(self._sock.fileno())",
+                                                    "self._loop.remove(self._sock.fileno())")}), "RL203") == []
     # a method that registers the instance with a loop its caller hands it: the caller's
     # registration, which the caller's loop takes out
     handed = tree({"mod.py": LOOP_READER.replace(
