@@ -35,7 +35,7 @@ from retainlint.project.frames import frame_cycles
 from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
-    ADD_CALLS, DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, READERS, WORKER_POOLS,
+    ADD_CALLS, DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, READERS, TEARDOWN, WORKER_POOLS,
     bindings, installs_signal_handler, last_name, named_per_call, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_model, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts, container_defaults
@@ -60,13 +60,17 @@ class ModuleBuilder:
         self._holder_names: Optional[list[bytes]] = None
         self.tree = tree
 
-    def called_by_handlers(self, cls: str) -> set[str]:
-        """The methods of `cls` its handlers call on `self` (see `serves`)."""
+    def called_per_call(self, cls: str) -> set[str]:
+        """The methods of `cls` that its handlers (see `serves`) or its other ordinary
+        methods - neither `__init__`, nor named for set-up or teardown - call on `self`:
+        a `_start_thread()` that `enqueue()` calls runs per job, whatever it is named."""
         if cls not in self._called:
             found: set[str] = set()
             node = self.holders.classes.get(cls)
             for method in (node.body if node is not None else ()):
-                if isinstance(method, FUNCTIONS) and serves(method):
+                if isinstance(method, FUNCTIONS) and (serves(method) or not (
+                        method.name == "__init__" or runs_once(method.name)
+                        or method.name.lstrip("_").startswith(TEARDOWN))):
                     found.update(c.func.attr for c in self.nodes.own(method, ast.Call)
                                  if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
                                  and c.func.value.id == "self")

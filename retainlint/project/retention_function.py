@@ -48,9 +48,9 @@ class FunctionFacts:
             self.me = None
         self.outer_me = outer_me
         self.name = f"{cls}.{node.name}" if cls else node.name
-        # Named for set-up, but run per request when a handler calls it (`self._create_span()`
-        # from `on_chain_start()`).
-        self.once = runs_once(node.name) and not (cls is not None and node.name in facts.called_by_handlers(cls))
+        # Named for set-up, but run per request when a handler or another ordinary method
+        # calls it (`self._create_span()` from `on_chain_start()`).
+        self.once = runs_once(node.name) and not (cls is not None and node.name in facts.called_per_call(cls))
         # A serve loop (`while True:`, `while not self.stopped:`) runs its body per request,
         # whatever the function around it is named.
         own = facts.nodes.own
@@ -274,7 +274,8 @@ class FunctionFacts:
             else:
                 named = self.holder(target)
                 if named and named[1] != "default" and not (named[1] == "instance" and self.node.name == "__init__") \
-                        and id(stmt) not in self.facts.holders.made_when_missing:
+                        and id(stmt) not in self.facts.holders.made_when_missing \
+                        and not (self.once and id(stmt) in self.facts.holders.made_in_setup):
                     self._drop(named[0], whole=True)  # rebound: what it held goes
             if value is not None:
                 self._handed_on(value)  # an alias: may be emptied through it

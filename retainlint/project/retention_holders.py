@@ -9,7 +9,7 @@ from typing import Optional
 from retainlint.project.nodes import dotted
 from retainlint.project.retention_facts import Site
 from retainlint.project.retention_shapes import (
-    FUNCTIONS, last_name, container_kind, bindings, field_container_kind, statements)
+    FUNCTIONS, last_name, container_kind, bindings, field_container_kind, runs_once, statements)
 
 
 class Lines:
@@ -44,6 +44,7 @@ class Holders:
         self.methods: dict[str, set[str]] = {}  # class -> method names
         self.classes: dict[str, ast.ClassDef] = {}
         self.made_when_missing: set[int] = set()  # ids of `if not hasattr(C, "x"): C.x = {}` stores
+        self.made_in_setup: set[int] = set()  # ids of `self.x = {}` in `start()`, no `__init__` making it
         for node in statements(tree.body):  # also under a module-level `try:`/`if:` (a fallback)
             for target, value in bindings(node):
                 if isinstance(target, ast.Name) and not target.id.startswith("__"):  # `__all__`
@@ -75,17 +76,21 @@ class Holders:
         for method in node.body:
             if isinstance(method, FUNCTIONS) and method.args.args:
                 self._made_when_missing(node.name, method, own, kept)
-        for method in node.body:
-            if not isinstance(method, FUNCTIONS) or method.name != "__init__" or not method.args.args:
-                continue
+        # `__init__` first: a container it makes, a set-up method making again empties it
+        for method in sorted((m for m in node.body if isinstance(m, FUNCTIONS) and m.args.args and (
+                m.name == "__init__" or runs_once(m.name))), key=lambda m: m.name != "__init__"):
             me = method.args.args[0].arg
             for sub in statements(method.body):
                 for target, value in bindings(sub):
                     if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                             and target.value.id == me):
                         kind = container_kind(value)
-                        if kind is not None:
-                            kept.setdefault(target.attr, kind)
+                        if kind is not None and target.attr not in kept:
+                            kept[target.attr] = kind
+                            if method.name != "__init__":
+                                # made by the set-up that runs once per object (`start()`):
+                                # the object's own, and making it there empties nothing
+                                self.made_in_setup.add(id(sub))
         for attr in kept:
             own.pop(attr, None)  # assigned per instance: not the class's shared one
 

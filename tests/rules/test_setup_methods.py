@@ -1,0 +1,105 @@
+"""Methods named for set-up (`start`, `setup`, `_start_thread`): a container one of them
+makes belongs to the instance, and one the class's ordinary methods call runs as often as
+they do, whatever its name says."""
+
+import textwrap
+from pathlib import Path
+
+from retainlint.core.config import Settings
+from retainlint.engine import runner
+from retainlint.engine.registry import all_rules
+
+CODES = [r.code for r in all_rules()]
+
+
+def _check(root: Path, source: str) -> list[tuple[int, str, str]]:
+    path = root / "service.py"
+    path.write_text(textwrap.dedent(source))
+    result = runner.run([str(path)], CODES, Settings(root=root), runner.Mode(), jobs=1)
+    return [(f.start.line, f.code, f.message) for f in result.findings if f.code in ("RL306", "RL307")]
+
+
+def test_a_container_made_by_the_set_up_that_runs_once_belongs_to_the_instance(tmp_path):
+    found = _check(tmp_path, """\
+        class Output:
+            def start(self):
+                self.session_state = {}
+
+            def write(self, event):
+                self.session_state[event["session"]] = event
+
+        OUTPUT = Output()
+        """)
+    assert [(line, code) for line, code, _ in found] == [(6, "RL307")]
+    assert "`self.session_state` gains one entry per distinct" in found[0][2]
+
+
+def test_a_container_the_set_up_makes_and_a_method_removes_from_is_released(tmp_path):
+    assert _check(tmp_path, """\
+        class Output:
+            def start(self):
+                self.session_state = {}
+
+            def write(self, event):
+                self.session_state[event["session"]] = event
+
+            def session_closed(self, session):
+                self.session_state.pop(session, None)
+
+        OUTPUT = Output()
+        """) == []
+
+
+def test_a_set_up_making_again_what_init_made_still_empties_it(tmp_path):
+    assert _check(tmp_path, """\
+        class Output:
+            def __init__(self):
+                self.session_state = {}
+
+            def start(self):
+                self.session_state = {}
+
+            def write(self, event):
+                self.session_state[event["session"]] = event
+
+        OUTPUT = Output()
+        """) == []
+
+
+POOL = """\
+    import threading
+
+    class Pool:
+        def __init__(self):
+            self._threads = []
+
+        def start(self):
+            for _ in range(2):
+                self._start_thread()
+
+        def _start_thread(self):
+            t = threading.Thread(target=self._run)
+            t.start()
+            self._threads.append(t)
+    {enqueue}
+        def _run(self):
+            pass
+
+    POOL = Pool()
+    """
+
+ENQUEUE = """
+        def enqueue(self, job):
+            self._queue.put(job)
+            self._start_thread()
+"""
+
+
+def test_a_set_up_named_method_an_ordinary_method_calls_runs_per_call(tmp_path):
+    found = _check(tmp_path, POOL.format(enqueue=ENQUEUE))
+    assert [(line, code) for line, code, _ in found] == [(14, "RL307")]
+    assert "gains one more item per call in `_start_thread()`" in found[0][2]
+
+
+def test_a_set_up_named_method_only_set_up_calls_runs_once(tmp_path):
+    assert _check(tmp_path, POOL.format(enqueue="")) == []
