@@ -36,7 +36,7 @@ from retainlint.project.nodes import OWNERS, FileNodes, dotted
 from retainlint.project.retention_facts import Growth, SelfReference, ModuleFacts
 from retainlint.project.retention_shapes import (
     ADD_CALLS, DROP_CALLS, ENTRY_POINTS, FUNCTIONS, INPUT_READERS, LOOPS, READERS, TEARDOWN, WORKER_POOLS,
-    bindings, installs_signal_handler, last_name, named_per_call, process_entry, runs_once, serves, serves_until_stopped, statements, walks_a_model, walks_a_tree)
+    bindings, installs_signal_handler, last_name, named_per_call, process_entry, runs_once, serves, sets_up, serves_until_stopped, statements, walks_a_model, walks_a_tree)
 from retainlint.project.retention_holders import Holders, Lines
 from retainlint.project.retention_function import FunctionFacts, container_defaults
 
@@ -297,7 +297,7 @@ class ModuleBuilder:
             fname = getattr(function, "name")
             if factories.get(fname) == made and fname in called:
                 continue  # the factory's own `return Class()`: its callers say how often
-            if fname == "__init__" or runs_once(fname):
+            if fname == "__init__" or sets_up(function):
                 continue  # made once per owner, or at set-up
             line = getattr(call, "lineno")
             if named_per_call(fname) or any(

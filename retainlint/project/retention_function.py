@@ -14,7 +14,7 @@ from retainlint.project.retention_shapes import (
     FUNCTIONS, MEMOS, ADD_CALLS, ITEM_ADDS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
     container_kind,
     names_in, bindings, statements, expressions, stored_names, adds_a_parameter,
-    serves_until_stopped, runs_once, keeps_what_it_is_handed, resource_kept,
+    serves_until_stopped, sets_up, keeps_what_it_is_handed, resource_kept,
     cycle_broken, used_on_release)
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class FunctionFacts:
         self.name = f"{cls}.{node.name}" if cls else node.name
         # Named for set-up, but run per request when a handler or another ordinary method
         # calls it (`self._create_span()` from `on_chain_start()`).
-        self.once = runs_once(node.name) and not (cls is not None and node.name in facts.called_per_call(cls))
+        self.once = sets_up(node) and not (cls is not None and node.name in facts.called_per_call(cls))
         # A serve loop (`while True:`, `while not self.stopped:`) runs its body per request,
         # whatever the function around it is named.
         own = facts.nodes.own

@@ -438,6 +438,20 @@ def runs_once(name: str) -> bool:
     return name.lstrip("_").startswith(ONCE_PREFIXES)
 
 
+# Parameters that hand a function one connection, request or message.
+_PER_CONNECTION = frozenset({"addr", "address", "peer", "request", "req", "conn", "connection",
+                             "sock", "socket", "message", "msg"})
+
+
+def sets_up(function: ast.AST) -> bool:
+    """Is `function` named for set-up (`runs_once`) and handed nothing per connection? One
+    handed a connection's address, a request or a message (Twisted's `buildProtocol(addr)`,
+    `create_session(request)`) builds per connection, whatever it is named."""
+    args = getattr(function, "args")
+    return runs_once(getattr(function, "name")) and not any(
+        a.arg in _PER_CONNECTION for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+
+
 # Words in a function's name that say it runs per request, message or item.
 PER_CALL_FUNCTIONS = ("handle", "process", "serve", "request", "dispatch", "call",
                        "submit", "step", "forward", "generate", "receive", "recv", "send",

@@ -1,6 +1,6 @@
 """Methods named for set-up (`start`, `setup`, `_start_thread`): a container one of them
-makes belongs to the instance, and one the class's ordinary methods call runs as often as
-they do, whatever its name says."""
+makes belongs to the instance, and one the class's ordinary methods call, or one handed a
+connection (`buildProtocol(addr)`), runs per call, whatever its name says."""
 
 import textwrap
 from pathlib import Path
@@ -103,3 +103,27 @@ def test_a_set_up_named_method_an_ordinary_method_calls_runs_per_call(tmp_path):
 
 def test_a_set_up_named_method_only_set_up_calls_runs_once(tmp_path):
     assert _check(tmp_path, POOL.format(enqueue="")) == []
+
+
+FACTORY = """\
+    class Protocol:
+        pass
+
+    class TelnetFactory:
+        running = []
+
+        def {name}(self, {param}):
+            p = Protocol()
+            self.running.append(p)
+            return p
+    """
+
+
+def test_a_method_named_for_set_up_that_is_handed_a_connection_builds_per_connection(tmp_path):
+    found = _check(tmp_path, FACTORY.format(name="buildProtocol", param="addr"))
+    assert [(line, code) for line, code, _ in found] == [(9, "RL306")]
+    assert "gains one more item per call in `buildProtocol()`" in found[0][2]
+
+
+def test_a_method_named_for_set_up_that_is_handed_its_configuration_runs_once(tmp_path):
+    assert _check(tmp_path, FACTORY.format(name="buildProtocol", param="config")) == []
