@@ -148,6 +148,7 @@ SERVER = JobServer()
                         "serves": f"a `{owner}` serves many requests (its methods are handlers, a serve "
                                   "loop, or start and stop, or it keeps a worker pool)",
                         "outlives": f"a `{owner}` outlives the calls that add to it",
+                        "widget": f"a `{owner}` is a GUI widget, which lives as long as the window showing it",
                         "hands out": f"a `{owner}` keeps every object it hands out (`{g.value}`), after "
                                      "its user is done with it",
                         "replies": f"a `{owner}` carries many requests, matching each reply to the one "

@@ -119,6 +119,33 @@ def serves_requests(index: "ProjectIndex", cls: str) -> bool:
     return bool(index.ask(_serving, index.resolve(cls) or cls))
 
 
+# Where GUI toolkits keep their widget classes: a window shows its widgets, and they live as
+# long as it does while the user's events call their methods again and again.
+_WIDGET_MODULES = (".QtWidgets.", "tkinter.", "wx.", "gi.repository.Gtk.")
+
+
+def _widget(index: "ProjectIndex", cls: Hashable) -> Hashable:
+    todo, seen = [cls], set()
+    while todo:
+        q = todo.pop()
+        if not isinstance(q, str) or q in seen:
+            continue
+        seen.add(q)
+        summary = index.classes.get(q)
+        for base in (summary.bases if summary is not None else ()):
+            resolved = index.resolve(base) or base
+            if any(m in "." + resolved for m in _WIDGET_MODULES) and resolved.rpartition(".")[2][:1].isupper():
+                return True
+            todo.append(resolved)
+    return False
+
+
+def is_widget(index: "ProjectIndex", cls: str) -> bool:
+    """Is `cls` a GUI widget: a subclass (through the project's classes) of a Qt, Tk, wx or
+    GTK widget class?"""
+    return bool(index.ask(_widget, index.resolve(cls) or cls))
+
+
 def _collector_off(index: "ProjectIndex", _: Hashable) -> Hashable:
     return any(summary.retention and summary.retention[COLLECTOR_OFF] for summary in dict.values(index.files))
 
@@ -306,6 +333,8 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
         return "serves"
     if g.undone_on_success and not made_per_call(cls, facts, index):
         return "outlives"
+    if is_widget(index, cls) and not seen_made_per_call(cls, facts, index):
+        return "widget"
     # An owner named for a per-call role (a `Connection`) still hands out many children
     # (cursors, channels, streams) in its life, and a table that matches each reply to the
     # request waiting for it exists to carry many requests: only code making one owner per
