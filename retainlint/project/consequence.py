@@ -119,9 +119,9 @@ def serves_requests(index: "ProjectIndex", cls: str) -> bool:
     return bool(index.ask(_serving, index.resolve(cls) or cls))
 
 
-# Where GUI toolkits keep their widget classes: a window shows its widgets, and they live as
-# long as it does while the user's events call their methods again and again.
-_WIDGET_MODULES = (".QtWidgets.", "tkinter.", "wx.", "gi.repository.Gtk.")
+# The modules GUI toolkits keep their widget classes in: a window shows its widgets, and they
+# live as long as it does while the user's events call their methods again and again.
+_WIDGET_MODULES = (".QtWidgets.", ".tkinter.", ".wx.", ".gi.repository.Gtk.")
 
 
 def _widget(index: "ProjectIndex", cls: Hashable) -> Hashable:
@@ -141,8 +141,8 @@ def _widget(index: "ProjectIndex", cls: Hashable) -> Hashable:
 
 
 def is_widget(index: "ProjectIndex", cls: str) -> bool:
-    """Is `cls` a GUI widget: a subclass (through the project's classes) of a Qt, Tk, wx or
-    GTK widget class?"""
+    """Is `cls` a GUI widget: a subclass (through the project's classes) of a class of a Qt,
+    Tk, wx or GTK widget module?"""
     return bool(index.ask(_widget, index.resolve(cls) or cls))
 
 
@@ -206,9 +206,13 @@ def keyed_by_each_request(g: Growth) -> bool:
     senders, and `id(x)` may be that of an object that lives on: growth not proven."""
     if g.counted:
         return True
-    owner, dot, attr = g.key.partition(".")
+    item = _ITEM_KEY.fullmatch(g.key)  # `packet["request_id"]`: a field of a message it handles
+    owner, dot, attr = (item[1], ".", item[3]) if item else g.key.partition(".")
     return bool(dot) and owner.isidentifier() and owner != "self" and attr.isidentifier() \
-        and key_per_request(g.key)
+        and key_per_request(f"{owner}.{attr}")
+
+
+_ITEM_KEY = re.compile(r"([A-Za-z_]\w*)\[(['\"])(\w+)\2\]")
 
 
 def _fresh_keys(g: Growth) -> bool:

@@ -492,3 +492,25 @@ def test_a_hook_a_marker_on_the_hooked_object_guards_is_one_per_object(tree):
     found = [(f["location"]["row"], f["consequence"]["growth"], "marker `param._sync_hook`" in f["message"])
              for f in json.loads(done.stdout)]
     assert found == [(15, "", True), (17, "one hook per pass of the loop, per `sync()` call", False)]
+
+
+def test_a_table_keyed_by_the_id_field_of_each_message_sent_is_an_error(tree):
+    """`self._pending[packet["request_id"]] = future`: the key is a field of the message the
+    call builds and sends, as `request.request_id` is an attribute of it - one entry per
+    request, never the same key twice, and nothing removes one (vyked's registry client). A
+    field of the instance's own configuration names one of a few things: growth not proven."""
+    root = tree({"m.py": (
+        "import asyncio\n"
+        "import uuid\n\n\n"
+        "class Client:\n"
+        "    def __init__(self):\n"
+        "        self._pending = {}\n"
+        "        self._by_route = {}\n"
+        "        self.config = {'route': 'lookup'}\n\n"
+        "    def handle_lookup(self, name):\n"
+        "        packet = {'request_id': str(uuid.uuid4()), 'name': name}\n"
+        "        future = asyncio.Future()\n"
+        "        self._pending[packet['request_id']] = future\n"
+        "        self._by_route[self.config['route']] = future\n"
+        "        return future\n")})
+    assert _levels(root, "RL307") == [(14, "error")]
