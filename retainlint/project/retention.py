@@ -77,6 +77,20 @@ class ModuleBuilder:
             self._called[cls] = found
         return self._called[cls]
 
+    def called_only_from_init(self, cls: str) -> set[str]:
+        """The methods of `cls` that its `__init__` calls on `self` and no other method does:
+        they run once per instance made, as `__init__`'s own body does."""
+        node = self.holders.classes.get(cls)
+        by_init: set[str] = set()
+        elsewhere: set[str] = set()
+        for method in (node.body if node is not None else ()):
+            if isinstance(method, FUNCTIONS):
+                called = {c.func.attr for c in self.nodes.own(method, ast.Call)
+                          if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+                          and c.func.value.id == "self"}
+                (by_init if method.name == "__init__" else elsewhere).update(called)
+        return by_init - elsewhere
+
     def kept_params(self, cls: ast.ClassDef) -> list[tuple[Optional[int], str]]:
         """(position after `self`, name) of the `__init__` parameters the class stores
         on its instance as they are (`self.parent = parent`); a class without an `__init__`

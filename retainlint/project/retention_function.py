@@ -50,7 +50,12 @@ class FunctionFacts:
         self.name = f"{cls}.{node.name}" if cls else node.name
         # Named for set-up, but run per request when a handler or another ordinary method
         # calls it (`self._create_span()` from `on_chain_start()`).
-        self.once = sets_up(node) and not (cls is not None and node.name in facts.called_per_call(cls))
+        # A helper only `__init__` calls (`self.__spawn()`) runs once per instance made, as
+        # `__init__`'s own body does, whatever it is named.
+        self.in_init = node.name == "__init__" or (
+            cls is not None and outer_me is None and node.name in facts.called_only_from_init(cls))
+        self.once = sets_up(node) and not self.in_init and not (
+            cls is not None and node.name in facts.called_per_call(cls))
         # A serve loop (`while True:`, `while not self.stopped:`) runs its body per request,
         # whatever the function around it is named.
         own = facts.nodes.own
@@ -321,6 +326,9 @@ class FunctionFacts:
                             facts.bounded.add(named[0])
 
     def _call(self, call: ast.Call, stmt: ast.stmt, guarded: set[str]) -> None:
+        if self.node.name == "__del__" and isinstance(call.func, ast.Attribute) and call.func.attr in DROP_CALLS \
+                and any(isinstance(a, ast.Name) and a.id == self.me for a in call.args):
+            return  # `registry.remove(self)`: `__del__` cannot run while the registry holds it
         if isinstance(call.func, ast.Attribute) and call.func.attr in DROP_CALLS \
                 and isinstance(call.func.value, ast.Attribute):
             self._drop("." + call.func.value.attr, call.func.value.value)  # any class's `x.attr.pop(...)`
@@ -386,7 +394,7 @@ class FunctionFacts:
             ast.unparse(value) if value is not None else "",
             self.name, (self.once and not any(a <= stmt.lineno <= b for a, b in self.loops))
             or any(a <= stmt.lineno <= b for a, b in self.warmup),
-            self.node.name == "__init__", holder in guarded or self.memoised,
+            self.in_init, holder in guarded or self.memoised,
             pins, self.registers and not self._made_here(value), False,
             key is not None and self._advances(key),
             holder not in guarded and not self.memoised and self._hands_out(value),
