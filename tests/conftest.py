@@ -94,6 +94,22 @@ def check_here(*args, cwd=None, env=None, input=None):
                                        result.stdout, result.stderr)
 
 
+def run_rules(root: Path, files: dict[str, str]) -> list:
+    """Writes `files` (dedented) under `root` and runs every rule over the `.py` files
+    there, in this process and with the project index: the findings, in report order."""
+    from retainlint.core.config import Settings
+    from retainlint.engine import runner
+    from retainlint.engine.registry import all_rules
+
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    result = runner.run(sorted(str(p) for p in root.rglob("*.py")), [r.code for r in all_rules()],
+                        Settings(root=root), runner.Mode(), jobs=1)
+    return result.findings
+
+
 @pytest.fixture
 def tree(tmp_path):
     def make(files: dict) -> Path:

@@ -125,19 +125,12 @@ _WIDGET_MODULES = (".QtWidgets.", ".tkinter.", ".wx.", ".gi.repository.Gtk.")
 
 
 def _widget(index: "ProjectIndex", cls: Hashable) -> Hashable:
-    todo, seen = [cls], set()
-    while todo:
-        q = todo.pop()
-        if not isinstance(q, str) or q in seen:
-            continue
-        seen.add(q)
-        summary = index.classes.get(q)
-        for base in (summary.bases if summary is not None else ()):
-            resolved = index.resolve(base) or base
-            if any(m in "." + resolved for m in _WIDGET_MODULES) and resolved.rpartition(".")[2][:1].isupper():
-                return True
-            todo.append(resolved)
-    return False
+    summary = index.classes.get(cls) if isinstance(cls, str) else None
+    if summary is None:
+        return False
+    return any(any(m in "." + q for m in _WIDGET_MODULES) and q.rpartition(".")[2][:1].isupper()
+               for s in (summary, *index.ancestors(summary.bases))
+               for q in (index.resolve(b) or b for b in s.bases))
 
 
 def is_widget(index: "ProjectIndex", cls: str) -> bool:

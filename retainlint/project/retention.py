@@ -56,7 +56,7 @@ class ModuleBuilder:
         self.teardown_drops: set[str] = set()
         self.self_references: list[SelfReference] = []
         self._kept: dict[str, list[tuple[Optional[int], str]]] = {}
-        self._called: dict[str, set[str]] = {}
+        self._called: dict[str, tuple[set[str], set[str]]] = {}  # see `_callers`
         self._holder_names: Optional[list[bytes]] = None
         self.tree = tree
 
@@ -64,32 +64,33 @@ class ModuleBuilder:
         """The methods of `cls` that its handlers (see `serves`) or its other ordinary
         methods - neither `__init__`, nor named for set-up or teardown - call on `self`:
         a `_start_thread()` that `enqueue()` calls runs per job, whatever it is named."""
-        if cls not in self._called:
-            found: set[str] = set()
-            node = self.holders.classes.get(cls)
-            for method in (node.body if node is not None else ()):
-                if isinstance(method, FUNCTIONS) and (serves(method) or not (
-                        method.name == "__init__" or runs_once(method.name)
-                        or method.name.lstrip("_").startswith(TEARDOWN))):
-                    found.update(c.func.attr for c in self.nodes.own(method, ast.Call)
-                                 if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
-                                 and c.func.value.id == "self")
-            self._called[cls] = found
-        return self._called[cls]
+        return self._callers(cls)[0]
 
     def called_only_from_init(self, cls: str) -> set[str]:
         """The methods of `cls` that its `__init__` calls on `self` and no other method does:
         they run once per instance made, as `__init__`'s own body does."""
-        node = self.holders.classes.get(cls)
-        by_init: set[str] = set()
-        elsewhere: set[str] = set()
-        for method in (node.body if node is not None else ()):
-            if isinstance(method, FUNCTIONS):
+        return self._callers(cls)[1]
+
+    def _callers(self, cls: str) -> tuple[set[str], set[str]]:
+        """(`called_per_call`, `called_only_from_init`), found once per class from what each
+        method calls on `self`."""
+        if cls not in self._called:
+            per_call: set[str] = set()
+            by_init: set[str] = set()
+            elsewhere: set[str] = set()
+            node = self.holders.classes.get(cls)
+            for method in (node.body if node is not None else ()):
+                if not isinstance(method, FUNCTIONS):
+                    continue
                 called = {c.func.attr for c in self.nodes.own(method, ast.Call)
                           if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
                           and c.func.value.id == "self"}
                 (by_init if method.name == "__init__" else elsewhere).update(called)
-        return by_init - elsewhere
+                if serves(method) or not (method.name == "__init__" or runs_once(method.name)
+                                          or method.name.lstrip("_").startswith(TEARDOWN)):
+                    per_call.update(called)
+            self._called[cls] = (per_call, by_init - elsewhere)
+        return self._called[cls]
 
     def kept_params(self, cls: ast.ClassDef) -> list[tuple[Optional[int], str]]:
         """(position after `self`, name) of the `__init__` parameters the class stores

@@ -2,14 +2,9 @@
 calls, it gains one per instance made; taken out only by `__del__`, which cannot run while
 the registry holds the instance, it never loses one."""
 
-import textwrap
 from pathlib import Path
 
-from retainlint.core.config import Settings
-from retainlint.engine import runner
-from retainlint.engine.registry import all_rules
-
-CODES = [r.code for r in all_rules()]
+from conftest import run_rules
 
 SPAWN = """\
     class Spawn:
@@ -27,10 +22,8 @@ SPAWN = """\
 
 
 def _check(root: Path, release: str) -> list[tuple[int, str, str]]:
-    path = root / "spawn.py"
-    path.write_text(textwrap.dedent(SPAWN.format(release=release)))
-    result = runner.run([str(path)], CODES, Settings(root=root), runner.Mode(), jobs=1)
-    return [(f.start.line, f.code, f.message) for f in result.findings]
+    return [(f.start.line, f.code, f.message)
+            for f in run_rules(root, {"spawn.py": SPAWN.format(release=release)})]
 
 
 def test_an_instance_a_helper_of_init_adds_and_only_del_removes_stays(tmp_path):

@@ -9,17 +9,13 @@ from retainlint.core.config import Settings
 from retainlint.engine import runner
 from retainlint.engine.registry import all_rules
 
+from conftest import run_rules
+
 CODES = [r.code for r in all_rules()]
 
 
 def _run(root: Path, files: dict[str, str]) -> list:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    result = runner.run(sorted(str(p) for p in root.rglob("*.py")), CODES,
-                        Settings(root=root), runner.Mode(), jobs=1)
-    return [f for f in result.findings if f.code in ("RL306", "RL307", "RL703")]
+    return [f for f in run_rules(root, files) if f.code in ("RL306", "RL307", "RL703")]
 
 
 def _check(root: Path, files: dict[str, str]) -> list[tuple[str, int, str, str]]:

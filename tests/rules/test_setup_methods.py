@@ -2,21 +2,14 @@
 makes belongs to the instance, and one the class's ordinary methods call, or one handed a
 connection (`buildProtocol(addr)`), runs per call, whatever its name says."""
 
-import textwrap
 from pathlib import Path
 
-from retainlint.core.config import Settings
-from retainlint.engine import runner
-from retainlint.engine.registry import all_rules
-
-CODES = [r.code for r in all_rules()]
+from conftest import run_rules
 
 
 def _check(root: Path, source: str) -> list[tuple[int, str, str]]:
-    path = root / "service.py"
-    path.write_text(textwrap.dedent(source))
-    result = runner.run([str(path)], CODES, Settings(root=root), runner.Mode(), jobs=1)
-    return [(f.start.line, f.code, f.message) for f in result.findings if f.code in ("RL306", "RL307")]
+    return [(f.start.line, f.code, f.message) for f in run_rules(root, {"service.py": source})
+            if f.code in ("RL306", "RL307")]
 
 
 def test_a_container_made_by_the_set_up_that_runs_once_belongs_to_the_instance(tmp_path):

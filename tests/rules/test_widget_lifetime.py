@@ -2,14 +2,9 @@
 methods again and again: what a method adds to one of its containers, and nothing removes,
 piles up for the window's life."""
 
-import textwrap
 from pathlib import Path
 
-from retainlint.core.config import Settings
-from retainlint.engine import runner
-from retainlint.engine.registry import all_rules
-
-CODES = [r.code for r in all_rules()]
+from conftest import run_rules
 
 STACK = """\
     {imports}
@@ -32,10 +27,8 @@ STACK = """\
 
 
 def _check(root: Path, imports: str, base: str) -> list[tuple[int, str, str]]:
-    path = root / "stack.py"
-    path.write_text(textwrap.dedent(STACK.format(imports=imports, base=base)))
-    result = runner.run([str(path)], CODES, Settings(root=root), runner.Mode(), jobs=1)
-    return [(f.start.line, f.code, f.message) for f in result.findings]
+    return [(f.start.line, f.code, f.message)
+            for f in run_rules(root, {"stack.py": STACK.format(imports=imports, base=base)})]
 
 
 def test_a_qt_widget_keeps_what_its_methods_add_for_the_window_s_life(tmp_path):
