@@ -58,7 +58,10 @@ and the container grows until the end.
 An error when the entries are every instance made (`Cls._instances.append(self)`) or are
 keyed by the identity of the request or response the call handles (`request.request_id`,
 `response.id`: a new key per request served) and nothing removes one; a warning otherwise
-(a bare key the caller hands in, `sender_id`, may name one of a few senders).
+(a bare key the caller hands in, `sender_id`, may name one of a few senders). `info` when
+the add runs only under a diagnostic switch (`if TRACK_STEP_TIMES:`, a decorator's
+`record=False`, a local made from one): it costs only those who turn it on to debug or
+measure.
 
 ## Why it leaks
 The container lives as long as the process, so everything it holds does too: one
@@ -136,7 +139,10 @@ class Session:
             # maintainer would merge the fix.
             how = how_dropped(self.ctx.index, g.holder)
             per_request = keyed_by_each_request(g) and how is None
-            severity = Severity.ERROR if g.in_init and g.pins_self or per_request else Severity.WARNING
+            # under a diagnostic switch, it costs only those who turn it on to debug
+            switched = f", only while `{g.switch}` is on" if g.switch else ""
+            severity = Severity.INFO if g.switch else \
+                Severity.ERROR if g.in_init and g.pins_self or per_request else Severity.WARNING
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
                     else f"`{g.value}` of every `{function}()` call" if g.value
                     else f"what every `{function}()` call adds")
@@ -146,8 +152,8 @@ class Session:
                        "teardown": "it is emptied only at shutdown",
                        None: "nothing in the project removes one"}[how]
             yield (g.site,
-                   f"`{g.shown}` ({where}: lives for the process) gains {why} in `{function}()`; "
+                   f"`{g.shown}` ({where}: lives for the process) gains {why} in `{function}()`{switched}; "
                    f"{removal}, so every entry stays alive "
                    f"(`{short(g.holder)}`)", severity,
                    Consequence(kept, f"the default `{g.shown}` of `{g.function}()`" if g.kind == "default"
-                               else f"`{short(g.holder)}` ({where})", "the process", why))
+                               else f"`{short(g.holder)}` ({where})", "the process", why + switched))

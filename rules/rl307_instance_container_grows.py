@@ -61,7 +61,8 @@ while the object serves, it grows.
 An error when the entries are keyed by the identity of the request or response the call
 handles (`self.store[response.id] = response`: a new key per request served) and nothing
 removes one; a warning otherwise (a bare key the caller hands in may name one of a few
-senders, actors or functions).
+senders, actors or functions); `info` when the add runs only under a diagnostic switch
+(`if self.debug:`, `if RECORD_STEP_TIME:`).
 
 Growth per call is judged as for RL306: one more item per call, or a slot per key that
 names something made per request (`request_id`, `id(obj)`, `conn`, a uuid), also in a
@@ -165,8 +166,11 @@ SERVER = JobServer()
             kept = f"`{g.value}` of every `{method}()` call" if g.value else f"what every `{method}()` call adds"
             # An entry per request served that nothing removes: a maintainer would merge the fix.
             per_request = keyed_by_each_request(g) and how is None
+            # under a diagnostic switch, it costs only those who turn it on to debug
+            switched = f", only while `{g.switch}` is on" if g.switch else ""
             yield (g.site,
-                   f"`{g.shown}` gains {why} in `{method}()`, and {lifetime}; {removal}, so "
-                   f"every one stays alive", Severity.ERROR if per_request else Severity.WARNING,
+                   f"`{g.shown}` gains {why} in `{method}()`{switched}, and {lifetime}; {removal}, so "
+                   f"every one stays alive",
+                   Severity.INFO if g.switch else Severity.ERROR if per_request else Severity.WARNING,
                    Consequence(kept, f"`{g.shown}` of a `{owner}`",
-                               f"as long as the `{owner}` ({lifetime})", why))
+                               f"as long as the `{owner}` ({lifetime})", why + switched))

@@ -52,6 +52,9 @@ class Growth:
     # reply some other code delivers, and does not itself remove the entry: when no reply
     # comes (a timeout, a cancellation, a lost connection) the entry stays
     awaits_reply: bool
+    # the diagnostic switch the add runs under (`if TRACK_STEP_TIMES:`), or "": the growth is
+    # there only while someone debugs or measures
+    switch: str
     site: Site
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 from retainlint.project.nodes import TRY_STAR, dotted
 from retainlint.project.retention_facts import ITEMS, Growth, SelfReference
 from retainlint.project.retention_shapes import (
-    FUNCTIONS, MEMOS, ADD_CALLS, ITEM_ADDS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, last_name,
+    FUNCTIONS, MEMOS, ADD_CALLS, ITEM_ADDS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, diagnostic_switch, last_name,
     container_kind,
     names_in, bindings, statements, expressions, stored_names, adds_a_parameter,
     serves_until_stopped, sets_up, keeps_what_it_is_handed, resource_kept,
@@ -65,6 +65,10 @@ class FunctionFacts:
         # is compiled, at start-up: what it adds is bounded whatever calls the function.
         self.warmup = [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno) for i in own(node, ast.If)
                        if warms_up(i.test)]
+        # `if TRACK_STEP_TIMES:`: what the body adds, it adds only while someone debugs
+        assigned = {t.id: a.value for a in own(node, ast.Assign) for t in a.targets if isinstance(t, ast.Name)}
+        self.switched = [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno, switch)
+                         for i in own(node, ast.If) if (switch := diagnostic_switch(i.test, assigned))]
         # Tears the whole object down: named so, and handed no entry to remove
         # (`_stop_heartbeat(req_id)` ends one request's entry, not the object).
         required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - (1 if cls is not None else 0)
@@ -399,6 +403,7 @@ class FunctionFacts:
             key is not None and self._advances(key),
             holder not in guarded and not self.memoised and self._hands_out(value),
             keyed and isinstance(value, ast.Name) and self._waits_for(value.id),
+            next((switch for a, b, switch in self.switched if a <= stmt.lineno <= b), ""),
             self.facts.lines.site(stmt, stmt)))
 
     def _waits_for(self, name: str) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, Optional
+from typing import Iterator, Mapping, Optional
 
 from retainlint.project.frames import own_nodes
 from retainlint.project.nodes import dotted
@@ -204,6 +204,26 @@ def cycle_broken(cls: ast.ClassDef, target: str, storing: ast.AST) -> bool:
 # Tests true only while CUDA graphs are captured or code is compiled.
 WARMUP_TESTS = frozenset({"is_current_stream_capturing", "is_capturing", "is_compiling",
                            "is_dynamo_compiling"})
+
+
+# Words naming a switch for debugging or measuring (`TRACK_STEP_TIMES`, `record=False`,
+# `self.debug_dump`): what grows only while one is on costs only those who turn it on.
+DIAGNOSTIC_WORDS = frozenset({"debug", "trace", "tracing", "profile", "profiling", "record",
+                              "recording", "track", "tracking", "dump", "verbose"})
+
+
+def diagnostic_switch(test: ast.AST, assigned: Mapping[str, ast.AST], depth: int = 0) -> str:
+    """The diagnostic switch an `if` test is (`TRACK_STEP_TIMES`, `self.debug`), is made
+    from (`need = TRACK and batch is not None`, one step back) or is one side of an `and`
+    of; "" for any other test."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return next((s for s in (diagnostic_switch(v, assigned, depth) for v in test.values) if s), "")
+    name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else ""
+    words = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower().split("_")
+    if DIAGNOSTIC_WORDS.intersection(words):
+        return name
+    made = assigned.get(name) if isinstance(test, ast.Name) and depth == 0 else None
+    return diagnostic_switch(made, assigned, 1) if made is not None else ""
 
 
 def warms_up(test: ast.AST) -> bool:
