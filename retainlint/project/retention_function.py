@@ -401,7 +401,7 @@ class FunctionFacts:
             self.in_init, holder in guarded or self.memoised,
             pins, self.registers and not self._made_here(value), False,
             key is not None and self._advances(key),
-            holder not in guarded and not self.memoised and self._hands_out(value),
+            holder not in guarded and not self.memoised and self._hands_out(value, expr, key),
             keyed and isinstance(value, ast.Name) and self._waits_for(value.id),
             next((switch for a, b, switch in self.switched if a <= stmt.lineno <= b), ""),
             self.facts.lines.site(stmt, stmt)))
@@ -428,13 +428,18 @@ class FunctionFacts:
                 return True
         return any(waits(c, ("result", "wait")) for c in own(self.node, ast.Call))
 
-    def _hands_out(self, value: Optional[ast.AST]) -> bool:
+    def _hands_out(self, value: Optional[ast.AST], holder: ast.AST, key: Optional[ast.AST]) -> bool:
         """Is the added value an object this call makes (`c = Cursor(...)`, a class by its
-        capital) and returns (`return c`)? (Not in a memo, which hands the same one out again.)"""
+        capital) and returns (`return c`, or the slot it was stored in: `self._conns[k] =
+        Conn(k); return self._conns[k]`)? (Not in a memo, which hands the same one out again.)"""
+        returned = [r.value for r in self.facts.nodes.own(self.node, ast.Return) if r.value is not None]
+        if isinstance(value, ast.Call) and key is not None:
+            slot = f"{ast.unparse(holder)}[{ast.unparse(key)}]"
+            return last_name(value.func)[:1].isupper() and any(ast.unparse(r) == slot for r in returned)
         if not isinstance(value, ast.Name):
             return False
         return any(made[:1].isupper() for made in self._made_by(value.id)) and any(
-            isinstance(r.value, ast.Name) and r.value.id == value.id for r in self.facts.nodes.own(self.node, ast.Return))
+            isinstance(r, ast.Name) and r.id == value.id for r in returned)
 
     def _made_by(self, name: str) -> list[str]:
         """The names of the calls this function binds the local `name` to (`c = Cursor()`: "Cursor")."""
