@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Hashable, Optional
 from retainlint.project.class_family import class_family
 from retainlint.project.module_names import is_test_code
 from retainlint.project.retention_facts import (
-    BOUNDED, COLLECTOR_OFF, DROPS, ITEMS, LONG_LIVED, OWNED, PER_CALL, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
+    ALIASES, BOUNDED, COLLECTOR_OFF, DROPS, ITEMS, LONG_LIVED, OWNED, PER_CALL, SERVING, SUCCESS_DROPS, TEARDOWN_DROPS, Growth, ModuleFacts,
     SelfReference)
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def _released(index: "ProjectIndex", holder: Hashable) -> Hashable:
     attribute (`Class().attr`, `Class.attr`) also counts as dropped when any code removes
     from an `attr` of some object: a base class's method may, on the same instance."""
     assert isinstance(holder, str)
-    names = _names(holder)
+    names = _names(holder) | _exposed_as(index, holder)
     return any(summary.retention and (not names.isdisjoint(summary.retention[DROPS])
                                       or not names.isdisjoint(summary.retention[BOUNDED]))
                for summary in dict.values(index.files))
@@ -80,8 +80,21 @@ def _names(holder: str) -> set[str]:
     return names
 
 
+def _exposed_as(index: "ProjectIndex", holder: str) -> set[str]:
+    """`.tasks` for an attribute holder (`C()._tasks`) some class exposes through a read-only
+    property (`@property def tasks(self): return self._tasks`): a removal through it."""
+    if "()" not in holder and holder.count(".") <= 1:
+        return set()
+    return {"." + prop for prop in index.ask(_properties_returning, holder.rpartition(".")[2])}
+
+
+def _properties_returning(index: "ProjectIndex", attr: Hashable) -> Hashable:
+    return frozenset(prop for summary in dict.values(index.files) if summary.retention
+                     for prop, returned in summary.retention[ALIASES] if returned == attr)
+
+
 def _dropped_at(index: "ProjectIndex", holder: str, position: int) -> bool:
-    names = _names(holder)
+    names = _names(holder) | _exposed_as(index, holder)
     return any(summary.retention and not names.isdisjoint(summary.retention[position])
                for summary in dict.values(index.files))
 

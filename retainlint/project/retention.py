@@ -149,7 +149,7 @@ class ModuleBuilder:
         return ModuleFacts(self.growth, self.drops, self.bounded, self.self_references,
                            long_lived, per_call, collector_off, frames,
                            self.success_drops - self.drops, self.teardown_drops - self.drops,
-                           serving, owned)
+                           serving, owned, holders.aliases)
 
     def _runs_per_call(self, function: str, serving: set[str]) -> bool:
         """Does `function` (`Class.method` or `function`) run per request, message or job:
@@ -181,7 +181,8 @@ class ModuleBuilder:
         if self._holder_names is None:
             h = self.holders
             self._holder_names = [n.encode() for n in {*h.module_level, *(a for c in h.class_level.values() for a in c),
-                                                        *(a for c in h.instance.values() for a in c)}]
+                                                        *(a for c in h.instance.values() for a in c),
+                                                        *(prop for prop, _ in h.aliases)}]
         lines = self.lines.lines[node.lineno - 1:node.end_lineno]  # type: ignore[attr-defined]
         return any(name in line for line in lines for name in self._holder_names)
 

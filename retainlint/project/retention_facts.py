@@ -84,7 +84,7 @@ def growth_of(plain: tuple[Any, ...]) -> Growth:
 ITEMS = "[]"
 
 GROWTH, DROPS, BOUNDED, SELF_REFERENCES, LONG_LIVED, PER_CALL, COLLECTOR_OFF, FRAMES, \
-    SUCCESS_DROPS, TEARDOWN_DROPS, SERVING, OWNED = range(12)
+    SUCCESS_DROPS, TEARDOWN_DROPS, SERVING, OWNED, ALIASES = range(13)
 GROWTH_KIND = 1
 
 
@@ -108,6 +108,9 @@ class ModuleFacts:
     # (class, owner): an instance of `class` made in `owner.__init__` and kept on the owner
     # (`self.publisher = Publisher()`), one per owner, living as long as it does
     owned: set[tuple[str, str]]
+    # (property, attribute) pairs of read-only properties returning an attribute as it is
+    # (`tasks` -> `_tasks`): a removal through the property is one from the attribute
+    aliases: set[tuple[str, str]]
 
     def plain(self) -> tuple[object, ...]:
         """As stored in the index; the `GROWTH`... constants name its positions."""
@@ -116,15 +119,16 @@ class ModuleFacts:
                 sorted(self.made_per_call), self.collector_off,
                 [astuple(f) for f in self.frames],
                 sorted(self.success_drops), sorted(self.teardown_drops), sorted(self.serving),
-                sorted(self.owned))
+                sorted(self.owned), sorted(self.aliases))
 
     @classmethod
     def from_plain(cls, plain: tuple[Any, ...]) -> "ModuleFacts":
         (growth, drops, bounded, refs, long_lived, per_call, collector_off, frames,
-         success, teardown, serving, owned) = plain
+         success, teardown, serving, owned, aliases) = plain
         return cls([growth_of(g) for g in growth],
                    set(drops), set(bounded),
                    [SelfReference(*r[:-1], Site(*r[-1])) for r in refs],  # type: ignore[call-arg]
                    set(long_lived), set(per_call), collector_off,
                    [FrameCycle(*f[:-1], Site(*f[-1])) for f in frames],  # type: ignore[call-arg]
-                   set(success), set(teardown), set(serving), {(made, owner) for made, owner in owned})
+                   set(success), set(teardown), set(serving), {(made, owner) for made, owner in owned},
+                   {(prop, attr) for prop, attr in aliases})

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Optional
 
 from retainlint.project.nodes import TRY_STAR, dotted
 from retainlint.project.retention_facts import ITEMS, Growth, SelfReference
+from retainlint.project.retention_holders import property_attribute
 from retainlint.project.retention_shapes import (
     FUNCTIONS, MEMOS, ADD_CALLS, ITEM_ADDS, DROP_CALLS, READERS, TEARDOWN, REGISTERS, warms_up, diagnostic_switch, last_name,
     container_kind,
@@ -78,6 +79,8 @@ class FunctionFacts:
         # context manager's generator the `with` block's exception is raised at the `yield`.
         # The lines of those points, and the statements under `finally` or an `except`.
         self.awaits: list[int] = []
+        self.exit_lines: set[int] = set()  # lines of `except` handlers that leave the function
+        self.past_exits: set[str] = set()  # holders dropped past such handlers only (no `await`)
         self.covered: set[int] = set()
         self.fragile = False  # the statement being read runs only if the awaits before it return
         self.in_callback = False  # the node being read is in a lambda: a callback
@@ -93,6 +96,11 @@ class FunctionFacts:
         if self.outer_me is not None:
             local.discard(self.outer_me)
         return local
+
+    @cached_property
+    def exposes(self) -> bool:
+        """A read-only property returning an attribute as it is (`return self._tasks`)."""
+        return self.cls is not None and property_attribute(self.node) is not None
 
     @cached_property
     def memoised(self) -> bool:
@@ -143,6 +151,14 @@ class FunctionFacts:
                 a < stmt.lineno and not self._apart(a, stmt.lineno) for a in self.awaits)
             self._statement(stmt, guarded)
         self.fragile = False
+        # A removal past an `except` that leaves is skipped only by the calls that fail there:
+        # one that adds the entry itself leaves it behind; one that only removes (a loop
+        # handling replies) had no entry of its own, and an entry added elsewhere is removed
+        # when its reply is handled.
+        added = {name for g in self.facts.growth[first:] for name in (g.holder, "." + g.holder.rpartition(".")[2])}
+        for holder in self.past_exits - added - self.firm_drops:
+            self.firm_drops.add(holder)
+            self.facts.drops.add(holder)
         for i in range(first, len(self.facts.growth)):
             g = self.facts.growth[i]
             line = self.success_drops.get(g.holder)
@@ -212,6 +228,7 @@ class FunctionFacts:
                 continue
             if isinstance(handler.body[-1], (ast.Return, ast.Raise)):
                 found.append(handler.lineno)
+        self.exit_lines = set(found)
         return found
 
     def _drop(self, holder: str, owner: Optional[ast.AST] = None, whole: bool = False) -> None:
@@ -231,6 +248,8 @@ class FunctionFacts:
             self.firm_drops.add(holder)
             self.facts.drops.add(holder)
         elif self.fragile:
+            if all(a in self.exit_lines for a in self.awaits if a < self._line and not self._apart(a, self._line)):
+                self.past_exits.add(holder)
             self.success_drops.setdefault(holder, 10 ** 9)
             line = self._line
             if line < self.success_drops[holder]:
@@ -314,8 +333,11 @@ class FunctionFacts:
         callbacks = {id(sub) for n in found if isinstance(n, ast.Lambda) for sub in ast.walk(n.body)}
         for node in found:
             self.in_callback = id(node) in callbacks
-            if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None:
-                self._handed_on(node.value)  # to the caller, who may empty it
+            # to the caller, who may empty it - unless this is a property exposing it as it
+            # is (`return self._tasks`): a removal through the property counts as one instead
+            if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None \
+                    and not self.exposes:
+                self._handed_on(node.value)
             if isinstance(node, ast.Call):
                 self._call(node, stmt, guarded)
             elif isinstance(node, ast.Attribute) and node.attr in DROP_CALLS and id(node) not in called:
@@ -426,7 +448,9 @@ class FunctionFacts:
             if named(value) or waits(value, ("get", "wait")) or isinstance(value, ast.Call) and any(
                     named(arg) or waits(arg, ("get", "wait")) for arg in value.args):  # `wait_for(fut, 5)`
                 return True
-        return any(waits(c, ("result", "wait")) for c in own(self.node, ast.Call))
+        # a blocking wait gives up only with a timeout: `fut.result()` returns with the reply or
+        # never, so it abandons no entry (the code delivering the reply removes it)
+        return any(waits(c, ("result", "wait")) and bool(c.args or c.keywords) for c in own(self.node, ast.Call))
 
     def _hands_out(self, value: Optional[ast.AST], holder: ast.AST, key: Optional[ast.AST]) -> bool:
         """Is the added value an object this call makes (`c = Cursor(...)`, a class by its

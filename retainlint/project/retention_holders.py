@@ -45,6 +45,9 @@ class Holders:
         self.classes: dict[str, ast.ClassDef] = {}
         self.made_when_missing: set[int] = set()  # ids of `if not hasattr(C, "x"): C.x = {}` stores
         self.made_in_setup: set[int] = set()  # ids of `self.x = {}` in `start()`, no `__init__` making it
+        # (property, attribute): `@property def tasks(self): return self._tasks` - code reaching
+        # the container through the property (`executor.tasks.pop(k)`) reaches the attribute
+        self.aliases: set[tuple[str, str]] = set()
         for node in statements(tree.body):  # also under a module-level `try:`/`if:` (a fallback)
             for target, value in bindings(node):
                 if isinstance(target, ast.Name) and not target.id.startswith("__"):  # `__all__`
@@ -58,6 +61,8 @@ class Holders:
 
     def _class(self, node: ast.ClassDef) -> None:
         self.classes[node.name] = node
+        self.aliases |= {(f.name, attr) for f in node.body if isinstance(f, FUNCTIONS)
+                         for attr in [property_attribute(f)] if attr is not None}
         own = self.class_level.setdefault(node.name, {})
         # Methods, not properties (`self.size` reads a value) nor staticmethods (`self.f` is
         # the plain function): neither is a bound method.
@@ -139,15 +144,44 @@ class Holders:
             return None
         base, attr = expr.value.id, expr.attr
         if cls is not None and base == me:
+            attr = self._property_of(cls, attr) or attr  # `self.tasks` returning `self._tasks`
             if attr in self.instance.get(cls, {}):
                 return f"{self.module}.{cls}().{attr}", "instance", self.instance[cls][attr]
             owner = self._declaring(cls, attr)
             if owner is not None:
                 return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
+            # made by a base's `__init__` (`super().__init__()`): this instance's own too
+            inherited = next((self.instance[b][attr] for b in self._bases(cls) if attr in self.instance.get(b, {})), None)
+            if inherited is not None:
+                return f"{self.module}.{cls}().{attr}", "instance", inherited
             return None
         owner = cls if (base == "cls" and cls is not None) else base
         if attr in self.class_level.get(owner, {}):
             return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
+        return None
+
+    def _bases(self, cls: str) -> list[str]:
+        """`cls`'s bases defined in this module, nearest first (not `cls` itself)."""
+        found: list[str] = []
+        todo = [cls]
+        while todo:
+            name = todo.pop(0)
+            node = self.classes.get(name)
+            if node is None:
+                continue
+            for b in node.bases:
+                if isinstance(b, ast.Name) and b.id in self.classes and b.id not in found and b.id != cls:
+                    found.append(b.id)
+                    todo.append(b.id)
+        return found
+
+    def _property_of(self, cls: str, attr: str) -> Optional[str]:
+        """The attribute a read-only property of `cls` or a base returns as it is
+        (`@property def tasks(self): return self._tasks`), else None."""
+        for name in (cls, *self._bases(cls)):
+            for f in self.classes[name].body if name in self.classes else ():
+                if isinstance(f, FUNCTIONS) and f.name == attr:
+                    return property_attribute(f)
         return None
 
     def _declaring(self, cls: str, attr: str, per_instance: bool = True) -> Optional[str]:
@@ -169,6 +203,18 @@ class Holders:
                 return name
             todo += [b.id for b in self.classes[name].bases if isinstance(b, ast.Name)]
         return None
+
+
+def property_attribute(f: ast.FunctionDef | ast.AsyncFunctionDef) -> Optional[str]:
+    """`_tasks` for a read-only property whose body is `return self._tasks`, else None."""
+    if not (f.args.args and any(dotted(d) == "property" for d in f.decorator_list)):
+        return None
+    body = [b for b in f.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    returned = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+    if isinstance(returned, ast.Attribute) and isinstance(returned.value, ast.Name) \
+            and returned.value.id == f.args.args[0].arg:
+        return returned.attr
+    return None
 
 
 def _own_type(expr: ast.AST, me: Optional[str]) -> bool:

@@ -789,3 +789,32 @@ def test_an_object_handed_out_through_an_annotated_local_is_kept_by_its_owner(tm
                        {"chan.py": source.format(binding=binding)}, codes="RL307")
         assert [(line, code) for line, code, _, _ in found] == [(16, "RL307")], binding
         assert "keeps every object it hands out (`recv`)" in found[0][3]
+
+
+SYNC_CLIENT = """\
+    from concurrent.futures import Future
+
+    class Client:
+        def __init__(self):
+            self._pending = {{}}
+            self._next_id = 0
+
+        def call(self, method):
+            self._next_id += 1
+            reply = Future()
+            self._pending[self._next_id] = reply
+            self.send(self._next_id, method)
+            return reply.result({timeout})
+
+        def on_reply(self, message):
+            self._pending.pop(message.id).set_result(message)
+    """
+
+
+def test_a_blocking_wait_without_a_timeout_abandons_no_entry(tmp_path):
+    """`reply.result()` returns with the reply or never: the call cannot leave its entry
+    behind, and the code delivering the reply removes it (vLLM 0.33.0's `call_utility()`).
+    With a timeout it gives up, and a reply that never comes leaves the entry."""
+    assert _check(tmp_path / "blocking", {"client.py": SYNC_CLIENT.format(timeout="")}, "RL307") == []
+    found = _check(tmp_path / "timeout", {"client.py": SYNC_CLIENT.format(timeout="timeout=5")}, "RL307")
+    assert [(line, code) for line, code, _, _ in found] == [(11, "RL307")]
