@@ -37,7 +37,7 @@ _CODE_WORDS = frozenset({
 # Words in a key that name a member of the deployment (an engine, a rank, a host): as many
 # keys as the deployment has members, however many requests it serves.
 _DEPLOYMENT_WORDS = frozenset({"engine", "rank", "node", "host", "hostname", "replica", "gpu",
-                               "shard", "world", "teacher"})
+                               "shard", "world", "teacher", "actor"})
 # First words of a count, a size or a flag, and the conversions around one.
 _QUANTITY_PREFIXES = frozenset({"num", "n", "max", "min", "total", "use", "is", "has", "enable", "stride"})
 _CONVERSIONS = frozenset({"int", "float", "bool", "round", "abs"})
@@ -195,6 +195,17 @@ def key_per_request(key: str) -> bool:
     if _quantity(words):
         return False  # a count or a flag (`max_blocks_per_seq`, `use_small_batch`): no identity
     return bool(words) and (words[-1] in _PER_REQUEST_WORDS or key == "self")
+
+
+def _table_of_code(g: Growth) -> bool:
+    """Is a bare id (`function_refs[id]`) the key of a table the code names for functions,
+    classes or members of the deployment? Then it has one entry per such thing, however
+    many requests come: the table's name says what the id is of."""
+    if {w.lower() for w in _WORD.findall(g.key.replace("_", " "))} - {"id", "ids", "uid", "ident"}:
+        return False
+    words = {w.lower().removesuffix("es" if w.lower().endswith("sses") else "s")
+             for w in _WORD.findall(g.holder.rpartition(".")[2].replace("_", " "))}
+    return bool(words & (_CODE_WORDS | _DEPLOYMENT_WORDS))
 
 
 def _quantity(words: list[str]) -> bool:
@@ -370,7 +381,7 @@ def grows_per_call(g: Growth) -> Optional[str]:
     if g.keyed:
         if g.counted:
             return f"one entry per call, under a new `{g.key}` each time"
-        return f"one entry per distinct `{g.key}`" if key_per_request(g.key) else None
+        return f"one entry per distinct `{g.key}`" if key_per_request(g.key) and not _table_of_code(g) else None
     if g.registers or g.guarded:
         return None  # registration (its callers decide how often), or one per distinct value
     return "one more item per call"

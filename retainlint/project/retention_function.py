@@ -155,8 +155,10 @@ class FunctionFacts:
         # one that adds the entry itself leaves it behind; one that only removes (a loop
         # handling replies) had no entry of its own, and an entry added elsewhere is removed
         # when its reply is handled.
+        # (A teardown's removal of its own entry, `conn._cursors.remove(self)` in `close()`,
+        # still counts as skipped: a close that fails leaves that entry.)
         added = {name for g in self.facts.growth[first:] for name in (g.holder, "." + g.holder.rpartition(".")[2])}
-        for holder in self.past_exits - added - self.firm_drops:
+        for holder in set() if self.teardown else self.past_exits - added - self.firm_drops:
             self.firm_drops.add(holder)
             self.facts.drops.add(holder)
         for i in range(first, len(self.facts.growth)):
@@ -305,6 +307,8 @@ class FunctionFacts:
                         and id(stmt) not in self.facts.holders.made_when_missing \
                         and not (self.once and id(stmt) in self.facts.holders.made_in_setup):
                     self._drop(named[0], whole=True)  # rebound: what it held goes
+                    if named[1] == "instance":  # on a subclass's instance too, which names it its own
+                        self._drop("." + named[0].rpartition(".")[2], whole=True)
             if value is not None:
                 self._handed_on(value)  # an alias: may be emptied through it
         if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):

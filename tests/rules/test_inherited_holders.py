@@ -61,3 +61,12 @@ def test_a_removal_through_the_property_releases_it(tmp_path):
     def forget(executor, task_id):
         executor.tasks.pop(task_id)
 """) == []
+
+
+
+def test_a_base_method_rebinding_the_container_empties_the_subclass_instance_too(tmp_path):
+    source = EXECUTOR.format(add="self._tasks[self._counter] = Future()", release="").replace(
+        "            return self._tasks\n",
+        "            return self._tasks\n\n        def reset(self):\n            self._tasks = {}\n", 1)
+    assert "def reset" in source
+    assert [f for f in run_rules(tmp_path, {"executors.py": source}) if f.code == "RL307"] == []
