@@ -39,7 +39,8 @@ a function that does not first look the value up; a set's `add` of a value named
 the key names something made per request or per object (`request_id`, `id(obj)`,
 `conn`, `self`, a uuid, a counter), or is a tuple with such a part (`(fmt, hash_id)`)
 and none naming the code or the deployment (`(device, stream_id)` is a fixed set; a count,
-a size or a flag, `max_blocks_per_seq`, `use_small_batch`, names no request either); in
+a size or a flag, `max_blocks_per_seq`, `use_small_batch`, names no request either; a bare
+`id` is what the table's name says it is of: `function_refs[id]` one per function); in
 `__init__`, one more item in a list (also
 `self.buffers.append(b)` on a list the class or one of its bases declares in its body: one
 list for all instances) or an entry that keeps the instance (`Cls._instances.append(self)`). Not reported: memos over plain keys (names, sizes,

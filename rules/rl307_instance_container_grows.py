@@ -22,8 +22,9 @@ class InstanceContainerGrows(RetentionRule):
 
     docs = """
 ## What it does
-Reports a container an object makes in `__init__` (`self._jobs = {}`) that a method adds
-to on every call (`append`, `+=`, a slot per key, or one more item in the list under a key:
+Reports a container an object makes in `__init__` (`self._jobs = {}`, also in a base
+class's `__init__`, and reached through a read-only property returning it: `@property def
+jobs(self): return self._jobs`) that a method adds to on every call (`append`, `+=`, a slot per key, or one more item in the list under a key:
 `self._by_kind[kind].append(job)` on a `defaultdict`), when the object lives for the process - somewhere in the project one is made at module
 level, in a class body, as a singleton or in an entry point (`main()`, `serve()`) -
 and nothing in the project ever takes an entry out of it (no `pop`, `del`, `remove`,
@@ -37,7 +38,8 @@ serve loop (`while True:`, `while not self.stopped:`), the class has both `start
 ThreadPoolExecutor()`: it exists to run many submissions).
 
 An object also outlives what it hands out: a method that makes an object, keeps it and
-returns it (`c = Cursor(self); self.cursors.append(c); return c`) keeps every one after its
+returns it (`c = Cursor(self); self.cursors.append(c); return c`, or returns the slot it
+stored it in: `self._conns[k] = Conn(k); return self._conns[k]`) keeps every one after its
 user is done with it (a memo handing the same object out again does not count, nor an
 owner the code makes per call). A removal through the object itself
 (`self.owner.cursors.remove(self)` in the cursor's `close()`) takes each out as it ends.
@@ -45,7 +47,8 @@ owner the code makes per call). A removal through the object itself
 A reply table is reported even though another method removes its entries: a method makes
 a future, queue or event, keeps it under the request's key and waits for it
 (`self._pending[req_id] = fut; return await asyncio.wait_for(fut, 5)`), and only the code
-delivering the reply pops it. A reply that never comes - a timeout, a cancellation, a lost
+delivering the reply pops it (a blocking `fut.result()` with no timeout returns with the
+reply or never, and abandons nothing). A reply that never comes - a timeout, a cancellation, a lost
 connection - leaves the entry; the waiting method should remove it in a `finally`. Such an
 owner carries many requests at once, so it outlives them.
 

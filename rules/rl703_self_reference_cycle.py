@@ -61,10 +61,9 @@ another method breaks when the object is done (`self.parser = None` or `del self
 `connection_lost()` or `close()`; for an entry of itself, `del self.peers[self.name]` or
 `self.peers.pop(...)` under any key); classes with no sign of being made per call (a cycle in
 a singleton costs nothing).
-Where RL701 reports a line (a cache around the instance's own method, a callback kept on
-it, on a heavy class whatever its lifetime), this rule leaves that line to it; a heavy
-class's cycle RL701 has no shape for (a bound method kept in a dict of the instance) is a
-warning here, as its weight waits for the collector with it.
+RL701 covers heavy classes (models, tensors) whatever their lifetime; where it reports a
+line (a cache around the instance's own method, a callback kept on it), this rule leaves
+that line to it.
 
 It also reports a function's frame that keeps its own traceback, the cycle the interpreter
 avoids by deleting `except ... as e` at the end of the handler:
@@ -199,11 +198,8 @@ def handle_request(names):
         off = collector_off_anywhere(self.ctx.index)
         later = "the next cyclic collection" + (" (the project disables the collector)" if off else "")
         for ref in facts.self_references:
-            if not cycle_matters(ref, facts, self.ctx.index):
-                continue
-            # a heavy class (a model, a buffer owner) waits for the collector with its weight;
-            # where RL701 reports the line, it says so instead
-            heavy = self.ctx.index.is_heavy_class(ref.cls)
+            if not cycle_matters(ref, facts, self.ctx.index) or self.ctx.index.is_heavy_class(ref.cls):
+                continue  # a heavy class's cycle is RL701's
             name = ref.cls.rpartition(".")[2]
             what = {"bound method": f"a bound method of itself (`{ref.shown}`)",
                     "closure": f"a function over `self` (`{ref.shown}`)",
@@ -213,7 +209,7 @@ def handle_request(names):
             kept = f" with `{ref.keeps}`" if ref.keeps else ""
             # Made per call, so meant to go; what it keeps open or allocated (a socket, a
             # stream, bulk data) waits for the collector with it.
-            found = level(Facts(heavy=bool(ref.keeps) or heavy, meant_to_go=True, collected=not off))
+            found = level(Facts(heavy=bool(ref.keeps), meant_to_go=True, collected=not off))
             stored = f"`{ref.attr} = {ref.shown}` makes" if ref.how == "held child" else f"`{ref.attr}` keeps"
             yield (ref.site,
                    f"{stored} {what}: each `{name}`, made per call, is freed{kept} only "
