@@ -19,7 +19,7 @@ from retainlint.analysis.once import guarding_flag
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.project.hook_names import GLOBAL_HOOKS, PER_OBJECT_HOOKS, hooks_of
 from retainlint.project.names import TENSOR_FACTORIES
-from retainlint.project.retention_shapes import ADD_CALLS
+from retainlint.project.retention_shapes import ADD_CALLS, diagnostic_name
 from retainlint.analysis.handle_holders import nested_function
 from retainlint.analysis.hooks import (
     external_attributes, external_bases, hook_argument, hook_holds_self, local_bases,
@@ -53,7 +53,9 @@ Reports a call that registers a hook and throws away the handle it returns
   otherwise (once per model, say: what it keeps is as long-lived as the process may keep it);
 - **hooks on an object the instance was handed** (always; warnings, or info when the
   instance holds no tensors and the hook stores nothing on it - a profiler's names kept
-  for as long as the model lives cost nothing): a per-object hook
+  for as long as the model lives cost nothing - or when a debugging or profiling aid
+  registers it: a class, method or module named so, `DebugUnderflowOverflow`,
+  `profile_model_time()`, `debug_utils`, costs only those who turn it on): a per-object hook
   (the list below) registered by a method on an argument, on an attribute `__init__` set
   from one (`self._encoder = encoder`), or on a submodule or parameter of those
   (`self._encoder.get_submodule(name)`, `for p in model.parameters()`), when the hook keeps
@@ -294,10 +296,15 @@ class Probe:
             fix = self._fix(node, hook) if fn.name.value == "__init__" else None
             facts = self._kept_facts(cls, fn, call)
             name = cls.name.value
+            # a debugging or profiling aid (`DebugUnderflowOverflow`, `profile_model_time()`,
+            # a `debug_utils` module) costs only those who turn it on
+            aid = diagnostic_name(name, fn.name.value, self.ctx.module_name)
+            if aid:
+                message += f" (`{aid}` is a debugging or profiling aid: only those who use it pay)"
             per = "one hook per pass of the loop, per" if self._registered_in_loop(call) else "one hook per"
             added = "" if marker is not None else f"{per} `{name}` made" if fn.name.value == "__init__" \
                 else f"{per} `{fn.name.value}()` call"
-            self.report(call, message, severity=level(facts), fix=fix, consequence=Consequence(
+            self.report(call, message, severity=Severity.INFO if aid else level(facts), fix=fix, consequence=Consequence(
                 f"the `{name}` instance{' (heavy)' if facts.heavy else ''} and what it holds, "
                 f"through the hook `{short(installed, 40)}`",
                 hooks_of(owner, hook), f"as long as `{owner}` lives",

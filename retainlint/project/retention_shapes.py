@@ -208,8 +208,19 @@ WARMUP_TESTS = frozenset({"is_current_stream_capturing", "is_capturing", "is_com
 
 # Words naming a switch for debugging or measuring (`TRACK_STEP_TIMES`, `record=False`,
 # `self.debug_dump`): what grows only while one is on costs only those who turn it on.
-DIAGNOSTIC_WORDS = frozenset({"debug", "trace", "tracing", "profile", "profiling", "record",
-                              "recording", "track", "tracking", "dump", "verbose"})
+DIAGNOSTIC_WORDS = frozenset({"debug", "debugger", "trace", "tracing", "tracer", "profile", "profiling",
+                              "profiler", "record", "recording", "track", "tracking", "dump", "dumper",
+                              "verbose"})
+
+
+def diagnostic_name(*names: str) -> str:
+    """The first of `names` (a class, a function, a dotted module) with a diagnostic word
+    (`DebugUnderflowOverflow`, `profile_model_time`, `pkg.debug_utils.dump`), or ""."""
+    for name in names:
+        words = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower().replace(".", "_").split("_")
+        if DIAGNOSTIC_WORDS.intersection(words):
+            return name
+    return ""
 
 
 def diagnostic_switch(test: ast.AST, assigned: Mapping[str, ast.AST], depth: int = 0) -> str:
@@ -219,8 +230,7 @@ def diagnostic_switch(test: ast.AST, assigned: Mapping[str, ast.AST], depth: int
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return next((s for s in (diagnostic_switch(v, assigned, depth) for v in test.values) if s), "")
     name = test.attr if isinstance(test, ast.Attribute) else test.id if isinstance(test, ast.Name) else ""
-    words = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower().split("_")
-    if DIAGNOSTIC_WORDS.intersection(words):
+    if diagnostic_name(name):
         return name
     made = assigned.get(name) if isinstance(test, ast.Name) and depth == 0 else None
     return diagnostic_switch(made, assigned, 1) if made is not None else ""
