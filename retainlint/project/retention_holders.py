@@ -179,9 +179,10 @@ class Holders:
         """The attribute a read-only property of `cls` or a base returns as it is
         (`@property def tasks(self): return self._tasks`), else None."""
         for name in (cls, *self._bases(cls)):
-            for f in self.classes[name].body if name in self.classes else ():
-                if isinstance(f, FUNCTIONS) and f.name == attr:
-                    return property_attribute(f)
+            node = self.classes.get(name)
+            found = next((f for f in node.body if isinstance(f, FUNCTIONS) and f.name == attr), None) if node else None
+            if found is not None:
+                return property_attribute(found)  # a method of that name that is no such property: None
         return None
 
     def _declaring(self, cls: str, attr: str, per_instance: bool = True) -> Optional[str]:
