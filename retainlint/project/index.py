@@ -38,9 +38,12 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache"})
+# cachetools' function decorators keep what they are called with as functools' do, each
+# bounded by a `maxsize` (128 unless given) and a replacement policy
+_CACHETOOLS = frozenset(f"cachetools.func.{name}_cache" for name in ("lru", "lfu", "fifo", "rr", "mru", "ttl", "tlru"))
+CACHE_DECORATORS = frozenset({"functools.lru_cache", "functools.cache", "async_lru.alru_cache", *_CACHETOOLS})
 # maxsize defaults to 128 for these; functools.cache is unbounded.
-_BOUNDED_BY_DEFAULT = frozenset({"functools.lru_cache", "async_lru.alru_cache"})
+_BOUNDED_BY_DEFAULT = frozenset({"functools.lru_cache", "async_lru.alru_cache", *_CACHETOOLS})
 
 
 @dataclass

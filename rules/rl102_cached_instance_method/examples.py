@@ -6,7 +6,8 @@ from retainlint.analysis.rule import Example
 DOCS = """
 ## What it does
 Reports `@functools.lru_cache` / `@functools.cache` (however imported or aliased,
-`@lru_cache(maxsize=...)` included, and project decorators that wrap them) applied
+`@lru_cache(maxsize=...)` included, cachetools' `cachetools.func.lru_cache`, `ttl_cache`
+and the like, and project decorators that wrap them) applied
 directly to an instance method, i.e. a method whose first parameter is `self`. The
 method kind comes from the whole decorator list, in any order: `@staticmethod` and
 `@classmethod` methods are not reported (whether written above or below the cache),
