@@ -63,7 +63,7 @@ def _released(index: "ProjectIndex", holder: Hashable) -> Hashable:
     attribute (`Class().attr`, `Class.attr`) also counts as dropped when any code removes
     from an `attr` of some object: a base class's method may, on the same instance."""
     assert isinstance(holder, str)
-    names = _names(holder) | _exposed_as(index, holder)
+    names = _drop_names(index, holder)
     return any(summary.retention and (not names.isdisjoint(summary.retention[DROPS])
                                       or not names.isdisjoint(summary.retention[BOUNDED]))
                for summary in dict.values(index.files))
@@ -80,12 +80,12 @@ def _names(holder: str) -> set[str]:
     return names
 
 
-def _exposed_as(index: "ProjectIndex", holder: str) -> set[str]:
-    """`.tasks` for an attribute holder (`C()._tasks`) some class exposes through a read-only
-    property (`@property def tasks(self): return self._tasks`): a removal through it."""
-    if "()" not in holder and holder.count(".") <= 1:
-        return set()
-    return {"." + prop for prop in index.ask(_properties_returning, holder.rpartition(".")[2])}
+def _drop_names(index: "ProjectIndex", holder: str) -> set[str]:
+    """`_names`, and `.tasks` for an attribute (`._tasks`) some class exposes through a
+    read-only property (`@property def tasks(self): return self._tasks`): a removal through it."""
+    names = _names(holder)
+    return names | {"." + prop for name in names if name.startswith(".")
+                    for prop in index.ask(_properties_returning, name[1:])}
 
 
 def _properties_returning(index: "ProjectIndex", attr: Hashable) -> Hashable:
@@ -94,7 +94,7 @@ def _properties_returning(index: "ProjectIndex", attr: Hashable) -> Hashable:
 
 
 def _dropped_at(index: "ProjectIndex", holder: str, position: int) -> bool:
-    names = _names(holder) | _exposed_as(index, holder)
+    names = _drop_names(index, holder)
     return any(summary.retention and not names.isdisjoint(summary.retention[position])
                for summary in dict.values(index.files))
 

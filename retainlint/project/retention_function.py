@@ -66,10 +66,6 @@ class FunctionFacts:
         # is compiled, at start-up: what it adds is bounded whatever calls the function.
         self.warmup = [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno) for i in own(node, ast.If)
                        if warms_up(i.test)]
-        # `if TRACK_STEP_TIMES:`: what the body adds, it adds only while someone debugs
-        assigned = {t.id: a.value for a in own(node, ast.Assign) for t in a.targets if isinstance(t, ast.Name)}
-        self.switched = [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno, switch)
-                         for i in own(node, ast.If) if (switch := diagnostic_switch(i.test, assigned))]
         # Tears the whole object down: named so, and handed no entry to remove
         # (`_stop_heartbeat(req_id)` ends one request's entry, not the object).
         required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - (1 if cls is not None else 0)
@@ -96,6 +92,15 @@ class FunctionFacts:
         if self.outer_me is not None:
             local.discard(self.outer_me)
         return local
+
+    @cached_property
+    def switched(self) -> list[tuple[int, int, str]]:
+        """(first, last line, switch) of each `if TRACK_STEP_TIMES:` body: what it adds, it
+        adds only while someone debugs (read when the function adds something)."""
+        own = self.facts.nodes.own
+        assigned = {t.id: a.value for a in own(self.node, ast.Assign) for t in a.targets if isinstance(t, ast.Name)}
+        return [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno, switch)
+                for i in own(self.node, ast.If) if (switch := diagnostic_switch(i.test, assigned))]
 
     @cached_property
     def exposes(self) -> bool:

@@ -48,6 +48,7 @@ class Holders:
         # (property, attribute): `@property def tasks(self): return self._tasks` - code reaching
         # the container through the property (`executor.tasks.pop(k)`) reaches the attribute
         self.aliases: set[tuple[str, str]] = set()
+        self._chains: dict[str, list[str]] = {}  # see `_chain`
         for node in statements(tree.body):  # also under a module-level `try:`/`if:` (a fallback)
             for target, value in bindings(node):
                 if isinstance(target, ast.Name) and not target.id.startswith("__"):  # `__all__`
@@ -151,7 +152,7 @@ class Holders:
             if owner is not None:
                 return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
             # made by a base's `__init__` (`super().__init__()`): this instance's own too
-            inherited = next((self.instance[b][attr] for b in self._bases(cls) if attr in self.instance.get(b, {})), None)
+            inherited = next((self.instance[b][attr] for b in self._chain(cls)[1:] if attr in self.instance.get(b, {})), None)
             if inherited is not None:
                 return f"{self.module}.{cls}().{attr}", "instance", inherited
             return None
@@ -160,25 +161,22 @@ class Holders:
             return f"{self.module}.{owner}.{attr}", "class", self.class_level[owner][attr]
         return None
 
-    def _bases(self, cls: str) -> list[str]:
-        """`cls`'s bases defined in this module, nearest first (not `cls` itself)."""
-        found: list[str] = []
-        todo = [cls]
-        while todo:
-            name = todo.pop(0)
-            node = self.classes.get(name)
-            if node is None:
-                continue
-            for b in node.bases:
-                if isinstance(b, ast.Name) and b.id in self.classes and b.id not in found and b.id != cls:
-                    found.append(b.id)
-                    todo.append(b.id)
-        return found
+    def _chain(self, cls: str) -> list[str]:
+        """`cls`, then its bases defined in this module, nearest first (read once per class)."""
+        chain = self._chains.get(cls)
+        if chain is None:
+            chain = [cls]
+            for name in chain:  # grows as it goes: breadth first
+                node = self.classes.get(name)
+                chain += [b.id for b in node.bases if isinstance(b, ast.Name) and b.id in self.classes
+                          and b.id not in chain] if node is not None else []
+            self._chains[cls] = chain
+        return chain
 
     def _property_of(self, cls: str, attr: str) -> Optional[str]:
         """The attribute a read-only property of `cls` or a base returns as it is
         (`@property def tasks(self): return self._tasks`), else None."""
-        for name in (cls, *self._bases(cls)):
+        for name in self._chain(cls):
             node = self.classes.get(name)
             found = next((f for f in node.body if isinstance(f, FUNCTIONS) and f.name == attr), None) if node else None
             if found is not None:
@@ -191,18 +189,11 @@ class Holders:
         subclass appending to a list its base declared shares that one list), unless a
         class on the way assigns it per instance (and `per_instance`: `self.attr` would
         read the instance's own)."""
-        seen: set[str] = set()
-        todo = [cls]
-        while todo:
-            name = todo.pop(0)
-            if name in seen or name not in self.classes:
-                continue
-            seen.add(name)
+        for name in self._chain(cls):
             if per_instance and attr in self.instance.get(name, {}):
                 return None
             if attr in self.class_level.get(name, {}):
                 return name
-            todo += [b.id for b in self.classes[name].bases if isinstance(b, ast.Name)]
         return None
 
 
