@@ -234,7 +234,17 @@ _ITEM_KEY = re.compile(r"([A-Za-z_]\w*)\[(['\"])(\w+)\2\]")
 
 def _fresh_keys(g: Growth) -> bool:
     """Does each add use a key no earlier add used: a request's, or a counter's?"""
-    return g.counted or key_per_request(g.key)
+    return g.counted or _key_per_request(g)
+
+
+def _key_per_request(g: Growth) -> bool:
+    """`key_per_request` of the growth's key, where an instance's own value (`self._id`) keys
+    a table shared by every instance - module- or class-level - by what it names: one entry
+    per instance, as `self` itself would be."""
+    key = g.key
+    if g.kind in ("module", "class") and key.startswith("self.") and key[5:].isidentifier():
+        key = key[5:]
+    return key_per_request(key)
 
 
 def _role(name: str, roles: tuple[str, ...]) -> bool:
@@ -381,7 +391,7 @@ def grows_per_call(g: Growth) -> Optional[str]:
     if g.keyed:
         if g.counted:
             return f"one entry per call, under a new `{g.key}` each time"
-        return f"one entry per distinct `{g.key}`" if key_per_request(g.key) and not _table_of_code(g) else None
+        return f"one entry per distinct `{g.key}`" if _key_per_request(g) and not _table_of_code(g) else None
     if g.registers or g.guarded:
         return None  # registration (its callers decide how often), or one per distinct value
     return "one more item per call"

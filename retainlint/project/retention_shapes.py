@@ -245,6 +245,11 @@ def warms_up(test: ast.AST) -> bool:
 def last_name(func: ast.AST) -> str:
     if isinstance(func, ast.Attribute):
         return func.attr
+    if isinstance(func, ast.Subscript):
+        # a generic alias called (`dict[str, int]()`, `asyncio.Future[bytes]()`) makes what the
+        # bare class makes; an item called (`handlers[key]()`) is no class
+        name = last_name(func.value)
+        return name if name in CONTAINER_CALLS or name[:1].isupper() else ""
     return func.id if isinstance(func, ast.Name) else ""
 
 
