@@ -37,8 +37,10 @@ list under a key: `d.setdefault(k, []).append(v)`, `d[k].append(v)` on a `defaul
 a function that does not first look the value up; a set's `add` of a value named as made per request
 (a set holds each value once: `_dead.add(rank)` keeps as many as there are ranks); a slot per key (`h[k] = v`, `setdefault`) when
 the key names something made per request or per object (`request_id`, `id(obj)`,
-`conn`, `self`, a uuid, a counter), or is a tuple with such a part (`(fmt, hash_id)`)
-and none naming the code or the deployment (`(device, stream_id)` is a fixed set; a count,
+`conn`, `self` or an instance's own `self._id`, a uuid, a counter; a key local bound to a
+tuple or to another object's field is judged by what it is bound to), or is a tuple with
+such a part (`(fmt, hash_id)`)
+and none naming the code, a parameter of the model or the deployment (`(device, stream_id)` is a fixed set; a count,
 a size or a flag, `max_blocks_per_seq`, `use_small_batch`, names no request either; a bare
 `id` is what the table's name says it is of: `function_refs[id]` one per function); in
 `__init__`, one more item in a list (also
@@ -54,7 +56,8 @@ A removal that only the successful path of an `async` function or a context mana
 generator reaches (after an `await`, or the `yield` every path reaches, outside `finally`
 and `except`), or only a shutdown function (`close()`, `stop()`, `shutdown()`), does not
 count: entries of calls that fail or are cancelled stay,
-and the container grows until the end.
+and the container grows until the end. One entry taken out in an instance's own
+`__exit__` or `close()` does count: it goes as each instance ends.
 
 An error when the entries are every instance made (`Cls._instances.append(self)`) or are
 keyed by the identity of the request or response the call handles (`request.request_id`,

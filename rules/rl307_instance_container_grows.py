@@ -52,6 +52,11 @@ reply or never, and abandons nothing). A reply that never comes - a timeout, a c
 connection - leaves the entry; the waiting method should remove it in a `finally`. Such an
 owner carries many requests at once, so it outlives them.
 
+An object also outlives the keys it handles when the call adding under a key fills other
+tables of it under the same key and the project removes those entries (`self._tokens[uid]
+= []; self._flow_cache[uid] = t`, then `self._tokens.pop(uid)`): the table left out of the
+removals keeps one entry per key.
+
 Removals count by path. A removal in an `async` method after an `await`, or in a
 context manager's generator after the `yield` every path reaches, outside `finally` and
 `except`, runs only when the call gets that far: a call that fails or is cancelled there,
@@ -59,7 +64,9 @@ or a `with` block that raises (a client gone, the server stopping) leaves its en
 reported, as is
 an entry a method adds and itself removes that way. A removal only in `close()`,
 `stop()`, `shutdown()`, `__exit__` or the like empties the container once, at the end:
-while the object serves, it grows.
+while the object serves, it grows. (One entry taken out of a table every instance shares,
+module- or class-level, in an instance's `__exit__` or `close()` goes as that instance
+ends: a removal per instance.)
 
 An error when the entries are keyed by the identity of the request or response the call
 handles (`self.store[response.id] = response`: a new key per request served) and nothing
@@ -156,7 +163,9 @@ SERVER = JobServer()
                         "hands out": f"a `{owner}` keeps every object it hands out (`{g.value}`), after "
                                      "its user is done with it",
                         "replies": f"a `{owner}` carries many requests, matching each reply to the one "
-                                   "waiting for it"}[outlives]
+                                   "waiting for it",
+                        "siblings": f"a `{owner}` outlives the keys it handles (the entries `{method}()` adds "
+                                    f"under `{g.key}` to its other tables are removed)"}[outlives]
             how = "reply" if g.awaits_reply else how_dropped(index, g.holder)
             removal = {"reply": f"`{method}()` waits for `{g.value}` and leaves its entry to the code that delivers "
                                 "it, so a reply that never comes (a timeout, a cancellation, a lost connection) "

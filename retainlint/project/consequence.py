@@ -33,6 +33,7 @@ _CODE_WORDS = frozenset({
     "func", "fn", "function", "method", "callback", "cb", "handler", "endpoint", "cls", "class",
     "type", "module", "model", "layer", "name", "field", "attr", "dtype", "device", "op", "frame",
     "graph", "shape", "config", "kind", "path", "file", "pattern", "route", "hook", "prefix",
+    "param", "parameter",
 })
 # Words in a key that name a member of the deployment (an engine, a rank, a host): as many
 # keys as the deployment has members, however many requests it serves.
@@ -355,8 +356,9 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
     call), "hands out" (the adding call makes the entry and returns it: each object it
     hands out stays as long as the holder, however soon its user is done with it, and the
     code makes no instance per call), "replies" (the adding call waits for a reply the table
-    matches to it, and the code makes no instance per call); None when none of these is
-    shown (RL307 then says nothing)."""
+    matches to it, and the code makes no instance per call), "siblings" (the adding call
+    fills other tables of the instance under the same key, and the project removes those
+    entries); None when none of these is shown (RL307 then says nothing)."""
     cls = g.holder.partition("()")[0]
     if lives_for_the_process(index, cls):
         return "process"
@@ -372,7 +374,20 @@ def instance_outlives_its_adds(index: "ProjectIndex", facts: ModuleFacts, g: Gro
     # call says otherwise.
     if (g.handed_out or g.awaits_reply) and not seen_made_per_call(cls, facts, index):
         return "hands out" if g.handed_out else "replies"
+    if _siblings_removed(facts, g):
+        return "siblings"
     return None
+
+
+def _siblings_removed(facts: ModuleFacts, g: Growth) -> bool:
+    """Does the call adding `g` put entries under the same key into other tables of the same
+    instance, which the project removes from (`self._tokens[uid] = []; self._cache[uid] =
+    None`, then `self._tokens.pop(uid)` and no removal from `_cache`)? The project lets those
+    entries go when the key is done with: the instance outlives its keys."""
+    owner = g.holder.partition("()")[0] + "()."
+    return g.keyed and g.holder.startswith(owner) and any(
+        o.keyed and o.key == g.key and o.function == g.function and o.holder != g.holder
+        and o.holder.startswith(owner) and o.holder in facts.drops for o in facts.growth)
 
 
 def grows_per_call(g: Growth) -> Optional[str]:

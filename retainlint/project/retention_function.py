@@ -428,7 +428,7 @@ class FunctionFacts:
                 return
             keyed, key = True, value  # a set holds each value once: a slot per distinct value
         self.facts.growth.append(Growth(
-            holder, kind, ast.unparse(expr), keyed, ast.unparse(key) if key is not None else "",
+            holder, kind, ast.unparse(expr), keyed, self._key_text(key),
             ast.unparse(value) if value is not None else "",
             self.name, (self.once and not any(a <= stmt.lineno <= b for a, b in self.loops))
             or any(a <= stmt.lineno <= b for a, b in self.warmup),
@@ -439,6 +439,20 @@ class FunctionFacts:
             keyed and isinstance(value, ast.Name) and self._waits_for(value.id),
             next((switch for a, b, switch in self.switched if a <= stmt.lineno <= b), ""),
             self.facts.lines.site(stmt, stmt)))
+
+    def _key_text(self, key: Optional[ast.AST]) -> str:
+        """The key as the code spells it - or, for a local this function binds once to a tuple
+        or to another object's attribute (`bucket = (route.webhook_id, route.webhook_token)`),
+        what it is bound to: that says what each key is of."""
+        if isinstance(key, ast.Name):
+            bound = [value for a in self.facts.nodes.own(self.node, ast.Assign, ast.AnnAssign)
+                     for target, value in bindings(a) if isinstance(target, ast.Name) and target.id == key.id]
+            # another object's field, or a tuple of values (not the instance's own field, which
+            # may be a counter, nor a call's result, which its callers may keep and reuse)
+            if len(bound) == 1 and (isinstance(bound[0], ast.Tuple) or isinstance(bound[0], ast.Attribute)
+                                    and (dotted(bound[0]) or "self.").partition(".")[0] not in ("self", "cls")):
+                return ast.unparse(bound[0])
+        return ast.unparse(key) if key is not None else ""
 
     def _waits_for(self, name: str) -> bool:
         """Is `name` a future, queue or event this function makes (for other code to resolve

@@ -1,11 +1,13 @@
-"""Readings of the retention model, from neutron's and livekit-agents' fixes:
+"""Readings of the retention model, from neutron's, livekit-agents' and CosyVoice's fixes:
 
 - a table every instance shares (class- or module-level) keyed by each instance's own value
   (`self._id`) gains one entry per instance, as one keyed by `self` does;
 - one entry taken out of such a table in `__exit__` (or `close()`) goes as each instance
   ends - a removal per instance, not an emptying at shutdown;
 - a generic alias called (`dict[str, int]()`, `asyncio.Future[bytes]()`) makes what the
-  bare class makes."""
+  bare class makes;
+- a table filled by the call that fills other tables of the instance under the same key,
+  whose entries the project removes, outlives its keys (the instance does)."""
 
 from conftest import run_rules
 
@@ -120,3 +122,37 @@ class Dispatcher:
 """
     assert [f.code for f in run_rules(tmp_path, {"d.py": source}) if f.code == "RL307"] == []
 
+
+SESSIONS = """\
+import uuid
+
+import torch
+
+
+class SpeechModel:
+    def __init__(self, flow):
+        self.flow = flow
+        self.tokens = {{}}
+        self.overlap = {{}}
+        self.flow_cache = {{}}
+
+    def synthesize(self, text):
+        request_id = str(uuid.uuid1())
+        self.tokens[request_id] = []
+        self.overlap[request_id] = torch.zeros(1, 80, 0)
+        self.flow_cache[request_id] = torch.zeros(1, 80, 0, 2)
+        out = self.flow(text, self.flow_cache[request_id])
+        self.tokens.pop(request_id)
+        self.overlap.pop(request_id)
+{release}        return out
+"""
+
+
+def test_a_table_filled_beside_tables_whose_entries_are_removed_grows(tmp_path):
+    # nothing shows how long a `SpeechModel` lives, but the call that adds under `request_id`
+    # removes the entries of the sibling tables: only `flow_cache` keeps every one
+    source = SESSIONS.format(release="")
+    found = [(f.start.line, f.code) for f in run_rules(tmp_path, {"model.py": source}) if f.code == "RL307"]
+    assert found == [(17, "RL307")]
+    fixed = SESSIONS.format(release="        self.flow_cache.pop(request_id)\n")
+    assert [f.code for f in run_rules(tmp_path / "fixed", {"model.py": fixed}) if f.code == "RL307"] == []
