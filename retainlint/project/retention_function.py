@@ -430,7 +430,8 @@ class FunctionFacts:
         self.facts.growth.append(Growth(
             holder, kind, ast.unparse(expr), keyed, self._key_text(key),
             ast.unparse(value) if value is not None else "",
-            self.name, (self.once and not any(a <= stmt.lineno <= b for a, b in self.loops))
+            self.name, (self.once and not any(a <= stmt.lineno <= b for a, b in self.loops)
+                        and not self._starts_and_returns(value))
             or any(a <= stmt.lineno <= b for a, b in self.warmup),
             self.in_init, holder in guarded or self.memoised,
             pins, self.registers and not self._made_here(value), False,
@@ -509,6 +510,14 @@ class FunctionFacts:
         return isinstance(value, ast.Name) and (any(
             isinstance(d, FUNCTIONS) and d.name == value.id for d in ast.walk(self.node) if d is not self.node)
             or any(made in _STARTED for made in self._made_by(value.id)))
+
+    def _starts_and_returns(self, value: Optional[ast.AST]) -> bool:
+        """Does the call start the thread or task it stores, and return it (`task =
+        asyncio.create_task(coro); cls.tasks.append(task); return task`)? Then it is a
+        factory its callers use per job, however it is named (`create_task()`), not set-up."""
+        return isinstance(value, ast.Name) and any(made in _STARTED for made in self._made_by(value.id)) \
+            and any(isinstance(r.value, ast.Name) and r.value.id == value.id
+                    for r in self.facts.nodes.own(self.node, ast.Return))
 
     def _advances(self, key: ast.AST) -> bool:
         """Is `key` (`self._request_id`) an attribute this function counts up

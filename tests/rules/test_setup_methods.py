@@ -120,3 +120,30 @@ def test_a_method_named_for_set_up_that_is_handed_a_connection_builds_per_connec
 
 def test_a_method_named_for_set_up_that_is_handed_its_configuration_runs_once(tmp_path):
     assert _check(tmp_path, FACTORY.format(name="buildProtocol", param="config")) == []
+
+
+TASKS = """\
+    import asyncio
+
+
+    class TaskManager:
+        tasks = []
+
+        @classmethod
+        def create_task(cls, coroutine):
+            task = asyncio.create_task(coroutine)
+            cls.tasks.append(task)
+            {tail}
+    """
+
+
+def test_a_set_up_named_factory_that_starts_and_returns_a_task_runs_per_job(tmp_path):
+    # `create_task()` starts one more task per call and hands it back: every task ever
+    # started stays in the class's list
+    found = _check(tmp_path, TASKS.format(tail="return task"))
+    assert [(line, code) for line, code, _ in found] == [(10, "RL306")]
+    assert "gains one more item per call in `create_task()`" in found[0][2]
+
+
+def test_set_up_that_starts_a_task_and_keeps_it_runs_once(tmp_path):
+    assert _check(tmp_path, TASKS.format(tail="cls.started = True")) == []
