@@ -448,11 +448,13 @@ class FunctionFacts:
         if isinstance(key, ast.Name):
             bound = [value for a in self.facts.nodes.own(self.node, ast.Assign, ast.AnnAssign)
                      for target, value in bindings(a) if isinstance(target, ast.Name) and target.id == key.id]
-            # another object's field, or a tuple of values (not the instance's own field, which
-            # may be a counter, nor a call's result, which its callers may keep and reuse)
-            if len(bound) == 1 and (isinstance(bound[0], ast.Tuple) or isinstance(bound[0], ast.Attribute)
-                                    and (dotted(bound[0]) or "self.").partition(".")[0] not in ("self", "cls")):
-                return ast.unparse(bound[0])
+            value = bound[0] if len(bound) == 1 else None
+            # another object's field (a name's, not a call result's, which its callers may keep
+            # and reuse; not the instance's own, which may be a counter), or a tuple of values
+            field = dotted(value) if isinstance(value, ast.Attribute) else None
+            if value is not None and (isinstance(value, ast.Tuple)
+                                      or field and field.partition(".")[0] not in ("self", "cls")):
+                return ast.unparse(value)
         return ast.unparse(key) if key is not None else ""
 
     def _waits_for(self, name: str) -> bool:
