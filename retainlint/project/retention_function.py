@@ -253,7 +253,7 @@ class FunctionFacts:
         foreign = owner is not None and not (isinstance(owner, ast.Name) and owner.id == self.me)
         # one entry taken out of a table every instance shares (module- or class-level) as one
         # instance ends: each instance's own entry goes with it (`__exit__` of a `with X(id)`)
-        foreign = foreign or (not whole and "()." not in holder and not holder.startswith("."))
+        foreign = foreign or (bool(self.me) and not whole and "()." not in holder and not holder.startswith("."))
         if self.in_callback or (self.teardown and foreign and not self.fragile) or (whole and not self.teardown):
             self.firm_drops.add(holder)
             self.facts.drops.add(holder)

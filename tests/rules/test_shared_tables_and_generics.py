@@ -156,3 +156,19 @@ def test_a_table_filled_beside_tables_whose_entries_are_removed_grows(tmp_path):
     assert found == [(17, "RL307")]
     fixed = SESSIONS.format(release="        self.flow_cache.pop(request_id)\n")
     assert [f.code for f in run_rules(tmp_path / "fixed", {"model.py": fixed}) if f.code == "RL307"] == []
+
+
+def test_a_module_function_taking_one_entry_out_at_shutdown_still_leaves_the_rest(tmp_path):
+    source = """\
+_PENDING = {}
+
+
+def handle_request(request):
+    _PENDING[request.request_id] = request.payload
+
+
+def shutdown():
+    _PENDING.pop("heartbeat", None)
+"""
+    found = [(f.start.line, f.code) for f in run_rules(tmp_path, {"server.py": source}) if f.code == "RL306"]
+    assert found == [(5, "RL306")]
