@@ -1,44 +1,45 @@
-"""RL905: `itertools.cycle` over a data loader saves every batch of its first pass.
+"""RL905: `itertools.cycle` over a data loader saves every item of its first pass.
 
-A trainer draws its batches from `cycle(loader)` so that it can run any number of steps
-without counting epochs. The cycle saves each batch it yields in a list of its own, to
-replay it once the loader is exhausted: every batch of the first pass stays alive for as
-long as the trainer keeps the cycle - here the trainer lives on between runs, as a
-long-lived worker's does.
+A round-robin evaluator scores checkpoints in turn, for as many rounds as it is asked,
+drawing them from `cycle(loader)`: each item is a model the dataset loads when it is read
+(`batch_size=None` hands items over as they are). The cycle saves each item it yields in a
+list of its own, to replay it once the loader is exhausted: every model of the first pass
+stays alive for as long as the evaluator keeps the cycle - here the evaluator lives on
+between rounds, as a long-lived worker's does.
 """
 from itertools import cycle
 
-import torch
 from torch.utils.data import DataLoader, Dataset
 
 
-class Features(Dataset):
-    """Each item is made when it is read (decoded, augmented), as real datasets do."""
+class Checkpoints(Dataset):
+    """Each item is a model loaded from its checkpoint when it is read."""
+
+    def __init__(self, load, count):
+        self.load = load
+        self.count = count
 
     def __len__(self):
-        return 8
+        return self.count
 
     def __getitem__(self, index):
-        return torch.randn(256, 1024)
+        return self.load()
 
 
-class Trainer:
-    def __init__(self, model, loader):
-        self.model = model
-        self.batches = cycle(loader)
+class RoundRobin:
+    def __init__(self, loader):
+        self.models = cycle(loader)
 
-    def run(self, steps, exercise):
-        first = None
-        for _ in range(steps):
-            batch = next(self.batches)
-            first = batch if first is None else first
-            exercise(self.model)
-        return first
+    def step(self, exercise):
+        model = next(self.models)
+        exercise(model)
+        return model
 
 
 def lifecycle(ctx):
-    trainer = Trainer(ctx.build_model(), DataLoader(Features(), batch_size=2))
-    ctx.keep(trainer)  # the worker keeps its trainer between runs
-    first = trainer.run(3, ctx.exercise)
-    ctx.expect_freed(first, "first batch")
+    evaluator = RoundRobin(DataLoader(Checkpoints(ctx.build_model, 2), batch_size=None))
+    ctx.keep(evaluator)  # the worker keeps its evaluator between rounds
+    first = evaluator.step(ctx.exercise)
+    ctx.expect_freed(first, "model")
     del first
+    evaluator.step(ctx.exercise)  # the next checkpoint: the first one is done with
