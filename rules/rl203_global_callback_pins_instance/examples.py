@@ -61,7 +61,10 @@ removes the loop's trigger, or
 installs another handler for the signal (restoring the old one, `SIG_DFL`); an
 `atexit` callback or a loop trigger whose undo the class's `__del__` runs too (through the
 `close()` it calls) is reported all the same: `__del__` is the release of an instance
-nobody closes, and the registration keeps it from ever running; the saved old
+nobody closes, and the registration keeps it from ever running; so is an `atexit`
+callback that is a private method undoing its own registration (`_cleanup()` ending with
+`atexit.unregister(self._cleanup)`) that no other method calls: its undo runs only when the
+registry runs it, at exit (a public one, `close()`, is the owner's to call); the saved old
 handler (`self._old = signal.signal(...)`) is never reinstalled anywhere in the file, and
 nothing in the project takes entries out of the list (`.remove`, `.discard`, `.pop`,
 `.clear`, `del`, slice assignment, rebinding, handing it to other code).

@@ -37,7 +37,7 @@ class Undo:
         names = [c.name.value for c in self.classes.class_chain(reg.cls)]
         code = self.ctx.code
         if reg.kind == "atexit" or reg.kind in LOOP_TRIGGERS:
-            return self.has_undo(reg) and not self.undone_from_del(reg)
+            return self.has_undo(reg) and not self.undone_from_del(reg) and not self.undone_only_by_itself(reg)
         if reg.kind == "signal":
             for name in names:
                 for call, fn in self.facts.signals.get(name, ()):
@@ -109,6 +109,25 @@ class Undo:
             todo.extend(n.func.attr.value for n in iter_nodes(methods[name].body)
                         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and is_self(n.func.value))
         return any(self._undoes_in(methods[name], reg) for name in reached)
+
+    def undone_only_by_itself(self, reg: Registration) -> bool:
+        """Is the callback a private method of the instance (`self._cleanup`) that undoes its
+        own registration, called by no other method of the class? Then the undo runs only
+        when the registry runs the callback - at exit - and until then the registration keeps
+        the instance. (A public one, `close()`, is the owner's to call: its undo counts.)"""
+        callback = reg.callback
+        if not (isinstance(callback, cst.Attribute) and is_self(callback.value)
+                and callback.attr.value.startswith("_") and not callback.attr.value.startswith("__")):
+            return False
+        name = callback.attr.value
+        methods = self.classes.class_chain_methods(reg.cls)
+        if not any(m.name.value == name and self._undoes_in(m, reg) for m in methods):
+            return False
+        called = any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and is_self(n.func.value)
+                     and n.func.attr.value == name for m in methods if m.name.value != name
+                     for n in iter_nodes(m.body))
+        undone_elsewhere = any(m.name.value != name and self._undoes_in(m, reg) for m in methods)
+        return not called and not undone_elsewhere
 
     def _undoes_in(self, method: cst.FunctionDef, reg: Registration) -> bool:
         if reg.kind == "atexit":
