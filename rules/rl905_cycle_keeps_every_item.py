@@ -112,7 +112,7 @@ class Cycler:
         stream = self._stream(arg)
         if stream is None:
             return
-        text = self.ctx.module.code_for_node(arg)
+        text = self.ctx.code(arg)
         self.report(
             node,
             f"`cycle({text})` saves every item of its first pass over {stream} to replay them: each "

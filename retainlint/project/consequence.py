@@ -384,10 +384,11 @@ def _siblings_removed(facts: ModuleFacts, g: Growth) -> bool:
     instance, which the project removes from (`self._tokens[uid] = []; self._cache[uid] =
     None`, then `self._tokens.pop(uid)` and no removal from `_cache`)? The project lets those
     entries go when the key is done with: the instance outlives its keys."""
+    if not (g.keyed and g.kind == "instance"):
+        return False
     owner = g.holder.partition("()")[0] + "()."
-    return g.keyed and g.holder.startswith(owner) and any(
-        o.keyed and o.key == g.key and o.function == g.function and o.holder != g.holder
-        and o.holder.startswith(owner) and o.holder in facts.drops for o in facts.growth)
+    return any(o.keyed and o.key == g.key and o.function == g.function and o.holder != g.holder
+               and o.holder.startswith(owner) and o.holder in facts.drops for o in facts.growth)
 
 
 def grows_per_call(g: Growth) -> Optional[str]:

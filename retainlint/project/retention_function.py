@@ -446,8 +446,7 @@ class FunctionFacts:
         or to another object's attribute (`bucket = (route.webhook_id, route.webhook_token)`),
         what it is bound to: that says what each key is of."""
         if isinstance(key, ast.Name):
-            bound = [value for a in self.facts.nodes.own(self.node, ast.Assign, ast.AnnAssign)
-                     for target, value in bindings(a) if isinstance(target, ast.Name) and target.id == key.id]
+            bound = self._bound(key.id)
             value = bound[0] if len(bound) == 1 else None
             # another object's field (a name's, not a call result's, which its callers may keep
             # and reuse; not the instance's own, which may be a counter), or a tuple of values
@@ -491,14 +490,22 @@ class FunctionFacts:
             return last_name(value.func)[:1].isupper() and any(ast.unparse(r) == slot for r in returned)
         if not isinstance(value, ast.Name):
             return False
-        return any(made[:1].isupper() for made in self._made_by(value.id)) and any(
-            isinstance(r, ast.Name) and r.id == value.id for r in returned)
+        return any(made[:1].isupper() for made in self._made_by(value.id)) and self._returns(value.id)
+
+    def _bound(self, name: str) -> list[ast.AST]:
+        """What this function binds the local `name` to (`recv: Receiver[T] = Receiver(...)` too)."""
+        return [value for a in self.facts.nodes.own(self.node, ast.Assign, ast.AnnAssign)
+                for target, value in bindings(a)
+                if value is not None and isinstance(target, ast.Name) and target.id == name]
 
     def _made_by(self, name: str) -> list[str]:
         """The names of the calls this function binds the local `name` to (`c = Cursor()`: "Cursor")."""
-        return [last_name(value.func) for a in self.facts.nodes.own(self.node, ast.Assign, ast.AnnAssign)
-                for target, value in bindings(a)  # `recv: Receiver[T] = Receiver(...)` too
-                if isinstance(value, ast.Call) and isinstance(target, ast.Name) and target.id == name]
+        return [last_name(value.func) for value in self._bound(name) if isinstance(value, ast.Call)]
+
+    def _returns(self, name: str) -> bool:
+        """Does this function return the local `name` (`return c`)?"""
+        return any(isinstance(r.value, ast.Name) and r.value.id == name
+                   for r in self.facts.nodes.own(self.node, ast.Return))
 
     def _made_here(self, value: Optional[ast.AST]) -> bool:
         """Is the stored value a callback this call makes (a nested `def`, a lambda, a
@@ -518,8 +525,7 @@ class FunctionFacts:
         asyncio.create_task(coro); cls.tasks.append(task); return task`)? Then it is a
         factory its callers use per job, however it is named (`create_task()`), not set-up."""
         return isinstance(value, ast.Name) and any(made in _STARTED for made in self._made_by(value.id)) \
-            and any(isinstance(r.value, ast.Name) and r.value.id == value.id
-                    for r in self.facts.nodes.own(self.node, ast.Return))
+            and self._returns(value.id)
 
     def _advances(self, key: ast.AST) -> bool:
         """Is `key` (`self._request_id`) an attribute this function counts up

@@ -121,13 +121,11 @@ class Undo:
             return False
         name = callback.attr.value
         methods = self.classes.class_chain_methods(reg.cls)
-        if not any(m.name.value == name and self._undoes_in(m, reg) for m in methods):
-            return False
-        called = any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and is_self(n.func.value)
-                     and n.func.attr.value == name for m in methods if m.name.value != name
-                     for n in iter_nodes(m.body))
-        undone_elsewhere = any(m.name.value != name and self._undoes_in(m, reg) for m in methods)
-        return not called and not undone_elsewhere
+        if {m.name.value for m in methods if self._undoes_in(m, reg)} != {name}:
+            return False  # undone elsewhere too, or not by the callback at all
+        return not any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and is_self(n.func.value)
+                       and n.func.attr.value == name for m in methods if m.name.value != name
+                       for n in iter_nodes(m.body))
 
     def _undoes_in(self, method: cst.FunctionDef, reg: Registration) -> bool:
         if reg.kind == "atexit":
