@@ -7,7 +7,7 @@ from typing import Iterator
 from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
-from retainlint.project.consequence import how_dropped, keyed_by_each_request, released_anywhere, short
+from retainlint.project.consequence import entry_kept, how_dropped, keyed_by_each_request, released_anywhere, short
 from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl306 import ProcessContainerGrowsPrefilter, process_growth
 
@@ -148,8 +148,7 @@ class Session:
             severity = Severity.INFO if g.switch else \
                 Severity.ERROR if g.in_init and g.pins_self or per_request else Severity.WARNING
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
-                    else f"`{g.value}` of every `{function}()` call" if g.value
-                    else f"what every `{function}()` call adds")
+                    else entry_kept(g, function))
             removal = {"success": "it is removed from only past an `await`, a context manager's `yield` "
                                   "or an `except` that returns or raises (outside `finally`), so a call that "
                                   "fails or is cancelled there leaves its entry",

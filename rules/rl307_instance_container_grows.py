@@ -8,7 +8,7 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import (
-    how_dropped, instance_outlives_its_adds, keyed_by_each_request, released_anywhere)
+    entry_kept, how_dropped, instance_outlives_its_adds, keyed_by_each_request, released_anywhere)
 from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter, instance_growth
 
@@ -175,7 +175,7 @@ SERVER = JobServer()
                                   "fails or is cancelled there leaves its entry",
                        "teardown": f"it is emptied only when the `{owner}` is closed or stopped",
                        None: "nothing in the project removes an entry"}[how]
-            kept = f"`{g.value}` of every `{method}()` call" if g.value else f"what every `{method}()` call adds"
+            kept = entry_kept(g, method)
             # An entry per request served that nothing removes: a maintainer would merge the fix.
             per_request = keyed_by_each_request(g) and how is None
             # under a diagnostic switch, it costs only those who turn it on to debug

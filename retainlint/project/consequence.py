@@ -413,6 +413,21 @@ def grows_per_call(g: Growth) -> Optional[str]:
     return "one more item per call"
 
 
+def entry_kept(g: Growth, call: str) -> str:
+    """What each add of `g` keeps, for the consequence line: its value, or, when the value is
+    a literal (a count, a flag: `attempts[request] = 1`), its key - the request, the
+    connection - which is what the entry holds on to."""
+    if not g.value:
+        return f"what every `{call}()` call adds"
+    try:
+        literal = not isinstance(ast.literal_eval(g.value), (tuple, list, dict, set))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        literal = False
+    if literal and g.keyed and g.key:
+        return f"`{g.key}` (each entry's key) of every `{call}()` call"
+    return f"`{g.value}` of every `{call}()` call"
+
+
 def cycle_matters(ref: SelfReference, facts: ModuleFacts, index: "ProjectIndex") -> bool:
     """A self-cycle costs when many such objects are made and dropped: each waits for
     the cyclic collector instead of being freed when its last use ends. A cycle a class

@@ -818,3 +818,31 @@ def test_a_blocking_wait_without_a_timeout_abandons_no_entry(tmp_path):
     assert _check(tmp_path / "blocking", {"client.py": SYNC_CLIENT.format(timeout="")}, "RL307") == []
     found = _check(tmp_path / "timeout", {"client.py": SYNC_CLIENT.format(timeout="timeout=5")}, "RL307")
     assert [(line, code) for line, code, _, _ in found] == [(11, "RL307")]
+
+
+def test_a_table_of_counts_keeps_its_keys(tmp_path):
+    """airbyte-cdk's `self._request_attempt_count[request] = 1`: what each entry keeps is its
+    key, the request with its headers and body; the count beside it weighs nothing. A value
+    that is an object is what the entry keeps."""
+    (tmp_path / "client.py").write_text(textwrap.dedent("""\
+        class HttpClient:
+            def __init__(self):
+                self._attempts = {}
+                self._replies = {}
+
+            def send(self, request):
+                self._attempts[request] = 1
+                self._replies[request] = Reply(request)
+                return request
+
+            def start(self):
+                pass
+
+            def stop(self):
+                pass
+        """))
+    done = check_here("check", "--no-cache", "--select", "RL307", "--min-severity", "info",
+                      "--output-format", "json", "--exit-zero", str(tmp_path), cwd=tmp_path)
+    kept = {f["location"]["row"]: f["consequence"]["kept"] for f in json.loads(done.stdout)}
+    assert kept == {7: "`request` (each entry's key) of every `send()` call",
+                    8: "`Reply(request)` of every `send()` call"}
