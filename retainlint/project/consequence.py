@@ -307,6 +307,17 @@ def _owned_by_one_that_lives(index: "ProjectIndex", key: Hashable) -> Hashable:
                or index.ask(_owned_by_one_that_lives, (index.resolve(o) or o, depth + 1)) for o in sorted(owners))
 
 
+def _owned(index: "ProjectIndex", cls: Hashable) -> Hashable:
+    assert isinstance(cls, str)
+    return any(_same_class(index, made, cls) for made, _ in _owners_by_name(index).get(cls.rpartition(".")[2], ()))
+
+
+def built_as_a_part(index: "ProjectIndex", cls: str) -> bool:
+    """Is an instance of `cls` made in another class's `__init__` and kept on it (a layer a
+    model builds: `self.position_embedding = PositionEmbedding(dim)`)?"""
+    return bool(index.ask(_owned, index.resolve(cls) or cls))
+
+
 def _owners_by_name(index: "ProjectIndex") -> dict[str, list[tuple[str, str]]]:
     """Class name -> (class, owner) of every instance kept by its owner in the project, read
     from every file once per index (read inside an asked question: see `ProjectIndex.ask`)."""
@@ -413,17 +424,22 @@ def grows_per_call(g: Growth) -> Optional[str]:
     return "one more item per call"
 
 
+def literal(code: str) -> bool:
+    """Is `code` a constant - a number, a string, `None`, `True` - that every add shares
+    (no object made per add)?"""
+    try:
+        return not isinstance(ast.literal_eval(code), (tuple, list, dict, set))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
 def entry_kept(g: Growth, call: str) -> str:
     """What each add of `g` keeps, for the consequence line: its value, or, when the value is
     a literal (a count, a flag: `attempts[request] = 1`), its key - the request, the
     connection - which is what the entry holds on to."""
     if not g.value:
         return f"what every `{call}()` call adds"
-    try:
-        literal = not isinstance(ast.literal_eval(g.value), (tuple, list, dict, set))
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        literal = False
-    if literal and g.keyed and g.key:
+    if literal(g.value) and g.keyed and g.key:
         return f"`{g.key}` (each entry's key) of every `{call}()` call"
     return f"`{g.value}` of every `{call}()` call"
 

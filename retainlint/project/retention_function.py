@@ -117,13 +117,15 @@ class FunctionFacts:
     @cached_property
     def registers(self) -> bool:
         """A function that exists to store what it is handed - a decorator returning it, a
-        body that does nothing else (`def add_hook(h): _hooks.append(h)`), or one named as
+        body that does nothing else but check it (`def add_hook(h): _hooks.append(h)`), or one named as
         a registration API: how often it runs is its callers' choice, not a growth of its own."""
         node = self.node
         returned = {n.id for s in ast.walk(node) if isinstance(s, ast.Return) and s.value is not None
                     for n in [s.value] if isinstance(n, ast.Name)}
         inner = {d.name for d in node.body if isinstance(d, FUNCTIONS)}
-        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        # a docstring, and a check that refuses bad input (`if not ok: raise ...`), do nothing else
+        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+                and not (isinstance(s, ast.If) and not s.orelse and all(isinstance(b, ast.Raise) for b in s.body))]
         return bool(returned & (self.params | inner)) or (
             len(body) == 1 and node.name != "__init__" and adds_a_parameter(body[0], self.params)
         ) or node.name.lstrip("_").startswith(REGISTERS)

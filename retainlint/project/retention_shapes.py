@@ -373,11 +373,16 @@ def walks_a_model(loop: ast.AST) -> bool:
 
 
 def adds_a_parameter(stmt: ast.stmt, params: set[str]) -> bool:
-    """`h.append(param)`, `h.add(param)`: one more item, exactly what the caller handed."""
+    """`h.append(param)`, `h.add(param)`: one more item, exactly what the caller handed -
+    also beside names it closes over (`h.append((command, parent))` in a decorator's wrapper)."""
     call = stmt.value if isinstance(stmt, ast.Expr) else None
-    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-            and call.func.attr in ("append", "add", "appendleft", "insert")
-            and bool(call.args) and isinstance(call.args[-1], ast.Name) and call.args[-1].id in params)
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("append", "add", "appendleft", "insert") and call.args):
+        return False
+    item = call.args[-1]
+    names = item.elts if isinstance(item, ast.Tuple) else [item]
+    return all(isinstance(n, ast.Name) for n in names) and any(n.id in params for n in names
+                                                                  if isinstance(n, ast.Name))
 
 
 ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "websocket", "listener",

@@ -25,7 +25,7 @@ from retainlint.rules.prefilters.rl102 import (
     ENUM_BASES,
 )
 from retainlint.analysis.severity import Facts, is_model, level
-from retainlint.project.consequence import lives_for_the_process
+from retainlint.project.consequence import built_as_a_part, lives_for_the_process
 from retainlint.analysis.rule import RelatedNode, Rule
 from retainlint.analysis.walk import visit
 from retainlint.rules.rl102_cached_instance_method.arguments import _container, _per_device, _scalar
@@ -158,6 +158,12 @@ class CachedInstanceMethod(Rule):
                 is_model(self.ctx, cls) or not any(self._keeps_arguments(c) for c in [cls, *local_bases(self.ctx, cls)])):
             return Facts(heavy=False, grows=False)
         several = maxsize in (None, "None") or maxsize.strip() not in ("0", "1")
+        if not several and is_model(self.ctx, cls) and self.ctx.classes.get(cls.name.value) is cls \
+                and built_as_a_part(self.ctx.index, f"{self.ctx.module_name}.{cls.name.value}"):
+            # one entry keeps one part of the last model that ran (a position embedding, a
+            # decoder), replaced when any model of that class runs again: a model released
+            # to free its memory is not kept whole, and nothing piles up
+            return Facts(heavy=False, grows=False)
         model = weights and several and is_model(self.ctx, cls)
         # an unbounded cache of a heavy class keyed by more than a device makes a new value
         # per distinct key (a frequency table per requested shape) and never drops one

@@ -317,6 +317,30 @@ def test_properties_registration_apis_and_test_code_are_not_growth_nor_cycles(tm
         """}) == []
 
 
+def test_a_decorator_that_checks_what_it_registers_is_registration(tmp_path):
+    """optimum's `@optimum_cli_subcommand(parent)`: the factory's inner `wrapper(subcommand)`
+    checks its argument (`if not issubclass(...): raise`) and adds it - once per decorated
+    class, at import. A function that does something else besides the add is not."""
+    found = _check(tmp_path, {"cli.py": """\
+        _SUBCOMMANDS = []
+        _SEEN = []
+
+        def subcommand(parent=None):
+            def wrapper(command):
+                if not issubclass(command, Base):
+                    raise ValueError(f"{command} is not a command")
+                _SUBCOMMANDS.append((command, parent))
+            return wrapper
+
+        def handle(request):
+            if request is None:
+                raise ValueError("no request")
+            _SEEN.append(request)
+            return respond(request)
+        """})
+    assert [(path, line, code) for path, line, code, _ in found] == [("cli.py", 14, "RL306")]
+
+
 def test_a_drop_method_handed_on_and_a_rebinding_by_unpacking_release_the_holder(tmp_path):
     assert _check(tmp_path, {"server.py": """\
         import asyncio

@@ -123,6 +123,36 @@ def test_a_weightless_torch_module_behind_a_bounded_cache_is_light(tree):
     assert _levels(root, "RL102") == [(12, "info"), (22, "warning")]
 
 
+def test_a_one_entry_cache_on_a_part_of_a_model_keeps_one_part(tree):
+    """DETR's learned position embedding and SAM 3's decoder: `maxsize=1` caches on modules
+    another module builds in its `__init__` and keeps. The cache holds that one part of the
+    last model that ran, until any model of that class runs again: info. The same cache on
+    a model nothing in the project builds as a part (a pipeline's DiT, loaded and released
+    whole) keeps the whole last model: a warning."""
+    root = tree({"m.py": (
+        "from functools import lru_cache\n\n"
+        "import torch\n\n\n"
+        "class PositionEmbedding(torch.nn.Module):\n"
+        "    def __init__(self, dim):\n"
+        "        super().__init__()\n"
+        "        self.rows = torch.nn.Embedding(50, dim)\n\n"
+        "    @lru_cache(maxsize=1)\n"
+        "    def forward(self, shape):\n"
+        "        return self.rows.weight[: shape[0]]\n\n\n"
+        "class Detector(torch.nn.Module):\n"
+        "    def __init__(self, dim):\n"
+        "        super().__init__()\n"
+        "        self.position_embedding = PositionEmbedding(dim)\n\n\n"
+        "class Transformer(torch.nn.Module):\n"
+        "    def __init__(self, dim):\n"
+        "        super().__init__()\n"
+        "        self.proj = torch.nn.Linear(dim, dim)\n\n"
+        "    @lru_cache(maxsize=1)\n"
+        "    def rope(self, n):\n"
+        "        return torch.arange(n) * self.proj.weight.shape[0]\n")})
+    assert _levels(root, "RL102") == [(11, "info"), (27, "warning")]
+
+
 def test_patching_a_caller_model_is_shown_a_graph_module_or_an_optimizer_is_info(tree):
     """torchao's pt2e export utilities patch `train`/`eval` on a `torch.fx.GraphModule`,
     which references itself through its graph anyway; the same patch on a caller's
@@ -514,3 +544,19 @@ def test_a_table_keyed_by_the_id_field_of_each_message_sent_is_an_error(tree):
         "        self._by_route[self.config['route']] = future\n"
         "        return future\n")})
     assert _levels(root, "RL307") == [(14, "error")]
+
+
+def test_a_constant_added_to_a_class_list_per_instance_is_info(tree):
+    """transformers' CodeGen tokenizer appends `"token_type_ids"` to its class's
+    `model_input_names` in every `__init__`: one slot per tokenizer made, sharing one
+    string - no object piles up. Adding the instance's own value keeps one per instance."""
+    root = tree({"m.py": (
+        "class Tokenizer:\n"
+        "    model_input_names = ['input_ids']\n"
+        "    vocabularies = []\n\n"
+        "    def __init__(self, vocabulary, with_types=False):\n"
+        "        if with_types:\n"
+        "            self.model_input_names.append('token_type_ids')\n"
+        "        self.vocabularies.append(vocabulary)\n")})
+    assert _levels(root, "RL306") == [(7, "info"), (8, "warning")]
+
