@@ -66,7 +66,8 @@ keyed by the identity of the request or response the call handles (`request.requ
 (a bare key the caller hands in, `sender_id`, may name one of a few senders). `info` when
 the add runs only under a diagnostic switch (`if TRACK_STEP_TIMES:`, a decorator's
 `record=False`, a local made from one): it costs only those who turn it on to debug or
-measure.
+measure; and when each instance made adds a constant (`cls.names.append("token_type_ids")`
+in `__init__`): one slot each, and no object kept.
 
 ## Why it leaks
 The container lives as long as the process, so everything it holds does too: one

@@ -38,7 +38,9 @@ Bounded caches are reported too. The finding is an error when the class is a
 dropped and loaded again stays with its weights; and when a heavy class's cache has no bound
 and is keyed by more than a device or dtype: a new value per distinct key, never dropped. It is a warning when one entry keeps at
 most the last instance (`maxsize=1`), or when a light class's cache has no bound; info
-(shown with `--min-severity info`) when the class holds no weights, keeps nothing its
+(shown with `--min-severity info`) when one entry keeps a part another module of the
+project builds in its `__init__` and keeps (a position embedding, a decoder: one part of
+the last model that ran, replaced when any model of that class runs again); when the class holds no weights, keeps nothing its
 callers hand it (no `self.df = df`, no dataclass fields) and the cache is bounded - it pins
 only the few small values it returned - or when the instances are made
 once for the whole process (at module level, as a singleton, in an entry point, or by a
