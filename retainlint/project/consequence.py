@@ -301,15 +301,20 @@ def _owned_by_one_that_lives(index: "ProjectIndex", key: Hashable) -> Hashable:
     depth: int = key[1]
     if depth > 3:
         return False
-    owners = {owner for made, owner in _owners_by_name(index).get(cls.rpartition(".")[2], ())
-              if _same_class(index, made, cls)}
     return any(index.ask(_made_at_start, index.resolve(o) or o)
-               or index.ask(_owned_by_one_that_lives, (index.resolve(o) or o, depth + 1)) for o in sorted(owners))
+               or index.ask(_owned_by_one_that_lives, (index.resolve(o) or o, depth + 1))
+               for o in sorted(_owners(index, cls)))
+
+
+def _owners(index: "ProjectIndex", cls: str) -> set[str]:
+    """The classes that make an instance of `cls` in their `__init__` and keep it."""
+    return {owner for made, owner in _owners_by_name(index).get(cls.rpartition(".")[2], ())
+            if _same_class(index, made, cls)}
 
 
 def _owned(index: "ProjectIndex", cls: Hashable) -> Hashable:
     assert isinstance(cls, str)
-    return any(_same_class(index, made, cls) for made, _ in _owners_by_name(index).get(cls.rpartition(".")[2], ()))
+    return bool(_owners(index, cls))
 
 
 def built_as_a_part(index: "ProjectIndex", cls: str) -> bool:

@@ -380,9 +380,9 @@ def adds_a_parameter(stmt: ast.stmt, params: set[str]) -> bool:
             and call.func.attr in ("append", "add", "appendleft", "insert") and call.args):
         return False
     item = call.args[-1]
-    names = item.elts if isinstance(item, ast.Tuple) else [item]
-    return all(isinstance(n, ast.Name) for n in names) and any(n.id in params for n in names
-                                                                  if isinstance(n, ast.Name))
+    parts = item.elts if isinstance(item, ast.Tuple) else [item]
+    names = [n.id for n in parts if isinstance(n, ast.Name)]
+    return len(names) == len(parts) and not params.isdisjoint(names)
 
 
 ROUTES = frozenset({"route", "get", "post", "put", "delete", "patch", "websocket", "listener",
