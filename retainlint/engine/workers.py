@@ -38,7 +38,7 @@ class Workers:
 
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
-        self.stop: _Flag = threading.Event()  # a multiprocessing Event once there is a pool
+        self.stop: _Flag = threading.Event()  # a SharedFlag once there is a pool
         self._pool: Optional[ProcessPoolExecutor] = None
         self._apart: Optional[ProcessPoolExecutor] = None  # see `apart`
         self._barrier: Any = None  # a multiprocessing Barrier of the workers
@@ -60,7 +60,7 @@ class Workers:
         if self._pool is None:
             all_prefilters()
             all_rules()
-            self.stop = multiprocessing.Event()
+            self.stop = SharedFlag()
             self._barrier = multiprocessing.Barrier(self.jobs)
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=_init_worker,
                                              initargs=(self.stop, self._barrier))
@@ -116,6 +116,22 @@ class Workers:
         """What a process of its own needs to receive the index last published."""
         assert self._published is not None
         return self._published[1], self._published[2]
+
+
+class SharedFlag:
+    """A flag the main process sets and its workers read, in memory they share. Not a
+    multiprocessing Event: that takes a lock to read, and a worker ended by SIGTERM while
+    holding it (the whole process group gets the signal when a CI job is cancelled) would
+    leave the main process waiting for it forever. One byte needs no lock."""
+
+    def __init__(self) -> None:
+        self._value = multiprocessing.RawValue("b", 0)
+
+    def is_set(self) -> bool:
+        return bool(self._value.value)
+
+    def set(self) -> None:
+        self._value.value = 1
 
 
 _STOP: Optional[_Flag] = None  # set by the main process when interrupted

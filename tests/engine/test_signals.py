@@ -120,3 +120,32 @@ def test_sigterm_to_the_process_group_during_fix(tmp_path, versions):
     err = (tmp_path / "err").read_text()
     assert (proc.returncode, err.strip()) == (130, "retainlint: interrupted"), err
     assert "HALF" not in _states(tree, versions).values()
+
+
+def _read_forever(flag) -> None:
+    while True:
+        flag.is_set()
+
+
+def test_a_worker_ended_while_reading_the_stop_flag_does_not_hold_up_the_run():
+    # When the whole group gets SIGTERM, a worker may die at any instant, also mid-way
+    # through reading whether the run was stopped: the main process must still stop it.
+    import multiprocessing
+    import threading
+
+    from retainlint.engine.workers import Workers
+
+    with Workers(2) as pool:
+        pool.pool()
+        flag = pool.stop
+        for _ in range(30):
+            reader = multiprocessing.get_context("fork").Process(target=_read_forever, args=(flag,))
+            reader.start()
+            time.sleep(0.02)
+            os.kill(reader.pid, signal.SIGTERM)
+            reader.join()
+        setter = threading.Thread(target=flag.set, daemon=True)
+        setter.start()
+        setter.join(timeout=10)
+        assert not setter.is_alive(), "setting the stop flag waits for a process that is gone"
+        assert flag.is_set()
