@@ -56,7 +56,8 @@ def _findings(files: list[str]) -> list[Finding]:
 # was thrown away (RL501) or kept and never used (RL502): either finding covers it.
 FAMILIES = ({"RL501", "RL502"},)
 
-SHAPED = {"RL101", "RL102", "RL201", "RL202", "RL203", "RL401", "RL501", "RL502", "RL701", "RL702", "RL801"}
+SHAPED = {"RL101", "RL102", "RL201", "RL202", "RL203", "RL401", "RL501", "RL502", "RL701", "RL702", "RL801",
+          "RL907"}
 
 
 def _names(message: str, name: str) -> bool:

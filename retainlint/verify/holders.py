@@ -316,6 +316,9 @@ def covering_rule(root_kind: str, root_label: str, text: str, kinds: list) -> Op
         qualname = getattr(getattr(caches[0], "__wrapped__", None), "__qualname__", "")
         method = "." in qualname.replace(".<locals>.", "")
         return "RL102" if method and "bound method" not in text else "RL101"
+    parts = text.split(" -> ")
+    if root_kind == "module" and len(parts) > 1 and parts[1].endswith(".__traceback__"):
+        return "RL907"  # the module's global is the exception: each raise added to its traceback
     if ".__traceback__ -> " in text:
         return "RL702"
     if ".loggerDict" in text:

@@ -10,4 +10,9 @@ class GraphKeptAcrossStepsPrefilter(Prefilter):
     code = "RL906"
 
     # A file without one of these is never parsed for the rule.
-    triggers = ("backward",)
+    triggers = (".backward(",)
+
+    @classmethod
+    def might_match(cls, data: bytes, settings, index) -> bool:
+        """A training loop also steps an optimizer (or a scheduler, a scaler)."""
+        return b".step(" in data

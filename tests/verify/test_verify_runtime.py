@@ -37,7 +37,8 @@ def test_every_rule_scenario_is_freed_by_its_fix():
         assert row["verdict"] == "freed", row
         assert row["device"] == "cpu" and row["model"] == "torch-mlp"
         assert row["target_bytes"] == MLP_BYTES
-        assert row["before"] == {**row["before"], "alive": True, "retained_bytes": MLP_BYTES,
+        # RL906's graph holds the weights (through gradient-accumulation nodes), not the module
+        assert row["before"] == {**row["before"], "alive": row["rule"] != "RL906", "retained_bytes": MLP_BYTES,
                                  "scan_bytes": MLP_BYTES}
         assert row["after"]["alive"] is False and row["after"]["retained_bytes"] == 0
         assert row["after"]["scan_bytes"] == 0
