@@ -51,10 +51,11 @@ constants: "this canvas has been finalized"), which say the caller misused an AP
 object - raised once per defect in the calling code rather than once per request.
 
 ## Why it leaks
-Raising an exception sets its `__traceback__`; raising the same instance again puts the new
-frames in front of the traceback it already has. The instance lives as long as its module,
-so it keeps the frames of every raise - and every local of those frames (the request, the
-session, the user, a model) - for the life of the process. The traceback a handler logs
+Raising an exception sets its `__traceback__`; raising the same instance again adds the new
+frames to the traceback it already has (two entries per raise from a function's caller).
+The instance lives as long as its module, so it keeps the frames of every raise - and
+every local of those frames (the request, the session, the user, a model) - for the life
+of the process. The traceback a handler logs
 grows with them.
 
 ## Example
@@ -203,7 +204,7 @@ class Client:
         severity = Severity.INFO if kind in _MISUSE or owner != "at module level" else Severity.WARNING
         shown = self.ctx.code(node.exc)
         self.report(node, f"`{shown}` is one `{kind}` instance, made {owner} and raised again by each call that gets here: each "
-                          f"raise puts this call's frames (and their locals) in front of the traceback it keeps, so "
+                          f"raise adds this call's frames (and their locals) to the traceback it keeps, so "
                           f"it holds the frames of every raise for the life of the process; raise a fresh instance "
                           f"(a function that makes it)",
                     severity=severity,

@@ -3,8 +3,8 @@
 """RL907: an engine raises one module-level exception instance whenever it is busy.
 
 Shaped after gpustack's authentication dependency (v2.1.2), which raised one
-`UnauthorizedException` made at import on every failed login: each raise puts the raising
-frames in front of the instance's traceback, and the frames keep their locals - here the
+`UnauthorizedException` made at import on every failed login: each raise adds the raising
+frames to the instance's traceback, and the frames keep their locals - here the
 model the engine was about to run - after the engine lets it go.
 """
 
