@@ -329,6 +329,45 @@ def test_rl401_fixed_close_unfreezes(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
+_TRAIN = """\
+    import torch
+    import twin
+
+    class Output:
+        def __init__(self, loss):
+            self.loss = loss
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 1)
+
+        def forward(self, x):
+            return Output(self.linear(x).pow(2).mean())
+
+    torch.manual_seed(0)
+    model = Model()
+    trainer = twin.Trainer(model)
+    trainer.fit([{"x": torch.randn(2, 4)} for _ in range(3)], torch.optim.SGD(model.parameters(), lr=0.1))
+    kept = [h.grad_fn is not None for h in trainer.history] + [trainer.smoothed.grad_fn is not None]
+    print(any(kept), [round(h.item(), 6) for h in trainer.history], round(trainer.smoothed.item(), 6))
+    net = torch.nn.Linear(4, 3)
+    batches = [(torch.randn(2, 4), torch.tensor([0, 2])) for _ in range(2)]
+    twin.train_epoch(net, batches, torch.optim.SGD(net.parameters(), lr=0.1), "cpu")
+"""
+
+
+def test_rl906_fixed_training_keeps_the_numbers_not_the_graphs(tmp_path):
+    done = run_twin(tmp_path, "RL906/epoch_total.fixed.py", _TRAIN)
+    assert done.returncode == 0, done.stderr
+    broken = run_twin(tmp_path, "RL906/epoch_total.py", _TRAIN)
+    assert broken.returncode == 0, broken.stderr
+    fixed_first, broken_first = done.stdout.splitlines()[0], broken.stdout.splitlines()[0]
+    assert fixed_first.startswith("False ") and broken_first.startswith("True "), (fixed_first, broken_first)
+    assert fixed_first[len("False "):] == broken_first[len("True "):]  # the same losses, no graphs
+    assert done.stdout.splitlines()[1:] == broken.stdout.splitlines()[1:]  # the epochs print as before
+
+
 def test_every_fixable_rule_has_a_twin_that_is_run():
     from retainlint.core.finding import Applicability
     from retainlint.engine.registry import all_rules
