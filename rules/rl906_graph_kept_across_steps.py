@@ -151,9 +151,8 @@ class _Loop:
                 if isinstance(node.target, cst.Name):
                     self.bound.setdefault(holder, []).append(node.value)
         elif isinstance(node, cst.Del):
-            for target in _walk(node):
-                if isinstance(target[0], (cst.Name, cst.Attribute)) and _holder(target[0]):
-                    self.reset.add(_holder(target[0]) or "")
+            self.reset |= {h for n, _ in _walk(node) if isinstance(n, (cst.Name, cst.Attribute))
+                           for h in [_holder(n)] if h}
         elif isinstance(node, cst.For):
             for name in _names(node.target):
                 self.reset.add(name)
@@ -285,16 +284,16 @@ def _scope_body(scope: _Scope) -> Sequence[cst.CSTNode]:
     return [scope.body]
 
 
-def _models(scope: _Scope) -> set[str]:
-    """What the scope trains: receivers of `.train()`, `.parameters()`; names that say so."""
+def _models(nodes: Sequence[cst.CSTNode]) -> set[str]:
+    """What a scope (its `nodes`) trains: receivers of `.train()`, `.parameters()`; names
+    that say so."""
     found: set[str] = set()
-    for block in _scope_body(scope):
-        for node, _ in _walk(block):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and node.func.attr.value in _MODEL_METHODS and _holder(node.func.value):
-                found.add(_code(node.func.value))
-            elif isinstance(node, (cst.Name, cst.Attribute)) and _says_model(node):
-                found.add(_code(node))
+    for node in nodes:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _MODEL_METHODS and _holder(node.func.value):
+            found.add(_code(node.func.value))
+        elif isinstance(node, (cst.Name, cst.Attribute)) and _says_model(node):
+            found.add(_code(node))
     return found
 
 
@@ -482,26 +481,26 @@ def train(model, loader, accelerator, optimizer, n):
             self._scan(node)
 
     def _scan(self, scope: _Scope) -> None:
-        loops = [n for block in _scope_body(scope) for n, grad in _walk(block)
-                 if isinstance(n, _LOOPS) and grad]
+        walked = [(n, grad) for block in _scope_body(scope) for n, grad in _walk(block)]
+        loops = [n for n, grad in walked if isinstance(n, _LOOPS) and grad]
         if not loops:
             return
-        models = _models(scope)
-        backward_everywhere: set[str] = set()
-        for block in _scope_body(scope):
-            for n, _ in _walk(block):
-                if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "backward":
-                    backward_everywhere |= _names(n) | {_holder(x) or "" for x, _ in _walk(n)
-                                                         if isinstance(x, cst.Attribute)}
+        nodes = [n for n, _ in walked]
+        models = _models(nodes)
+        differentiated: set[str] = set()  # what `.backward()` is called on anywhere in the scope
+        for n in nodes:
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "backward":
+                differentiated |= _names(n) | {h for x, _ in _walk(n) if isinstance(x, cst.Attribute)
+                                               for h in [_holder(x)] if h}
         reported: set[int] = set()
         for loop in loops:
             step = _Loop(loop, models)
             if not (step.backward and step.steps):
                 continue  # not a training loop (a forward over a batch's chunks, say)
-            made_before = self._bound_outside(scope, loop)
+            made_before = _bound_outside(scope, nodes, loop)
             for write in step.writes:
                 if id(write.node) in reported or write.holder in step.reset \
-                        or write.holder in backward_everywhere or not made_before.holds(write.holder) \
+                        or write.holder in differentiated or not made_before.holds(write.holder) \
                         or not step.carries(write.value, step.graph):
                     continue
                 if isinstance(write.node, cst.Assign) and isinstance(write.node.targets[0].target, cst.Subscript) \
@@ -509,31 +508,6 @@ def train(model, loader, accelerator, optimizer, n):
                     continue  # a dict or a list entry replaced, not a tensor written in place
                 reported.add(id(write.node))
                 self._report(scope, write, step.tensor(write.value))
-
-    def _bound_outside(self, scope: _Scope, loop: cst.CSTNode) -> "_MadeBefore":
-        """Holders made before `loop`, or handed in."""
-        inside = {id(n) for n, _ in _walk(loop)} | {id(loop)}
-        made = _MadeBefore()
-        if isinstance(scope, cst.FunctionDef):
-            for param in (*scope.params.posonly_params, *scope.params.params, *scope.params.kwonly_params):
-                made.names[param.name.value] = False
-            made.method = "self" in made.names
-        for block in _scope_body(scope):
-            for node, _ in _walk(block):
-                if id(node) in inside or not isinstance(node, (cst.Assign, cst.AnnAssign)) or node.value is None:
-                    continue
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                for target in targets:
-                    elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) \
-                        else [target]
-                    values = [e.value for e in node.value.elements] \
-                        if isinstance(node.value, (cst.Tuple, cst.List)) and len(elements) > 1 \
-                        and len(node.value.elements) == len(elements) else [node.value] * len(elements)
-                    for element, value in zip(elements, values):
-                        holder = _holder(element)
-                        if holder is not None and not isinstance(element, cst.Subscript):
-                            made.names[holder] = made.names.get(holder, False) or _tensor_made(value)
-        return made
 
     def _report(self, scope: _Scope, write: _Write, tensor: bool) -> None:
         """`tensor`: the value added is known to be a tensor, so `.detach()` is its fix."""
@@ -544,17 +518,43 @@ def train(model, loader, accelerator, optimizer, n):
         lifetime = ("as long as the instance" if write.holder.startswith("self.")
                     else "the process" if isinstance(scope, cst.Module)
                     else f"as long as `{write.holder}` lives in {where}")
+        detached = _detached_code(write.value)
         message = (f"`{added}` still carries its autograd graph and is added to `{write.holder}`, made before "
                    f"this training loop and never reset in it: every step's graph stays reachable from "
                    f"`{write.holder}` for {lifetime}; add "
-                   + (f"`{_detached_code(write.value)}` (or `.item()` for a number)" if tensor
+                   + (f"`{detached}` (or `.item()` for a number)" if tensor
                       else f"`{added}`'s tensors detached (`.detach()`) or as numbers (`.item()`)"))
-        fix = self.fix(f"Add `{_detached_code(write.value)}`: the value without its graph",
+        fix = self.fix(f"Add `{detached}`: the value without its graph",
                        {write.value: _detached(write.value)},
                        applicability=Applicability.UNSAFE if leaves else Applicability.SAFE) if tensor else None
         self.report(write.node, message, statement=write.statement, fix=fix,
                     consequence=Consequence(f"the autograd graph of every step (`{added}`)",
                                             f"`{write.holder}`", lifetime, "one graph per step"))
+
+
+def _bound_outside(scope: _Scope, nodes: Sequence[cst.CSTNode], loop: cst.CSTNode) -> "_MadeBefore":
+    """Holders made before `loop` (or handed in), from the scope's `nodes`."""
+    inside = {id(n) for n, _ in _walk(loop)} | {id(loop)}
+    made = _MadeBefore()
+    if isinstance(scope, cst.FunctionDef):
+        for param in (*scope.params.posonly_params, *scope.params.params, *scope.params.kwonly_params):
+            made.names[param.name.value] = False
+        made.method = "self" in made.names
+    for node in nodes:
+        if id(node) in inside or not isinstance(node, (cst.Assign, cst.AnnAssign)) or node.value is None:
+            continue
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) \
+                else [target]
+            values = [e.value for e in node.value.elements] \
+                if isinstance(node.value, (cst.Tuple, cst.List)) and len(elements) > 1 \
+                and len(node.value.elements) == len(elements) else [node.value] * len(elements)
+            for element, value in zip(elements, values):
+                holder = _holder(element)
+                if holder is not None and not isinstance(element, cst.Subscript):
+                    made.names[holder] = made.names.get(holder, False) or _tensor_made(value)
+    return made
 
 
 class _MadeBefore:

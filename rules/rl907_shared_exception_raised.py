@@ -196,12 +196,12 @@ class Client:
         found = self._shared(node.exc)
         if found is None:
             return
-        name, kind, owner = found
+        name, kind, owner, on_class = found
         if self._rebound(name):
             return
         # A class's own error constants (`_finalized_error`, `CLOSED`) say its object was
         # misused, as the builtin misuse errors do: raised once per defect, not per request.
-        severity = Severity.INFO if kind in _MISUSE or owner != "at module level" else Severity.WARNING
+        severity = Severity.INFO if kind in _MISUSE or on_class else Severity.WARNING
         shown = self.ctx.code(node.exc)
         self.report(node, f"`{shown}` is one `{kind}` instance, made {owner} and raised again by each call that gets here: each "
                           f"raise adds this call's frames (and their locals) to the traceback it keeps, so "
@@ -212,16 +212,17 @@ class Client:
                                             f"`{shown}`'s traceback ({owner})", "the process",
                                             "one traceback entry per frame, per raise"))
 
-    def _shared(self, exc: cst.BaseExpression) -> Optional[tuple[str, str, str]]:
-        """(name, class, where it was made) when `exc` is a module- or class-level instance."""
+    def _shared(self, exc: cst.BaseExpression) -> Optional[tuple[str, str, str, bool]]:
+        """(name, class, where it was made, made on a class) when `exc` is a module- or
+        class-level instance."""
         if isinstance(exc, cst.Name) and exc.value in self._module:
-            return exc.value, self._module[exc.value], "at module level"
+            return exc.value, self._module[exc.value], "at module level", False
         if isinstance(exc, cst.Attribute) and isinstance(exc.value, cst.Name):
             owner = exc.value.value
             cls = self._class_stack[-1] if owner in ("self", "cls") and self._class_stack else owner
             kinds = self._classes.get(cls, {})
             if exc.attr.value in kinds:
-                return exc.attr.value, kinds[exc.attr.value], f"on the class `{cls}`"
+                return exc.attr.value, kinds[exc.attr.value], f"on the class `{cls}`", True
         return None
 
     def _rebound(self, name: str) -> bool:

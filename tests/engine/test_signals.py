@@ -2,16 +2,19 @@
 changes once it is gone, every file is as it was or fully fixed, and SIGTERM ends the run as
 Ctrl-C does (the file in hand finished, exit 130)."""
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import BUGGY, run_cli
+from retainlint.engine.workers import Workers
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
@@ -130,11 +133,6 @@ def _read_forever(flag) -> None:
 def test_a_worker_ended_while_reading_the_stop_flag_does_not_hold_up_the_run():
     # When the whole group gets SIGTERM, a worker may die at any instant, also mid-way
     # through reading whether the run was stopped: the main process must still stop it.
-    import multiprocessing
-    import threading
-
-    from retainlint.engine.workers import Workers
-
     with Workers(2) as pool:
         pool.pool()
         flag = pool.stop
