@@ -66,8 +66,10 @@ keyed by the identity of the request or response the call handles (`request.requ
 (a bare key the caller hands in, `sender_id`, may name one of a few senders). `info` when
 the add runs only under a diagnostic switch (`if TRACK_STEP_TIMES:`, a decorator's
 `record=False`, a local made from one): it costs only those who turn it on to debug or
-measure; and when each instance made adds a constant (`cls.names.append("token_type_ids")`
-in `__init__`): one slot each, and no object kept.
+measure; when the add is in an `except` block that then raises again (a start-up that
+fails keeps its buffers for native code that may still use them): one entry per failed
+call, not one per call; and when each instance made adds a constant
+(`cls.names.append("token_type_ids")` in `__init__`): one slot each, and no object kept.
 
 ## Why it leaks
 The container lives as long as the process, so everything it holds does too: one
@@ -147,10 +149,12 @@ class Session:
             per_request = keyed_by_each_request(g) and how is None
             # under a diagnostic switch, it costs only those who turn it on to debug
             switched = f", only while `{g.switch}` is on" if g.switch else ""
+            # added where the call fails and raises again: one entry per failure, not per call
+            switched += ", only when the call fails (its `except` raises again)" if g.failing else ""
             # a constant added per instance made (`cls.names.append("token_type_ids")` in
             # `__init__`) keeps one slot each and no object: negligible
             constant = g.in_init and not g.keyed and literal(g.value)
-            severity = Severity.INFO if g.switch or constant else \
+            severity = Severity.INFO if g.switch or g.failing or constant else \
                 Severity.ERROR if g.in_init and g.pins_self or per_request else Severity.WARNING
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
                     else entry_kept(g, function))

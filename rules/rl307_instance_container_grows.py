@@ -72,7 +72,8 @@ An error when the entries are keyed by the identity of the request or response t
 handles (`self.store[response.id] = response`: a new key per request served) and nothing
 removes one; a warning otherwise (a bare key the caller hands in may name one of a few
 senders, actors or functions); `info` when the add runs only under a diagnostic switch
-(`if self.debug:`, `if RECORD_STEP_TIME:`).
+(`if self.debug:`, `if RECORD_STEP_TIME:`), or in an `except` block that then raises
+again (one entry per failed call, not one per call).
 
 Growth per call is judged as for RL306: one more item per call, or a slot per key that
 names something made per request (`request_id`, `id(obj)`, `conn`, a uuid), also in a
@@ -180,9 +181,11 @@ SERVER = JobServer()
             per_request = keyed_by_each_request(g) and how is None
             # under a diagnostic switch, it costs only those who turn it on to debug
             switched = f", only while `{g.switch}` is on" if g.switch else ""
+            # added where the call fails and raises again: one entry per failure, not per call
+            switched += ", only when the call fails (its `except` raises again)" if g.failing else ""
             yield (g.site,
                    f"`{g.shown}` gains {why} in `{method}()`{switched}, and {lifetime}; {removal}, so "
                    f"every one stays alive",
-                   Severity.INFO if g.switch else Severity.ERROR if per_request else Severity.WARNING,
+                   Severity.INFO if g.switch or g.failing else Severity.ERROR if per_request else Severity.WARNING,
                    Consequence(kept, f"`{g.shown}` of a `{owner}`",
                                f"as long as the `{owner}` ({lifetime})", why + switched))

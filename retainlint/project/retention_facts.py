@@ -55,6 +55,8 @@ class Growth:
     # the diagnostic switch the add runs under (`if TRACK_STEP_TIMES:`), or "": the growth is
     # there only while someone debugs or measures
     switch: str
+    # the add is in an `except` block that then raises again: one entry per failed call
+    failing: bool
     site: Site
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from retainlint.project.nodes import TRY_STAR, dotted
 from retainlint.project.retention_facts import ITEMS, Growth, SelfReference
@@ -101,6 +101,17 @@ class FunctionFacts:
         assigned = {t.id: a.value for a in own(self.node, ast.Assign) for t in a.targets if isinstance(t, ast.Name)}
         return [(i.body[0].lineno, i.body[-1].end_lineno or i.body[-1].lineno, switch)
                 for i in own(self.node, ast.If) if (switch := diagnostic_switch(i.test, assigned))]
+
+    @cached_property
+    def failing(self) -> list[tuple[int, int]]:
+        """(first, last line) of each block of an `except` that ends by raising: what it adds,
+        it adds once per failed call (read when the function adds something)."""
+        spans = []
+        for handler in self.facts.nodes.own(self.node, ast.ExceptHandler):
+            for block in _blocks(handler):
+                if block and isinstance(block[-1], ast.Raise):
+                    spans.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))
+        return spans
 
     @cached_property
     def exposes(self) -> bool:
@@ -441,6 +452,7 @@ class FunctionFacts:
             holder not in guarded and not self.memoised and self._hands_out(value, expr, key),
             keyed and isinstance(value, ast.Name) and self._waits_for(value.id),
             next((switch for a, b, switch in self.switched if a <= stmt.lineno <= b), ""),
+            any(a <= stmt.lineno <= b for a, b in self.failing),
             self.facts.lines.site(stmt, stmt)))
 
     def _key_text(self, key: Optional[ast.AST]) -> str:
@@ -753,3 +765,18 @@ def _unconditional_yields(body: list[ast.stmt]) -> list[int]:
         elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
             found += _unconditional_yields(stmt.body)
     return found
+
+
+def _blocks(handler: ast.ExceptHandler) -> Iterator[list[ast.stmt]]:
+    """The handler's body and the statement lists nested in it (not in functions)."""
+    todo: list[list[ast.stmt]] = [handler.body]
+    while todo:
+        block = todo.pop()
+        yield block
+        for stmt in block:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                    todo.append(inner)
