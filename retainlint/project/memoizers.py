@@ -4,7 +4,10 @@ Projects often write their own cache decorator instead of using `functools`: a f
 whose inner wrapper keeps every result in a dict of its closure (`cache[args] =
 func(*args)`), or a class whose `__call__` keeps what the function its `__init__` was
 given returns in a dict attribute (`self.memo[key] = self.func(*args)`). Either keeps every argument tuple it saw - `self`
-included, when it decorates a method - exactly like `lru_cache(maxsize=None)`.
+included, when it decorates a method - exactly like `lru_cache(maxsize=None)`. A decorator
+factory (`@ttl_cache(ttl=15)`) counts too, its dict made at either level; so does an entry
+that stores the result with something else (`(future, time.time())`): the key is what
+keeps the arguments, and a TTL checked on read evicts nothing.
 
 What does not count: a wrapper that stores results somewhere else (`self._cache[func] =
 ...` on the decorated method's instance), keys made of `id()`s (they keep nothing alive),
@@ -39,13 +42,21 @@ def memoizes(fn: ast.AST, nested: list[ast.AST], owner: Optional[ast.AST] = None
             return isinstance(node, ast.Call) and self_attr(node.func) in given
 
         return bool(given) and _stores_results(fn, self_attr, calls_given)
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if not params or not nested:
+    if _decorates(fn, nested, _dicts_made(fn)):
+        return True
+    # a decorator factory (`@ttl_cache(ttl=15)`): the decorator is a function nested in it,
+    # and the dict may be made at either level
+    return any(_decorates(outer, _nested(outer), _dicts_made(fn) | _dicts_made(outer))
+               for outer in nested if isinstance(outer, _FUNCTION_DEFS))
+
+
+def _decorates(fn: ast.AST, nested: list[ast.AST], closure: set[str]) -> bool:
+    """Does a wrapper nested in `fn` keep the results of `fn`'s first parameter (the
+    wrapped function) in one of the `closure` dicts?"""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]  # type: ignore[attr-defined]
+    if not params or not nested or not closure:
         return False
     wrapped = params[0]
-    closure = _dicts_made(fn)
-    if not closure:
-        return False
 
     def container(node: ast.AST) -> Optional[str]:
         return node.id if isinstance(node, ast.Name) and node.id in closure else None
@@ -57,12 +68,20 @@ def memoizes(fn: ast.AST, nested: list[ast.AST], owner: Optional[ast.AST] = None
                for inner in nested if isinstance(inner, _FUNCTION_DEFS))
 
 
+def _nested(fn: ast.AST) -> list[ast.AST]:
+    """The functions defined directly in `fn`'s body."""
+    return [s for s in fn.body if isinstance(s, _FUNCTION_DEFS)]  # type: ignore[attr-defined]
+
+
 def _dicts_made(fn: ast.AST) -> set[str]:
     """Names the function's own body binds to a new dict (`cache = {}`, `dict()`)."""
     made = set()
-    for statement in fn.body:
+    for statement in fn.body:  # type: ignore[attr-defined]
         if isinstance(statement, ast.Assign) and _new_dict(statement.value):
             made.update(t.id for t in statement.targets if isinstance(t, ast.Name))
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None \
+                and _new_dict(statement.value) and isinstance(statement.target, ast.Name):
+            made.add(statement.target.id)  # `_cache: Dict = {}`
     return made
 
 
@@ -105,14 +124,26 @@ def _stores_results(wrapper: ast.AST, container, calls_wrapped) -> bool:
             elif isinstance(target, ast.Subscript) and container(target.value) is not None:
                 writes.append(node)
     for write in writes:
-        value = write.value
-        if isinstance(value, ast.Name):
-            value = locals_.get(value.id, value)
-        if not calls_wrapped(value):
+        if not _holds_result(write.value, calls_wrapped, locals_):
             continue
         key = next(t.slice for t in write.targets if isinstance(t, ast.Subscript))
         if _key_from(key, params, locals_):
             return True
+    return False
+
+
+def _holds_result(value: ast.AST, calls_wrapped, locals_: dict[str, ast.AST]) -> bool:
+    """Is a call of the wrapped function in the stored value, directly or through locals
+    (`(future, time.time())` with `future = ensure_future(wrapped(*args))`)?"""
+    seen: set[str] = set()
+    todo = [value]
+    while todo:
+        for sub in ast.walk(todo.pop()):
+            if calls_wrapped(sub):
+                return True
+            if isinstance(sub, ast.Name) and sub.id in locals_ and sub.id not in seen:
+                seen.add(sub.id)
+                todo.append(locals_[sub.id])
     return False
 
 

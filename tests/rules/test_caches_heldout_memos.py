@@ -338,3 +338,67 @@ def test_an_instance_another_module_s_factory_makes_at_import_lives_for_the_proc
         logger = get_logger(__name__)
     """})
     assert _findings(tmp_path, "RL102") == []
+
+
+def test_a_memoizing_decorator_factory_keeping_a_future_and_a_time_is_a_cache(tmp_path):
+    """`@ttl_cache(ttl=15)`: the dict is made by the factory, a level above the decorator,
+    annotated, and each entry is (the call's future, when it was made); a TTL checked on read
+    evicts nothing, so `self` stays in every key. A dict keyed by a weak reference to the
+    instance is silent."""
+    _write(tmp_path, {
+        "memo.py": """
+            import asyncio
+            import time
+            import weakref
+            from typing import Dict
+
+
+            def ttl_cache(ttl: float = 300):
+                _cache: Dict = {}
+
+                def outer(wrapped):
+                    async def inner(*args, **kwargs):
+                        key = (args, tuple(sorted(kwargs.items())))
+                        try:
+                            future, made = _cache[key]
+                            if time.time() - made > ttl:
+                                raise KeyError
+                        except KeyError:
+                            future = asyncio.ensure_future(wrapped(*args, **kwargs))
+                            _cache[key] = (future, time.time())
+                        return await future
+                    return inner
+                return outer
+
+
+            def weak_ttl_cache(ttl: float = 300):
+                def outer(wrapped):
+                    caches: Dict = {}
+
+                    async def inner(self, *args):
+                        ref = weakref.ref(self, lambda r: caches.pop(r, None))
+                        cache = caches.setdefault(ref, {})
+                        if args not in cache:
+                            cache[args] = asyncio.ensure_future(wrapped(self, *args))
+                        return await cache[args]
+                    return inner
+                return outer
+        """,
+        "master.py": """
+            from memo import ttl_cache, weak_ttl_cache
+
+            class Master:
+                def __init__(self, url):
+                    self.url = url
+
+                @ttl_cache(ttl=15)
+                async def state(self):
+                    return self.url
+
+                @weak_ttl_cache(ttl=15)
+                async def slaves(self):
+                    return [self.url]
+        """,
+    })
+    found = _findings(tmp_path, "RL101,RL102")
+    assert [(code, name, row) for code, name, row, _ in found] == [("RL102", "master.py", 8)]
