@@ -35,8 +35,9 @@ LOOP_TRIGGERS = {
 
 # calls that start something running on its own with a callback (`runners.py`): a thread,
 # a timer or an event-loop call (the rule asks whether it is re-armed by its own callback),
-# a Twisted looping call
-RUNNERS = frozenset({"Thread", "Timer", "LoopingCall", "call_later", "call_at", "callLater"})
+# an asyncio task of a coroutine of the instance, a Twisted looping call
+TASK_STARTERS = frozenset({"create_task", "ensure_future"})
+RUNNERS = frozenset({"Thread", "Timer", "LoopingCall", "call_later", "call_at", "callLater", *TASK_STARTERS})
 
 # module-level containers that hold what is put in them strongly
 LIST_CTORS = frozenset({"list", "builtins.list", "set", "builtins.set", "collections.deque"})
@@ -188,9 +189,14 @@ def _skip_blanks(source: bytes, i: int) -> int:
 
 def _runs_own_method(nodes, call: ast.Call, name: str) -> bool:
     """A runner started with a callback the rule may follow: a thread's `target=self.<m>`,
-    a timer or loop call handed `self.<m>` inside `<m>` itself, any looping call."""
+    a timer or loop call handed `self.<m>` inside `<m>` itself, a task of a coroutine of
+    `self`, any looping call."""
     if name == "LoopingCall":
         return bool(call.args)
+    if name in TASK_STARTERS:  # `create_task(self.poll())`
+        coro = call.args[0] if call.args else None
+        return isinstance(coro, ast.Call) and isinstance(coro.func, ast.Attribute) \
+            and isinstance(coro.func.value, ast.Name) and coro.func.value.id == "self"
     callbacks = [k.value for k in call.keywords if k.arg in ("target", "function")] + call.args[1:2]
     own = {c.attr for c in callbacks if isinstance(c, ast.Attribute) and isinstance(c.value, ast.Name)
            and c.value.id == "self"}

@@ -47,7 +47,12 @@ that keeps the instance alive:
   `__init__`); a `threading.Timer(t, self._tick)` or an event loop's `call_later` /
   `call_at` (Twisted's `callLater`) handed `self._tick` inside `_tick` itself, so it arms
   itself again, undone by `.cancel()` on the attribute that keeps the handle or by a flag
-  of the instance that guards the re-arming and another method sets; a Twisted
+  of the instance that guards the re-arming and another method sets; an asyncio task
+  (`asyncio.create_task`, `loop.create_task`, `ensure_future`, or a project's own
+  `create_task`) of a coroutine of the instance that loops for ever as a thread's target
+  would, or that starts itself again (`create_task(self.tick())` in `tick`; not when the
+  call turns off the parameter guarding the restart, `self.tick(requeue=False)`), undone
+  by `.cancel()` on the attribute that keeps the task; a Twisted
   `task.LoopingCall(self.ping)`, undone by `.stop()` on the attribute that keeps it. A stop
   counts where the class's release methods or the end of its connection (`connection_lost`,
   `connectionLost`) reach it, through the methods of `self` they call (any method, when

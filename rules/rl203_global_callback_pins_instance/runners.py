@@ -1,5 +1,6 @@
 """Holders that run on their own: a thread whose target method never returns, a timer or an
-event-loop call that its own callback arms again, a Twisted `LoopingCall`. While it runs it
+event-loop call that its own callback arms again, an asyncio task whose coroutine never
+returns or starts itself again, a Twisted `LoopingCall`. While it runs it
 keeps its callback, and a callback over the instance keeps the instance, until the class's
 release path stops it (cancels the timer, stops the looping call, sets the flag the loop
 tests)."""
@@ -15,6 +16,7 @@ from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER, release_names
 from retainlint.analysis.statement_order import ordered
 from retainlint.analysis.walk import children
+from retainlint.rules.prefilters.rl203 import TASK_STARTERS
 
 THREAD = "threading.Thread"
 TIMER = "threading.Timer"
@@ -22,11 +24,12 @@ LOOPING_CALLS = frozenset({"twisted.internet.task.LoopingCall"})
 # event-loop methods that schedule one later call (position of the callback)
 SCHEDULERS = {"call_later": 1, "call_at": 1, "callLater": 1}
 # what stops each kind, for the message, and the holder
-STOPPERS = {"thread": None, "timer": "cancel", "looping": "stop"}
+STOPPERS = {"thread": None, "timer": "cancel", "looping": "stop", "task": "cancel"}
 HOLDERS = {
     "thread": "a thread that never ends",
     "timer": "the event loop's (or a timer thread's) scheduled calls",
     "looping": "the reactor's looping calls",
+    "task": "the event loop's pending tasks",
 }
 
 
@@ -61,9 +64,21 @@ def started_runner(ctx, classes, call: cst.Call, qualified: Optional[str], fn: c
     starts something that runs on its own with that callback: "thread" (its target never
     returns), "timer" (re-armed by its own callback, `fn`), "looping" (a `LoopingCall`)."""
     scheduler = isinstance(call.func, cst.Attribute) and call.func.attr.value in SCHEDULERS
-    if not (scheduler or qualified in (THREAD, TIMER) or qualified in LOOPING_CALLS):
+    task = _starts_task(call)
+    if not (scheduler or task or qualified in (THREAD, TIMER) or qualified in LOOPING_CALLS):
         return None  # (every call of every method comes here: leave early)
     positional, keywords = call_args(call)
+    if task:
+        # a coroutine of the instance that never ends, or that starts itself again
+        coro = positional[0].value if positional else None
+        method = _own_method(classes, cls, coro.func) if isinstance(coro, cst.Call) else None
+        if method is None or method.asynchronous is None:
+            return None
+        assert isinstance(coro, cst.Call)
+        if method is fn or _restarts(method, coro) \
+                or never_ends(method, stopping_methods(ctx, classes.class_chain_methods(cls), method)):
+            return "task", coro.func
+        return None
     if qualified in LOOPING_CALLS:
         return ("looping", positional[0].value) if positional else None
     if qualified == THREAD:
@@ -96,25 +111,140 @@ def stopped(kind: str, call: cst.Call, fn: cst.FunctionDef, saved_as: Optional[s
             and self_attribute(n.func.value) == saved_as
             for m in stoppers for n in iter_nodes(m.body)):
         return True
-    if kind == "timer":
+    if kind == "task" and _cancelled_from_a_set(fn, call, saved_as, stoppers):
+        return True
+    if kind in ("timer", "task"):
         return any((flags := _flags(guard)) and _set_elsewhere(flags, fn, stoppers) for guard in _guards(fn, call))
     return False
+
+
+def _cancelled_from_a_set(fn: cst.FunctionDef, call: cst.Call, saved_as: Optional[str],
+                          stoppers: list[cst.FunctionDef]) -> bool:
+    """Is the task put in a container of the instance (`self.tasks.add(self._task)`) whose
+    items a stopper cancels (`for task in self.tasks: task.cancel()`)?"""
+    def is_task(arg: cst.BaseExpression) -> bool:
+        return arg is call or saved_as is not None and (
+            self_attribute(arg) == saved_as or isinstance(arg, cst.Name) and arg.value == saved_as)
+
+    holders = {self_attribute(n.func.value) for n in iter_nodes(fn.body)
+               if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+               and n.func.attr.value in ("add", "append") and n.args and is_task(n.args[0].value)}
+    holders.discard(None)
+    for method in stoppers:
+        for loop in iter_nodes(method.body):
+            if isinstance(loop, cst.For) and self_attribute(loop.iter) in holders \
+                    and isinstance(loop.target, cst.Name) and any(
+                        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "cancel"
+                        and isinstance(n.func.value, cst.Name) and n.func.value.value == loop.target.value
+                        for n in iter_nodes(loop.body)):
+                return True
+    return False
+
+
+def _starts_task(call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return name in TASK_STARTERS
+
+
+def _restarts(method: cst.FunctionDef, started: cst.Call) -> bool:
+    """Does the coroutine start itself again (`create_task(self.do_tick())` in `do_tick`),
+    unless `started` turns that off: a parameter the restart is guarded by (`if requeue:`)
+    given as `False`, `None` or `0` (`self.do_tick(requeue=False)`)?"""
+    params = [p.name.value for p in (*method.params.posonly_params, *method.params.params)][1:]
+    positional, keywords = call_args(started)
+    off = {name for name, arg in keywords.items() if _falsy(arg.value)}
+    off |= {params[i] for i, arg in enumerate(positional) if i < len(params) and _falsy(arg.value)}
+    for n in iter_nodes(method.body):
+        if isinstance(n, cst.Call) and _starts_task(n) and n.args and isinstance(n.args[0].value, cst.Call) \
+                and self_attribute(n.args[0].value.func) == method.name.value:
+            guarded_by = {node.value for guard in _guards(method, n) for node in iter_nodes(guard)
+                          if isinstance(node, cst.Name)}
+            if not guarded_by & off:
+                return True
+    return False
+
+
+def _falsy(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value in ("False", "None") \
+        or isinstance(value, cst.Integer) and value.value == "0"
 
 
 def never_ends(method: cst.FunctionDef, stoppers: list[cst.FunctionDef]) -> bool:
     """Does `method` reach a `while` loop with no way out (no `break` of its own, no `return`
     or `raise` in it) whose test is always true, or tests only flags of the instance
-    (`while not self._stop.is_set()`, `while self.running`) that none of `stoppers` sets?"""
+    (`while not self._stop.is_set()`, `while self.running`) that none of `stoppers` sets -
+    and does none of `stoppers` close what it reads (`_closed_elsewhere`)?"""
     for loop in ordered(method):
-        if not isinstance(loop, cst.While) or _exits(loop):
+        if not isinstance(loop, cst.While) or _exits(loop) or _closed_elsewhere(method, loop, stoppers):
             continue
         test = loop.test
         if isinstance(test, (cst.Name, cst.Integer)) and test.value in ("True", "1"):
             return True
         flags = _flags(test)
-        if flags and not _set_elsewhere(flags, method, stoppers):
+        if flags and not _set_elsewhere(flags, method, stoppers) and not _cleared_in(loop, flags):
             return True
     return False
+
+
+def _cleared_in(loop: cst.While, flags: set[str]) -> bool:
+    """Does the loop itself set a flag it tests to a false value (`while self._pending:
+    self._pending = False; ...`)? Then it ends unless something sets the flag again."""
+    return any(isinstance(n, cst.Assign) and _falsy(n.value)
+               and any(self_attribute(t.target) in flags for t in n.targets)
+               for n in iter_nodes(loop.body))
+
+
+# what ends a loop that waits on the object it is called on (a socket, a queue, a pool)
+_CLOSERS = frozenset({"close", "term", "shutdown", "disconnect", "terminate"})
+
+
+def _closed_elsewhere(method: cst.FunctionDef, loop: cst.While, stoppers: list[cst.FunctionDef]) -> bool:
+    """Does another method close something of the instance whose methods the loop calls
+    (`self.receivers[peer].close()` while it awaits `receiver.recv()`, `receiver` bound from
+    `self.receivers[peer]`), outside a `try` that catches every error? The call on it then
+    raises, and the loop ends with it."""
+    def owner(node: cst.BaseExpression) -> Optional[str]:
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        return self_attribute(node)
+
+    bound = {t.target.value: name for n in iter_nodes(method.body) if isinstance(n, cst.Assign)
+             and (name := owner(n.value)) is not None for t in n.targets if isinstance(t.target, cst.Name)}
+    # what the loop calls a method of (`self.sock.recv()`, `receiver.recv()`), where an error
+    # is not caught: a call on a closed object raises
+    receivers = [n.func.value for n in _outside_broad_handlers(loop.body)
+                 if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)]
+    read = {name for node in receivers if (name := owner(node)) is not None}
+    read |= {bound[node.value] for node in receivers if isinstance(node, cst.Name) and node.value in bound}
+    for other in stoppers:
+        if other is method:
+            continue
+        for node in iter_nodes(other.body):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in _CLOSERS:
+                if owner(node.func.value) in read:
+                    return True
+    return False
+
+
+_BROAD = frozenset({"Exception", "BaseException", "OSError", "IOError", "error"})
+
+
+def _outside_broad_handlers(node: cst.CSTNode):
+    """The nodes under `node`, leaving out the bodies of `try`s that catch every error (bare
+    `except`, `Exception`, `OSError`): what fails there, the loop survives."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, cst.Try) and any(
+                h.type is None or any(isinstance(n, (cst.Name, cst.Attribute)) and
+                                      (n.value if isinstance(n, cst.Name) else n.attr.value) in _BROAD
+                                      for n in iter_nodes(h.type)) for h in current.handlers):
+            stack.extend(h for h in current.handlers)
+            continue
+        stack.extend(children(current))
 
 
 def _own_method(classes, cls: cst.ClassDef, target: cst.BaseExpression) -> Optional[cst.FunctionDef]:

@@ -1,5 +1,6 @@
 """Holders that run on their own (RL203): a thread whose target never returns, a timer its
-own callback arms again, a Twisted looping call. Each keeps the instance while it runs;
+own callback arms again, an asyncio task whose coroutine loops for ever or starts itself
+again, a Twisted looping call. Each keeps the instance while it runs;
 shown when instances are made per call and nothing stops the runner."""
 
 import json
@@ -38,7 +39,7 @@ PINGER = """\
 
         def close(self):
             {close}
-            self.sock.close()
+            self.sock = None
 
 
     def handle_connection(sock):
@@ -55,6 +56,20 @@ def test_a_thread_that_never_ends_keeps_each_instance_made_per_call(tmp_path):
                                   "interpreter exits")
     unset = _check(tmp_path / "unset", PINGER.format(loop="while not self._stop.is_set():", close="pass"))
     assert [(line, severity) for line, severity, _ in unset] == [(9, "error")]
+
+
+def test_a_thread_whose_loop_reads_what_the_release_closes_ends_with_it(tmp_path):
+    """`close()` closes the socket the loop sends on: the next send raises, and the thread
+    ends (lmdeploy's receive loop over a socket its disconnect closes)."""
+    source = PINGER.format(loop="while True:", close="pass").replace("self.sock = None", "self.sock.close()")
+    assert "self.sock.close()" in source
+    assert _check(tmp_path / "raises", source) == []
+    # the loop catches every error of the send (websocket-client's ping thread): it goes on
+    guarded = source.replace('                self.sock.send(b"ping")',
+                             '                try:\n                    self.sock.send(b"ping")\n'
+                             '                except Exception:\n                    pass')
+    assert "except Exception:" in guarded
+    assert [(line, severity) for line, severity, _ in _check(tmp_path / "caught", guarded)] == [(9, "error")]
 
 
 def test_a_thread_its_release_stops_is_not_reported(tmp_path):
@@ -194,3 +209,60 @@ def test_a_stop_only_the_release_path_can_reach_counts(tmp_path):
     assert _check(tmp_path / "stopped", source.format(
         release="if self.nop_keep_alive and self.nop_keep_alive.running:\n"
                 "                    self.toggle_nop_keepalive()")) == []
+
+
+POLLER = """\
+    import asyncio
+
+
+    class Poller:
+        def __init__(self, client):
+            self.client = client
+            self._task = None
+
+        def start(self):
+            self._task = asyncio.create_task(self.tick())
+
+        async def tick(self, requeue=True):
+            self.update(await self.client.fetch())
+            if requeue:
+                await asyncio.sleep(5)
+                self._task = asyncio.create_task(self.tick())
+
+        def refresh(self):
+            asyncio.create_task(self.tick(requeue=False))
+
+        def update(self, value):
+            self.value = value
+
+        def close(self):
+            {close}
+            self.client = None
+
+
+    async def handle_request(client):
+        poller = Poller(client)
+        poller.start()
+        poller.close()
+    """
+
+
+def test_a_task_whose_coroutine_starts_itself_again_keeps_the_instance_until_cancelled(tmp_path):
+    found = _check(tmp_path / "kept", POLLER.format(close="pass"))
+    assert [(line, severity) for line, severity, _ in found] == [(10, "error"), (16, "error")]
+    assert found[0][2].startswith("the bound method `self.tick` runs in the event loop's pending tasks, "
+                                  "started by `Poller.start`")
+    assert "nothing `Poller`'s release path runs calls `.cancel()` on it" in found[0][2]
+    # `refresh` runs one tick: its `requeue=False` turns the restart off
+    assert _check(tmp_path / "cancelled", POLLER.format(close="self._task.cancel()")) == []
+
+
+def test_a_task_of_a_coroutine_that_loops_for_ever_keeps_the_instance(tmp_path):
+    source = POLLER.format(close="pass").replace(
+        "            self.update(await self.client.fetch())\n            if requeue:\n"
+        "                await asyncio.sleep(5)\n                self._task = asyncio.create_task(self.tick())\n",
+        "            while True:\n                self.update(await self.client.fetch())\n"
+        "                await asyncio.sleep(5)\n")
+    assert "while True:" in source
+    # `refresh` starts it too: its `requeue=False` no longer matters
+    assert [(line, severity) for line, severity, _ in _check(tmp_path, source)] == [(10, "error"), (18, "error")]
