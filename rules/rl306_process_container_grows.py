@@ -8,7 +8,7 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import (
-    entry_kept, how_dropped, keyed_by_each_request, literal, released_anywhere, short)
+    entry_kept, how_dropped, keyed_by_each_request, literal, only_when, released_anywhere, short)
 from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl306 import ProcessContainerGrowsPrefilter, process_growth
 
@@ -147,14 +147,11 @@ class Session:
             # maintainer would merge the fix.
             how = how_dropped(self.ctx.index, g.holder)
             per_request = keyed_by_each_request(g) and how is None
-            # under a diagnostic switch, it costs only those who turn it on to debug
-            switched = f", only while `{g.switch}` is on" if g.switch else ""
-            # added where the call fails and raises again: one entry per failure, not per call
-            switched += ", only when the call fails (its `except` raises again)" if g.failing else ""
+            switched = only_when(g)
             # a constant added per instance made (`cls.names.append("token_type_ids")` in
             # `__init__`) keeps one slot each and no object: negligible
             constant = g.in_init and not g.keyed and literal(g.value)
-            severity = Severity.INFO if g.switch or g.failing or constant else \
+            severity = Severity.INFO if switched or constant else \
                 Severity.ERROR if g.in_init and g.pins_self or per_request else Severity.WARNING
             kept = (f"every `{g.function.partition('.')[0]}` made" if g.in_init and g.pins_self
                     else entry_kept(g, function))

@@ -8,7 +8,7 @@ from retainlint.analysis.rule import Example
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.analysis.retention_rule import RetentionRule
 from retainlint.project.consequence import (
-    entry_kept, how_dropped, instance_outlives_its_adds, keyed_by_each_request, released_anywhere)
+    entry_kept, how_dropped, instance_outlives_its_adds, keyed_by_each_request, only_when, released_anywhere)
 from retainlint.project.retention_facts import ModuleFacts, Site
 from retainlint.rules.prefilters.rl307 import InstanceContainerGrowsPrefilter, instance_growth
 
@@ -179,13 +179,10 @@ SERVER = JobServer()
             kept = entry_kept(g, method)
             # An entry per request served that nothing removes: a maintainer would merge the fix.
             per_request = keyed_by_each_request(g) and how is None
-            # under a diagnostic switch, it costs only those who turn it on to debug
-            switched = f", only while `{g.switch}` is on" if g.switch else ""
-            # added where the call fails and raises again: one entry per failure, not per call
-            switched += ", only when the call fails (its `except` raises again)" if g.failing else ""
+            switched = only_when(g)
             yield (g.site,
                    f"`{g.shown}` gains {why} in `{method}()`{switched}, and {lifetime}; {removal}, so "
                    f"every one stays alive",
-                   Severity.INFO if g.switch or g.failing else Severity.ERROR if per_request else Severity.WARNING,
+                   Severity.INFO if switched else Severity.ERROR if per_request else Severity.WARNING,
                    Consequence(kept, f"`{g.shown}` of a `{owner}`",
                                f"as long as the `{owner}` ({lifetime})", why + switched))

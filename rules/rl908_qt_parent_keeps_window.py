@@ -5,7 +5,7 @@ parent goes, unless something deletes it."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Union
 
 import libcst as cst
@@ -252,10 +252,8 @@ class Window:
         if init is None:
             inherited = next((self._windows[b.value.value] for b in cls.bases
                               if isinstance(b.value, cst.Name) and b.value.value in self._windows), None)
-            if inherited is not None:
-                return _Window(cls, inherited.parent_param, inherited.parent_keyword, inherited.fixed_parent,
-                               inherited.passes_args, inherited.site, inherited.statement, inherited.owner)
-            return _Window(cls)
+            # its parent goes through the base's `__init__`: described, and reported, there
+            return replace(inherited, cls=cls) if inherited is not None else _Window(cls)
         window = _Window(cls, passes_args=False)
         params = [p for p in init.params.params][1:]
         body = init.body.body if isinstance(init.body, cst.IndentedBlock) else ()

@@ -438,6 +438,14 @@ def literal(code: str) -> bool:
         return False
 
 
+def only_when(g: Growth) -> str:
+    """For the message, when a growth happens at all, or "": under a diagnostic switch it
+    costs only those who turn it on to debug; in an `except` that raises again, one entry per
+    failed call, not per call. Either makes it negligible."""
+    return ((f", only while `{g.switch}` is on" if g.switch else "")
+            + (", only when the call fails (its `except` raises again)" if g.failing else ""))
+
+
 def entry_kept(g: Growth, call: str) -> str:
     """What each add of `g` keeps, for the consequence line: its value, or, when the value is
     a literal (a count, a flag: `attempts[request] = 1`), its key - the request, the

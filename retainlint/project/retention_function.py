@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Optional
 
 from retainlint.project.nodes import TRY_STAR, dotted
 from retainlint.project.retention_facts import ITEMS, Growth, SelfReference
@@ -104,13 +104,16 @@ class FunctionFacts:
 
     @cached_property
     def failing(self) -> list[tuple[int, int]]:
-        """(first, last line) of each block of an `except` that ends by raising: what it adds,
-        it adds once per failed call (read when the function adds something)."""
+        """(first, last line) of each block of an `except` that ends by raising (the
+        handler's body, or a block nested in it): what it adds, it adds once per failed call
+        (read when the function adds something)."""
         spans = []
         for handler in self.facts.nodes.own(self.node, ast.ExceptHandler):
-            for block in _blocks(handler):
-                if block and isinstance(block[-1], ast.Raise):
-                    spans.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))
+            for stmt in (handler, *statements(handler.body)):
+                for field in ("body", "orelse", "finalbody"):
+                    block = getattr(stmt, field, None)
+                    if isinstance(block, list) and block and isinstance(block[-1], ast.Raise):
+                        spans.append((block[0].lineno, block[-1].end_lineno or block[-1].lineno))
         return spans
 
     @cached_property
@@ -766,17 +769,3 @@ def _unconditional_yields(body: list[ast.stmt]) -> list[int]:
             found += _unconditional_yields(stmt.body)
     return found
 
-
-def _blocks(handler: ast.ExceptHandler) -> Iterator[list[ast.stmt]]:
-    """The handler's body and the statement lists nested in it (not in functions)."""
-    todo: list[list[ast.stmt]] = [handler.body]
-    while todo:
-        block = todo.pop()
-        yield block
-        for stmt in block:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(stmt, field, None)
-                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                    todo.append(inner)
