@@ -1,0 +1,13 @@
+"""RL909's prefilter: which files are worth parsing with libcst for the rule in
+`rules/rl909_gobject_signal_keeps_subscriber.py` (from the file's bytes; no libcst here)."""
+
+from __future__ import annotations
+
+from retainlint.project.prefilter import Prefilter
+
+
+class GObjectSignalKeepsSubscriberPrefilter(Prefilter):
+    code = "RL909"
+
+    # PyGObject's modules are imported from `gi.repository` (`from gi.repository import Gtk`).
+    triggers = ("gi.repository",)
