@@ -12,7 +12,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.project.names import absolute_import  # noqa: F401 - re-exported
+from retainlint.project.names import absolute_import, standard_module  # noqa: F401 - re-exported
 
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
@@ -44,7 +44,7 @@ class ImportTable:
                 if alias.asname is not None:
                     local = dotted_name(alias.asname.name)
                     if local:
-                        self.names.setdefault(local, full)
+                        self.names.setdefault(local, standard_module(full))
                 else:
                     # `import torch.nn` binds `torch`; `torch.nn.X` then resolves as written.
                     head = full.split(".")[0]
@@ -57,7 +57,7 @@ class ImportTable:
         if level and self.module:
             base = absolute_import(self.module, self.is_package, level, target)
         else:
-            base = "." * level + (target or "")
+            base = "." * level + standard_module(target or "")
         for alias in node.names:
             name = dotted_name(alias.name)
             if name is None:

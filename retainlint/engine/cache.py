@@ -52,7 +52,7 @@ _MAGIC = b"RLCACHE1"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 # Bumped when what is stored changes shape within one version.
-SCHEMA = 7
+SCHEMA = 8
 
 
 def digest(data: bytes) -> str:

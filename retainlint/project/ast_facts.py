@@ -9,7 +9,7 @@ import os
 from typing import Optional
 
 from retainlint.project.index import METHOD_NAMES
-from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import
+from retainlint.project.names import HEAVY_TYPES, TENSOR_FACTORIES, absolute_import, standard_module
 from retainlint.project.nodes import FileNodes, dotted, module_level
 
 
@@ -45,12 +45,12 @@ def _file_imports(nodes: FileNodes) -> dict[str, str]:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    table.setdefault(alias.asname, alias.name)
+                    table.setdefault(alias.asname, standard_module(alias.name))
                 else:
                     head = alias.name.split(".")[0]
                     table.setdefault(head, head)
             continue
-        base = "." * node.level + (node.module or "")
+        base = "." * node.level + standard_module(node.module or "")
         for alias in node.names:
             if alias.name != "*":
                 sep = "" if not base or base.endswith(".") else "."

@@ -213,6 +213,12 @@ class _Summarizer(_FileWalk):
                 for item in methods:
                     cls.methods[item.name] = self.function(item, qual, True)
                 classes[node.name] = cls
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Call) and self.qualify(node.value.func) in CACHE_DECORATORS:
+                # `remember_last = lru_cache(1)`: a cache decorator under the project's name
+                name = node.targets[0].id
+                functions[name] = FunctionSummary(f"{self.module}.{name}", self.path, node.lineno,
+                                                  node.col_offset + 1, [], set(), [], wraps_cache=True)
         bound, instances = self.bound_calls()
         return FileSummary(self.path, self.module, self.imports, classes, functions,
                            bound, instance_calls=instances)

@@ -46,6 +46,20 @@ def absolute_import(module: str, is_package: bool, level: int, target: Optional[
     return ".".join(base)
 
 
+# Backports that give a standard module's API under another name (Python 2's
+# `functools32`): a name imported from one means the standard one, so an
+# `if PY2: ... else: from functools import lru_cache` binds the same thing either way.
+BACKPORTS = {"functools32": "functools", "backports.functools_lru_cache": "functools"}
+
+
+def standard_module(module: str) -> str:
+    """`functools32` -> `functools`; any other module as it is."""
+    for backport, standard in BACKPORTS.items():
+        if module == backport or module.startswith(backport + "."):
+            return standard + module[len(backport):]
+    return module
+
+
 # Annotations that wrap the type that matters: `Optional[X]`, `Union[X, Y]`.
 UNION_WRAPPERS = frozenset({"typing.Optional", "typing.Union", "Optional", "Union"})
 

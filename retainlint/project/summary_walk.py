@@ -10,7 +10,7 @@ from sys import intern
 from typing import Iterable, Iterator, Optional
 
 from retainlint.project.module_names import module_name
-from retainlint.project.names import absolute_import
+from retainlint.project.names import absolute_import, standard_module
 from retainlint.project.nodes import OWNERS, FileNodes, dotted, module_level
 
 _FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -56,7 +56,8 @@ class _FileWalk:
         self.calls: list[ast.Call] = []  # outside logger classes: for bound_calls
         self.assigns: list[ast.Assign] = []
         self.bodies: dict[int, _Body] = {}  # id(function node) -> its contents
-        for node in tree.body:  # module-level imports win over function-local ones
+        # module-level imports (those under `if`/`try` too) win over function-local ones
+        for node in module_level(tree.body):
             if isinstance(node, _IMPORTS):
                 self._import(node)
         self._scan()
@@ -65,12 +66,12 @@ class _FileWalk:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    self.imports.setdefault(alias.asname, alias.name)
+                    self.imports.setdefault(alias.asname, standard_module(alias.name))
                 else:
                     head = alias.name.split(".")[0]
                     self.imports.setdefault(head, head)
             return
-        base = absolute_import(self.module, self.is_package, node.level, node.module)
+        base = standard_module(absolute_import(self.module, self.is_package, node.level, node.module))
         for alias in node.names:
             if alias.name != "*":
                 self.imports.setdefault(alias.asname or alias.name,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 import libcst.helpers
@@ -79,17 +79,17 @@ class CachedInstanceMethod(Rule):
         for decorator in node.decorators:
             qualified = self._cache_decorator(decorator)
             if qualified is not None:
-                cache = (decorator, qualified)
+                cache = (decorator, qualified, *self._aliased(decorator.decorator, qualified))
                 break
         if cache is None:
             return
         if self._is_enum(cls) or self._is_module_singleton(cls) or self._is_process_singleton(cls):
             return
-        decorator, qualified = cache
+        decorator, _, expr, qualified = cache
         heavy = self.ctx.heavy.is_heavy_class(cls)
         weights = heavy and (self._holds_weights(cls) or self._builds_unseen_children(cls))
         method = f"{cls.name.value}.{node.name.value}"
-        size = self._size(decorator.decorator, qualified)
+        size = self._size(expr, qualified)
         spelled = "@" + self.ctx.code(
             decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
         )
@@ -97,7 +97,7 @@ class CachedInstanceMethod(Rule):
         # only when the class holds some (a rotary embedding module has none)
         held = f"; `{cls.name.value}` holds weights, and they stay allocated with it" if weights else ""
         # a bound keeps the instances of the latest entries, not all it saw
-        maxsize = cache_maxsize(self.ctx, decorator.decorator, qualified)
+        maxsize = cache_maxsize(self.ctx, expr, qualified)
         which = (f"every `{cls.name.value}` instance it saw" if maxsize in (None, "None")
                  else f"the last `{cls.name.value}` instance it saw" if maxsize == "1"
                  else f"the `{cls.name.value}` instances of its latest "
@@ -108,7 +108,7 @@ class CachedInstanceMethod(Rule):
             f"cache key, so the class-level cache keeps {which} "
             f"alive, with the values it returned, for as long as the process runs{held}. "
             f"{self._suggestion(node, heavy)}",
-            severity=level(self._facts(cls, decorator.decorator, qualified, node, heavy, weights)),
+            severity=level(self._facts(cls, expr, qualified, node, heavy, weights)),
             related=[RelatedNode(f"class `{cls.name.value}`", cls.name)],
             consequence=self._consequence(cls, node, maxsize, weights),
         )
@@ -271,9 +271,27 @@ class CachedInstanceMethod(Rule):
         if not qualified:
             return None
         absolute = self.ctx.absolute(qualified)
+        if "." not in absolute and self.ctx.module_name:  # an alias: `remember_last = lru_cache(1)`
+            absolute = f"{self.ctx.module_name}.{absolute}"
         if self.ctx.index.is_cache_decorator(absolute):
             return self.ctx.index.resolve(absolute) or absolute
         return None
+
+    def _aliased(self, expr: cst.BaseExpression, qualified: str) -> tuple[cst.BaseExpression, str]:
+        """The cache a module-level alias of this file stands for (`remember_last =
+        lru_cache(1)`: `lru_cache(1)` and `functools.lru_cache`, whose size then counts), or
+        the decorator as it is."""
+        name = qualified.rpartition(".")[2]
+        if not isinstance(expr, cst.Name) or qualified != f"{self.ctx.module_name}.{name}":
+            return expr, qualified
+        for stmt in _module_statements(self.ctx.module.body):
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name:
+                    made = self.ctx.qualname(small.value.func)
+                    if made in CACHE_DECORATORS:
+                        return small.value, made
+        return expr, qualified
 
     def _grows(self, fn: cst.FunctionDef, expr: cst.BaseExpression, qualified: str) -> bool:
         """Can the cache grow without bound: not bounded by a `maxsize` (a project wrapper
@@ -368,3 +386,20 @@ class CachedInstanceMethod(Rule):
                 self._tree = ast.Module(body=[], type_ignores=[])
         own = frozenset(_fillers_in(index, here, self._tree, family))
         return index.ask(process_singleton, (qualified, here.path, own))
+
+
+def _module_statements(body) -> Iterator[cst.CSTNode]:
+    """A module's statements, with those of its `if`, `try` and `with` blocks."""
+    for stmt in body:
+        yield stmt
+        if not isinstance(stmt, (cst.If, cst.Try, cst.With)):
+            continue
+        blocks = [stmt.body, *(h.body for h in getattr(stmt, "handlers", ()))]
+        for extra in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None)):
+            if isinstance(extra, cst.If):  # `elif`
+                yield from _module_statements([extra])
+            elif extra is not None:
+                blocks.append(extra.body)
+        for block in blocks:
+            if isinstance(block, cst.IndentedBlock):
+                yield from _module_statements(block.body)
