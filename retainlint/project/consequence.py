@@ -195,6 +195,8 @@ def key_per_request(key: str) -> bool:
         return True
     if _quantity(words):
         return False  # a count or a flag (`max_blocks_per_seq`, `use_small_batch`): no identity
+    if words[-2:] in (["token", "id"], ["token", "ids"]):
+        return False  # `eos_token_id`: an entry of the vocabulary, as many as it has
     return bool(words) and (words[-1] in _PER_REQUEST_WORDS or key == "self")
 
 
