@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import call_args, decorator_names, is_self
+from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.severity import Facts, instances_meant_to_go, level
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl202 import FinalizeOwnerImmortalPrefilter, PARTIAL
@@ -417,12 +418,22 @@ def track(conn):
         if method is not None:
             return not (decorator_names(self.ctx, method) & _NOT_BOUND) and not any(
                 _decorator_tail(d) in ("property", "cached_property", "staticmethod",
-                                       "classmethod")
+                                       "classmethod") or self._weak_descriptor(d)
                 for d in method.decorators
             )
         if self._assigned_attribute(cls, attr, set()):
             return False
         return guess
+
+    def _weak_descriptor(self, decorator: cst.Decorator) -> bool:
+        """A decorator class of this file whose `__get__` keeps the instance only through a
+        weak reference (`weakref.ref(instance)`): what `self.method` gives is a wrapper
+        that does not keep `self`, not a bound method."""
+        cls = self.ctx.classes.get(self.ctx.code(decorator.decorator))
+        get = self.ctx.methods(cls).get("__get__") if cls is not None else None
+        return get is not None and any(
+            isinstance(n, cst.Call) and self.ctx.qualname(n.func) in ("weakref.ref", "weakref.WeakMethod")
+            for n in iter_nodes(get.body))
 
     def _find_method(self, cls: cst.ClassDef, attr: str, seen: set) -> Optional[cst.FunctionDef]:
         if cls.name.value in seen:
