@@ -36,9 +36,9 @@ class RemovedOnlyInDel(Rule):
 Reports a call that hands a method of the instance (`self.on_move`) to an object the
 instance keeps but did not make (`self.target`, `self._plot_area.renderer`: set from a
 parameter, not built by the class) when the class's `__del__` is the only place that
-hands the same method to that object again to take it off (`remove_event_handler`,
-`detach`, `remove_add_callback`, ...). Also reported: the other methods of the instance
-registered on that same object that nothing removes at all.
+hands the same method to that object again, through a call whose name says it takes
+something off (`remove_event_handler`, `detach`, `unobserve`, ...). Also reported: the
+other methods of the instance registered on that same object that nothing removes at all.
 
 ## Why it leaks
 `__del__` runs when the instance's last reference goes. The registration is such a
@@ -112,7 +112,7 @@ class Selector:
 
     def _judge(self, cls: cst.ClassDef, finalizer: cst.FunctionDef, methods: dict[str, cst.FunctionDef]) -> None:
         calls = [c for fn in body_functions(cls) for c in self._calls(fn, methods)]
-        in_del = [c for c in calls if c.method is finalizer]
+        in_del = [c for c in calls if c.method is finalizer and _removes(c.verb)]
         receivers = {c.receiver for c in in_del if not self._owned(cls, c.receiver)}
         removing = {(c.receiver, c.verb) for c in in_del}
         for call in calls:
@@ -166,6 +166,16 @@ class Selector:
                                     f"the handlers of `{_short(call.receiver, 40)}`",
                                     f"as long as `{_short(call.receiver, 40)}`", f"one per `{owner}` made"),
         )
+
+
+# Words of a method name that take something off (`remove_event_handler`, `detach`,
+# `unobserve`): a call in `__del__` that schedules or logs (`call_soon(self.close)`) is not one.
+_REMOVAL_WORDS = frozenset({"remove", "unregister", "unsubscribe", "disconnect", "detach", "unobserve", "unbind",
+                            "unwatch", "discard", "off", "delete", "del", "unhook", "unlisten", "clear"})
+
+
+def _removes(verb: str) -> bool:
+    return any(word in _REMOVAL_WORDS for word in verb.lower().split("_"))
 
 
 def _rooted_at_self(expr: cst.BaseExpression) -> bool:
