@@ -12,6 +12,8 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, is_self
+from retainlint.analysis.gobject import (CONNECT, disconnected, method_of, reaches_self, signal_connection, stored_as,
+                                         uses_pygobject)
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.once import one_instance_per_process, runs_once_per_instance
 from retainlint.analysis.release import release_methods
@@ -19,10 +21,6 @@ from retainlint.analysis.rule import Example, Rule
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl909 import GObjectSignalKeepsSubscriberPrefilter
 
-_CONNECT = frozenset({"connect", "connect_after"})
-_DISCONNECT = frozenset({"disconnect", "disconnect_by_func", "handler_disconnect", "signal_handler_disconnect",
-                         "signal_handlers_disconnect_by_func", "signal_handlers_disconnect_by_data",
-                         "signal_handlers_destroy", "disconnect_object"})
 # GTK's own teardown: virtual methods and the signals a widget emits when it goes.
 _TEARDOWN_METHODS = frozenset({"do_unroot", "do_dispose", "do_destroy", "do_unrealize", "destroy"})
 _TEARDOWN_SIGNALS = frozenset({"destroy", "unroot", "unrealize", "close-request", "delete-event", "response"})
@@ -153,65 +151,21 @@ class SongInfo(Gtk.Box):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._connections: list[_Connection] = []
-        self._uses_gi: Optional[bool] = None
-
-    def _gi(self) -> bool:
-        if self._uses_gi is None:
-            self._uses_gi = any(
-                isinstance(n, cst.ImportFrom) and n.module is not None
-                and self.ctx.code(n.module).split(".")[0] in ("gi", "pgi")
-                for n in iter_nodes(self.ctx.module))
-        return self._uses_gi
 
     # -- connections ----------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in _CONNECT or len(node.args) < 2:
+        if not signal_connection(node) or not uses_pygobject(self.ctx):
             return
-        if not isinstance(node.args[0].value, (cst.SimpleString, cst.ConcatenatedString)) or not self._gi():
+        cls, method = method_of(self.ctx)
+        if cls is None or method is None or not reaches_self(self.ctx, node, cls, method):
             return
-        cls, method = self._method()
-        if cls is None or method is None:
-            return
-        handler = node.args[1].value
-        if not (self._reaches_self(handler, cls, method) or any(is_self(a.value) for a in node.args[2:])):
-            return
-        emitter_is = self._outside(func.value, cls, method, 0)
+        assert isinstance(node.func, cst.Attribute)
+        emitter_is = self._outside(node.func.value, cls, method, 0)
         if emitter_is is None:
             return
-        self._connections.append(_Connection(cls, method, node, self.ctx.scope.statement, self.ctx.code(func.value),
-                                             emitter_is, self.ctx.code(handler), self._stored_as(node)))
-
-    def _method(self) -> tuple[Optional[cst.ClassDef], Optional[cst.FunctionDef]]:
-        """The class and its method the call runs in (directly, or in a function nested in
-        the method)."""
-        scope = self.ctx.scope
-        if not scope.classes:
-            return None, None
-        cls = scope.classes[-1]
-        methods = body_functions(cls)
-        method = next((f for f in scope.functions if any(m is f for m in methods)), None)
-        if method is None or any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
-                                 for d in method.decorators):
-            return None, None
-        return cls, method
-
-    def _reaches_self(self, handler: cst.BaseExpression, cls: cst.ClassDef, method: cst.FunctionDef) -> bool:
-        """A bound method of the instance, a lambda or partial over `self`, or a function
-        nested in the method that uses `self`."""
-        if isinstance(handler, cst.Attribute) and is_self(handler.value):
-            return handler.attr.value in self.ctx.methods(cls)
-        if isinstance(handler, cst.Lambda):
-            return any(isinstance(n, cst.Name) and n.value == "self" for n in iter_nodes(handler.body))
-        if isinstance(handler, cst.Call):  # `partial(self.on_changed, key)`, `partial(update, self)`
-            return (self.ctx.qualname(handler.func) or "").rpartition(".")[2] == "partial" and any(
-                isinstance(n, cst.Name) and n.value == "self" for a in handler.args for n in iter_nodes(a.value))
-        if isinstance(handler, cst.Name):
-            nested = next((n for n in iter_nodes(method.body)
-                           if isinstance(n, cst.FunctionDef) and n.name.value == handler.value), None)
-            return nested is not None and any(isinstance(n, cst.Name) and n.value == "self"
-                                              for n in iter_nodes(nested.body))
-        return False
+        self._connections.append(_Connection(cls, method, node, self.ctx.scope.statement,
+                                             self.ctx.code(node.func.value), emitter_is,
+                                             self.ctx.code(node.args[1].value), stored_as(self.ctx, node)))
 
     def _outside(self, expr: cst.BaseExpression, cls: cst.ClassDef, method: cst.FunctionDef,
                  depth: int) -> Optional[str]:
@@ -276,38 +230,7 @@ class SongInfo(Gtk.Box):
                         found |= {t.value for t in targets if isinstance(t, cst.Name)}
         return found
 
-    def _stored_as(self, call: cst.Call) -> Optional[str]:
-        """The name the handler id is bound to (`self._id = x.connect(...)`)."""
-        stmt = self.ctx.scope.statement
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1:
-                    return self.ctx.code(small.targets[0].target)
-        return None
-
     # -- what undoes it ---------------------------------------------------------------------
-    def _disconnected(self, connection: _Connection) -> bool:
-        """Does the class disconnect it: a disconnect call on the emitter, with its handler
-        id, or with its handler; a disconnect on a loop's item (a teardown over the handler
-        ids it kept); or a helper of its own named for disconnecting."""
-        code = self.ctx.code
-        wanted = {connection.emitter, connection.handler} | ({connection.stored_as} if connection.stored_as else set())
-        for node in iter_nodes(connection.cls.body):
-            if not isinstance(node, cst.Call):
-                continue
-            name = node.func.attr.value if isinstance(node.func, cst.Attribute) else (
-                node.func.value if isinstance(node.func, cst.Name) else "")
-            if name in _DISCONNECT:
-                receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
-                if receiver is not None and (code(receiver) in wanted or isinstance(receiver, cst.Name)
-                                             and receiver.value != "self"):
-                    return True
-                if any(code(a.value) in wanted for a in node.args):
-                    return True
-            elif "disconnect" in name and isinstance(node.func, cst.Attribute) and is_self(node.func.value):
-                return True  # the class's own `self._disconnect_all()`
-        return False
-
     def _teardown(self, cls: cst.ClassDef) -> Optional[str]:
         """The class's teardown that leaves the handler connected, as the message names it."""
         found = release_methods(self.ctx, cls)
@@ -319,7 +242,7 @@ class SongInfo(Gtk.Box):
             return f"`{named}()`"
         for node in iter_nodes(cls.body):  # `self.connect("destroy", self.on_destroy)`
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and node.func.attr.value in _CONNECT and is_self(node.func.value) and len(node.args) >= 2:
+                    and node.func.attr.value in CONNECT and is_self(node.func.value) and len(node.args) >= 2:
                 signal = node.args[0].value
                 if isinstance(signal, cst.SimpleString) and signal.evaluated_value in _TEARDOWN_SIGNALS:
                     return f"its `{signal.evaluated_value}` handler"
@@ -338,7 +261,8 @@ class SongInfo(Gtk.Box):
     def leave_Module(self, original_node: cst.Module) -> None:
         for connection in self._connections:
             cls = connection.cls
-            if self._disconnected(connection) or self._lives_for_the_process(cls):
+            if disconnected(self.ctx, cls, connection.emitter, connection.handler, connection.stored_as) \
+                    or self._lives_for_the_process(cls):
                 continue
             owner = cls.name.value
             teardown = self._teardown(cls)

@@ -1,0 +1,104 @@
+"""PyGObject signals as the rules see them: `emitter.connect("signal", handler)` keeps the
+handler (and any user data) in C until it is disconnected or the emitter goes. Shared by
+the rules about handlers that keep their instance (RL909, RL911)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from retainlint.analysis.cstutil import body_functions, is_self
+from retainlint.analysis.hook_exprs import iter_nodes
+
+CONNECT = frozenset({"connect", "connect_after"})
+_DISCONNECT = frozenset({"disconnect", "disconnect_by_func", "handler_disconnect", "signal_handler_disconnect",
+                         "signal_handlers_disconnect_by_func", "signal_handlers_disconnect_by_data",
+                         "signal_handlers_destroy", "disconnect_object"})
+
+
+def uses_pygobject(ctx) -> bool:
+    """Does the file import from PyGObject (`from gi.repository import Gtk`)?"""
+    return ctx.memo("uses pygobject", lambda: any(
+        isinstance(n, cst.ImportFrom) and n.module is not None
+        and ctx.code(n.module).split(".")[0] in ("gi", "pgi")
+        for n in iter_nodes(ctx.module)))
+
+
+def signal_connection(call: cst.Call) -> bool:
+    """`x.connect("signal", handler, ...)`: a signal name and a handler."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in CONNECT and len(call.args) >= 2 \
+        and isinstance(call.args[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def method_of(ctx) -> tuple[Optional[cst.ClassDef], Optional[cst.FunctionDef]]:
+    """The class and its instance method the traversal is in (directly, or in a function
+    nested in the method)."""
+    scope = ctx.scope
+    if not scope.classes:
+        return None, None
+    cls = scope.classes[-1]
+    methods = body_functions(cls)
+    method = next((f for f in scope.functions if any(m is f for m in methods)), None)
+    if method is None or any(isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
+                             for d in method.decorators):
+        return None, None
+    return cls, method
+
+
+def reaches_self(ctx, call: cst.Call, cls: cst.ClassDef, method: cst.FunctionDef) -> bool:
+    """Does the connected handler keep the instance: a bound method of it, a lambda or
+    `partial` over `self`, a function nested in the method that uses `self`, or `self`
+    handed as user data?"""
+    if any(is_self(a.value) for a in call.args[2:]):
+        return True
+    handler = call.args[1].value
+    if isinstance(handler, cst.Attribute) and is_self(handler.value):
+        return handler.attr.value in ctx.methods(cls)
+    if isinstance(handler, cst.Lambda):
+        return _uses_self(handler.body)
+    if isinstance(handler, cst.Call):  # `partial(self.on_changed, key)`, `partial(update, self)`
+        return (ctx.qualname(handler.func) or "").rpartition(".")[2] == "partial" and any(
+            _uses_self(a.value) for a in handler.args)
+    if isinstance(handler, cst.Name):
+        nested = next((n for n in iter_nodes(method.body)
+                       if isinstance(n, cst.FunctionDef) and n.name.value == handler.value), None)
+        return nested is not None and _uses_self(nested.body)
+    return False
+
+
+def _uses_self(node: cst.CSTNode) -> bool:
+    return any(isinstance(n, cst.Name) and n.value == "self" for n in iter_nodes(node))
+
+
+def disconnected(ctx, cls: cst.ClassDef, emitter: str, handler: str, stored_as: Optional[str]) -> bool:
+    """Does the class disconnect the handler: a disconnect call on the emitter, with its
+    handler id, or with its handler; a disconnect on a loop's item (a teardown over the
+    handler ids it kept); or a helper of its own named for disconnecting?"""
+    code = ctx.code
+    wanted = {emitter, handler} | ({stored_as} if stored_as else set())
+    for node in iter_nodes(cls.body):
+        if not isinstance(node, cst.Call):
+            continue
+        name = node.func.attr.value if isinstance(node.func, cst.Attribute) else (
+            node.func.value if isinstance(node.func, cst.Name) else "")
+        if name in _DISCONNECT:
+            receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+            if receiver is not None and (code(receiver) in wanted or isinstance(receiver, cst.Name)
+                                         and receiver.value != "self"):
+                return True
+            if any(code(a.value) in wanted for a in node.args):
+                return True
+        elif "disconnect" in name and isinstance(node.func, cst.Attribute) and is_self(node.func.value):
+            return True  # the class's own `self._disconnect_all()`
+    return False
+
+
+def stored_as(ctx, call: cst.Call) -> Optional[str]:
+    """The name the handler id is bound to (`self._id = x.connect(...)`)."""
+    stmt = ctx.scope.statement
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1:
+                return ctx.code(small.targets[0].target)
+    return None

@@ -1,0 +1,13 @@
+"""RL911's prefilter: which files are worth parsing with libcst for the rule in
+`rules/rl911_gobject_handler_cycle.py` (from the file's bytes; no libcst here)."""
+
+from __future__ import annotations
+
+from retainlint.project.prefilter import Prefilter
+
+
+class GObjectHandlerCyclePrefilter(Prefilter):
+    code = "RL911"
+
+    # PyGObject's modules are imported from `gi.repository` (`from gi.repository import Gtk`).
+    triggers = ("gi.repository",)
