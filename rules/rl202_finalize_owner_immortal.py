@@ -432,7 +432,7 @@ def track(conn):
         cls = self.ctx.classes.get(self.ctx.code(decorator.decorator))
         get = self.ctx.methods(cls).get("__get__") if cls is not None else None
         return get is not None and any(
-            isinstance(n, cst.Call) and self.ctx.qualname(n.func) in ("weakref.ref", "weakref.WeakMethod")
+            isinstance(n, cst.Call) and self.ctx.qualname(n.func) in WEAK_REFERENCES
             for n in iter_nodes(get.body))
 
     def _find_method(self, cls: cst.ClassDef, attr: str, seen: set) -> Optional[cst.FunctionDef]:

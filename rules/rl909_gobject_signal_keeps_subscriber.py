@@ -15,6 +15,7 @@ from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.gobject import (CONNECT, disconnected, method_of, reaches_self, signal_connection, stored_as,
                                          uses_pygobject)
 from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.hooks import short
 from retainlint.analysis.once import one_instance_per_process, runs_once_per_instance
 from retainlint.analysis.release import release_methods
 from retainlint.analysis.rule import Example, Rule
@@ -195,14 +196,14 @@ class SongInfo(Gtk.Box):
             return f"`{code}`, part of {inner.partition(', part of ')[2] or inner}" if inner else None
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in _PROCESS_GETTERS:
-                return f"the process-wide `{_short(code)}`"
+                return f"the process-wide `{short(code)}`"
             if "." in (self.ctx.qualname(expr.func) or ""):
                 return None  # a class or function of a module (`Gtk.Button()`): made here
             inner = self._outside(expr.func.value, cls, method, depth + 1)
-            return f"`{_short(code)}`, from {inner}" if inner else None
+            return f"`{short(code)}`, from {inner}" if inner else None
         if isinstance(expr, cst.Subscript):
             inner = self._outside(expr.value, cls, method, depth + 1)
-            return f"`{_short(code)}`, in {inner}" if inner else None
+            return f"`{short(code)}`, in {inner}" if inner else None
         return None
 
     def _self_attribute(self, attr: str, cls: cst.ClassDef, depth: int) -> Optional[str]:
@@ -274,14 +275,14 @@ class SongInfo(Gtk.Box):
             main_window = self._base_named(cls, "ApplicationWindow")
             self.report(
                 connection.call,
-                f"`{_short(self.ctx.code(connection.call))}` connects a handler over the `{owner}` instance to a "
+                f"`{short(self.ctx.code(connection.call))}` connects a handler over the `{owner}` instance to a "
                 f"signal of {connection.emitter_is}, which it did not make, and nothing disconnects it{released}: "
                 f"PyGObject keeps the handler, and with it every `{owner}`, as long as the emitter lives; keep "
                 f"the handler id and disconnect it when the `{owner}` is done",
                 severity=Severity.INFO if main_window else Severity.ERROR if teardown else Severity.WARNING,
                 statement=connection.statement,
                 consequence=Consequence(f"every `{owner}` instance, with all it holds",
-                                        f"the signal handlers of `{_short(connection.emitter, 40)}`",
+                                        f"the signal handlers of `{short(connection.emitter, 40)}`",
                                         "as long as the emitter", growth),
             )
 
@@ -291,8 +292,3 @@ def _params(fn: cst.FunctionDef) -> set[str]:
     names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     names.discard("self")
     return names
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -9,6 +9,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.hooks import short
 from retainlint.analysis.rule import Example, Rule
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl910 import RemovedOnlyInDelPrefilter
@@ -158,13 +159,13 @@ class Selector:
                "`__del__`)")
         self.report(
             call.node,
-            f"`{_short(self.ctx.code(call.node))}` registers `self.{call.handler}` on `{call.receiver}`, "
+            f"`{short(self.ctx.code(call.node))}` registers `self.{call.handler}` on `{call.receiver}`, "
             f"which the `{owner}` keeps but did not make, {why}: `__del__` runs only once the instance is "
             f"freed, and the registration keeps it, so every `{owner}` stays as long as `{call.receiver}`; "
             f"take it off in an explicit release (`close()`, `cleanup()`) its owner calls",
             consequence=Consequence(f"every `{owner}` instance, with all it holds",
-                                    f"the handlers of `{_short(call.receiver, 40)}`",
-                                    f"as long as `{_short(call.receiver, 40)}`", f"one per `{owner}` made"),
+                                    f"the handlers of `{short(call.receiver, 40)}`",
+                                    f"as long as `{short(call.receiver, 40)}`", f"one per `{owner}` made"),
         )
 
 
@@ -185,9 +186,3 @@ def _rooted_at_self(expr: cst.BaseExpression) -> bool:
             return True
         expr = expr.value
     return False
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-

@@ -4,7 +4,6 @@ collector cannot see the cycle, so each one made stays until something disconnec
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -13,11 +12,10 @@ import libcst as cst
 from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.gobject import (disconnected, method_of, reaches_self, signal_connection, stored_as,
                                          uses_pygobject)
-from retainlint.analysis.once import runs_once_per_instance
+from retainlint.analysis.once import instantiations, made_in_another_file, runs_once_per_instance
+from retainlint.analysis.hooks import short
 from retainlint.analysis.rule import Example, Rule
-from retainlint.analysis.walk import visit
 from retainlint.core.finding import Applicability, Consequence, Severity
-from retainlint.project.index import instantiated_in_functions
 from retainlint.rules.prefilters.rl911 import GObjectHandlerCyclePrefilter
 
 
@@ -191,7 +189,7 @@ class SongsView(Gtk.ListView):
             what = "its own signal" if connection.emitter == "self" else f"a signal of `{connection.emitter}`, which it made"
             self.report(
                 connection.call,
-                f"`{_short(self.ctx.code(connection.call))}` connects a handler over the `{owner}` instance to "
+                f"`{short(self.ctx.code(connection.call))}` connects a handler over the `{owner}` instance to "
                 f"{what}, and nothing disconnects it: the handler lives in C, where the collector cannot see "
                 f"the cycle, and a new `{owner}` is made on every call of {where}, so each one made stays; "
                 f"disconnect it when the `{owner}` is done, or make it once",
@@ -223,85 +221,16 @@ class SongsView(Gtk.ListView):
 
     def _made_where(self, cls: cst.ClassDef) -> Optional[str]:
         name = cls.name.value
-        finder = _Made(name)
-        visit(self.ctx.module, finder)
-        for fn, owner, repeated in finder.places:
-            if repeated:
-                return f"`{fn.name.value}()` (in a loop)" if fn is not None else "a loop"
+        places, in_loop = instantiations(self.ctx, name)
+        if in_loop:
+            return "a loop or a lambda"
+        for fn in places:
             if fn is None:
                 continue
+            owner = next((c for c in self.ctx.classes.values() if any(f is fn for f in body_functions(c))), None)
             if owner is not None and runs_once_per_instance(self.ctx, owner, fn):
                 continue
             return f"`{owner.name.value}.{fn.name.value}()`" if owner is not None else f"`{fn.name.value}()`"
-        index = self.ctx.index
-        if index is not None and self.ctx.classes.get(name) is cls and index.ask(
-                _made_outside, (f"{self.ctx.module_name}.{name}", os.path.abspath(self.ctx.path))):
+        if self.ctx.classes.get(name) is cls and made_in_another_file(self.ctx, f"{self.ctx.module_name}.{name}"):
             return "a function of another module"
         return None
-
-
-def _made_outside(index, key: tuple[str, str]) -> bool:
-    """Does a function of another file make the class? A question for `ProjectIndex.ask`."""
-    qualified, here = key
-    return instantiated_in_functions(index, qualified, here)
-
-
-class _Made(cst.CSTVisitor):
-    """Calls of `name(...)`: the function and class each is in, and whether it repeats
-    (a loop, a comprehension, a lambda)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.classes: list[cst.ClassDef] = []
-        self.functions: list[cst.FunctionDef] = []
-        self.repeats = 0
-        self.places: list[tuple[Optional[cst.FunctionDef], Optional[cst.ClassDef], bool]] = []
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.classes.append(node)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.classes.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions.append(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.functions.pop()
-
-    def visit_For(self, node: cst.For) -> None:
-        self.repeats += 1
-
-    def leave_For(self, original_node: cst.For) -> None:
-        self.repeats -= 1
-
-    def visit_While(self, node: cst.While) -> None:
-        self.repeats += 1
-
-    def leave_While(self, original_node: cst.While) -> None:
-        self.repeats -= 1
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self.repeats += 1
-
-    def leave_CompFor(self, original_node: cst.CompFor) -> None:
-        self.repeats -= 1
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        self.repeats += 1
-
-    def leave_Lambda(self, original_node: cst.Lambda) -> None:
-        self.repeats -= 1
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == self.name:
-            fn = self.functions[-1] if self.functions else None
-            owner = self.classes[-1] if self.classes and fn is not None and any(
-                f is fn for f in body_functions(self.classes[-1])) else None
-            self.places.append((fn, owner, self.repeats > 0))
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-

@@ -158,15 +158,25 @@ def one_instance_per_process(ctx, cls: cst.ClassDef) -> bool:
         return False
     if any(ctx.code(b.value) == name for c in ctx.classes.values() for b in c.bases):
         return False
-    if ctx.index is not None:
-        qualified = f"{ctx.module_name}.{name}"
-        if ctx.index.ask(_called_outside, (qualified, _here(ctx))):
-            return False
+    if made_in_another_file(ctx, f"{ctx.module_name}.{name}"):
+        return False
+    places, in_loop = instantiations(ctx, name)
+    if not places or in_loop:
+        return False
+    return all(place is None or _entry_point(ctx, place) for place in places)
+
+
+def instantiations(ctx, name: str) -> tuple[list[Optional[cst.FunctionDef]], bool]:
+    """Where the file calls `name(...)`: the function each call is in (None at module
+    level), and whether one sits in a loop, a comprehension or a lambda."""
     made = _Instantiations(name)
     visit(ctx.module, made)
-    if not made.places or made.in_loop:
-        return False
-    return all(place is None or _entry_point(ctx, place) for place in made.places)
+    return made.places, made.in_loop
+
+
+def made_in_another_file(ctx, qualified: str) -> bool:
+    """Does a function of another file of the project make `qualified`?"""
+    return ctx.index is not None and bool(ctx.index.ask(_called_outside, (qualified, _here(ctx))))
 
 
 def _entry_point(ctx, fn: cst.FunctionDef) -> bool:

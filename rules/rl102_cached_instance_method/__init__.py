@@ -79,13 +79,13 @@ class CachedInstanceMethod(Rule):
         for decorator in node.decorators:
             qualified = self._cache_decorator(decorator)
             if qualified is not None:
-                cache = (decorator, qualified, *self._aliased(decorator.decorator, qualified))
+                cache = (decorator, *self._aliased(decorator.decorator, qualified))
                 break
         if cache is None:
             return
         if self._is_enum(cls) or self._is_module_singleton(cls) or self._is_process_singleton(cls):
             return
-        decorator, _, expr, qualified = cache
+        decorator, expr, qualified = cache
         heavy = self.ctx.heavy.is_heavy_class(cls)
         weights = heavy and (self._holds_weights(cls) or self._builds_unseen_children(cls))
         method = f"{cls.name.value}.{node.name.value}"
