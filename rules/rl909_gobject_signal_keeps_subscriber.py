@@ -26,8 +26,8 @@ from retainlint.rules.prefilters.rl909 import GObjectSignalKeepsSubscriberPrefil
 _TEARDOWN_METHODS = frozenset({"do_unroot", "do_dispose", "do_destroy", "do_unrealize", "destroy"})
 _TEARDOWN_SIGNALS = frozenset({"destroy", "unroot", "unrealize", "close-request", "delete-event", "response"})
 # Getters of objects that live for the process: `Gtk.Settings.get_default()`,
-# `Gdk.Display.get_default()`, `widget.get_application()`.
-_PROCESS_GETTERS = frozenset({"get_default", "get_application", "get_default_root_window"})
+# `Gdk.Display.get_default()`, `widget.get_application()`, a singleton's `get_instance()`.
+_PROCESS_GETTERS = frozenset({"get_default", "get_application", "get_default_root_window", "get_instance"})
 _MAX_DEPTH = 4
 
 
@@ -53,14 +53,15 @@ class GObjectSignalKeepsSubscriber(Rule):
 
     docs = """
 ## What it does
-In a file that uses PyGObject (`from gi.repository import ...`), reports
-`emitter.connect("signal", handler)` (or `connect_after`) in a method of a class when:
+In a file that uses PyGObject (`from gi.repository import ...`, or PyGTK 2's `import
+gobject`), reports `emitter.connect("signal", handler)` (or `connect_after`) in a method
+of a class when:
 - the handler reaches the instance: a bound method of it (`self.on_changed`), a lambda,
   `partial` or nested function over `self`, or `self` passed as user data;
 - the emitter is not the instance's own: it was handed in (a parameter, or `self.x`
   set from one), it is the application's or a process-wide default
-  (`Gtk.Settings.get_default()`, `self.get_application()`), a module-level object, or
-  an attribute of one of these;
+  (`Gtk.Settings.get_default()`, `self.get_application()`, a singleton's
+  `get_instance()`), a module-level object, or an attribute of one of these;
 - nothing in the class disconnects it: no `disconnect(...)`, `disconnect_by_func(...)` or
   `handler_disconnect(...)` on that emitter, with its handler id or handler, and no
   teardown loop or `*disconnect*` helper of the class.

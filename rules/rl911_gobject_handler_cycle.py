@@ -10,7 +10,7 @@ from typing import Optional
 import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, is_self
-from retainlint.analysis.gobject import (disconnected, method_of, reaches_self, signal_connection, stored_as,
+from retainlint.analysis.gobject import (disconnected, gobject_name, method_of, reaches_self, signal_connection, stored_as,
                                          uses_pygobject)
 from retainlint.analysis.once import instantiations, made_in_another_file, runs_once_per_instance
 from retainlint.analysis.hooks import short
@@ -39,9 +39,9 @@ class GObjectHandlerCycle(Rule):
 
     docs = """
 ## What it does
-In a file that uses PyGObject (`from gi.repository import ...`), reports
-`x.connect("signal", handler)` (or `connect_after`) in a method of a GObject class (one
-deriving from a `gi.repository` class) when:
+In a file that uses PyGObject (`from gi.repository import ...`, or PyGTK 2's `import
+gobject`), reports `x.connect("signal", handler)` (or `connect_after`) in a method of a
+GObject class (one deriving from a `gi.repository` class, or a `gtk`/`gobject` one) when:
 - the handler reaches the instance (a bound method of it, a lambda, `partial` or nested
   function over `self`, or `self` as user data);
 - `x` is the instance itself or a widget it made (`self.button = Gtk.Button()`, a local
@@ -145,7 +145,7 @@ class SongsView(Gtk.ListView):
     def _gobject(self, cls: cst.ClassDef, depth: int) -> bool:
         """Does the class derive from a PyGObject class, directly or through this file's?"""
         for base in cls.bases:
-            if (self.ctx.qualname(base.value) or "").startswith(("gi.repository.", "pgi.repository.")):
+            if gobject_name(self.ctx.qualname(base.value) or ""):
                 return True
             local = self.ctx.classes.get(self.ctx.code(base.value))
             if local is not None and local is not cls and depth < 4 and self._gobject(local, depth + 1):
@@ -172,7 +172,7 @@ class SongsView(Gtk.ListView):
             return False
         qualified = self.ctx.qualname(value.func) or ""
         parts = qualified.split(".")
-        if qualified.startswith(("gi.repository.", "pgi.repository.")):
+        if gobject_name(qualified):
             return parts[-1][:1].isupper() or parts[-1].startswith("new")
         return qualified in self.ctx.classes
 

@@ -17,12 +17,29 @@ _DISCONNECT = frozenset({"disconnect", "disconnect_by_func", "handler_disconnect
                          "signal_handlers_destroy", "disconnect_object"})
 
 
+# PyGObject (`gi`, `pgi`) and the static PyGTK 2 bindings it replaced (`import gobject`,
+# `import gtk`): the same GObject signals, held in C the same way.
+GOBJECT_MODULES = frozenset({"gi", "pgi", "gobject", "gtk", "pygtk"})
+
+
 def uses_pygobject(ctx) -> bool:
-    """Does the file import from PyGObject (`from gi.repository import Gtk`)?"""
-    return ctx.memo("uses pygobject", lambda: any(
-        isinstance(n, cst.ImportFrom) and n.module is not None
-        and ctx.code(n.module).split(".")[0] in ("gi", "pgi")
-        for n in iter_nodes(ctx.module)))
+    """Does the file import PyGObject (`from gi.repository import Gtk`) or PyGTK 2
+    (`import gobject`)?"""
+    return ctx.memo("uses pygobject", lambda: any(_imports_gobject(ctx, n) for n in iter_nodes(ctx.module)))
+
+
+def _imports_gobject(ctx, node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.ImportFrom):
+        return node.module is not None and ctx.code(node.module).split(".")[0] in GOBJECT_MODULES
+    return isinstance(node, cst.Import) and any(
+        ctx.code(alias.name).split(".")[0] in GOBJECT_MODULES for alias in node.names)
+
+
+def gobject_name(qualified: str) -> bool:
+    """Is `qualified` a name from PyGObject's or PyGTK 2's modules (`gi.repository.Gtk.Box`,
+    `gtk.Window`, `gobject.GObject`)?"""
+    return qualified.startswith(("gi.repository.", "pgi.repository.")) or \
+        qualified.partition(".")[0] in ("gobject", "gtk") and "." in qualified
 
 
 def signal_connection(call: cst.Call) -> bool:

@@ -9,5 +9,6 @@ from retainlint.project.prefilter import Prefilter
 class GObjectHandlerCyclePrefilter(Prefilter):
     code = "RL911"
 
-    # PyGObject's modules are imported from `gi.repository` (`from gi.repository import Gtk`).
-    triggers = ("gi.repository",)
+    # PyGObject's modules are imported from `gi.repository` (`from gi.repository import Gtk`);
+    # PyGTK 2's are modules of their own (`import gobject`, `import gtk`).
+    triggers = ("gi.repository", "import gobject", "import gtk", "import pygtk", "from gobject", "from gtk")
