@@ -9,7 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import call_args, is_instance_method, is_self, name_bindings
+from retainlint.analysis.cstutil import call_args, is_instance_method, is_self, name_bindings, self_attribute
 from retainlint.analysis.heavy import find_param
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.release import FINALIZER
@@ -314,7 +314,7 @@ class GlobalCallbackPinsInstance(Rule):
         if what is None:
             return False
         statement = self.ctx.scope.statement
-        saved_as = None
+        saved_as = slot_of = None
         if (kind == "signal" or kind in STOPPERS) and isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1:
@@ -323,9 +323,11 @@ class GlobalCallbackPinsInstance(Rule):
                         saved_as = target.attr.value
                     elif isinstance(target, cst.Name):
                         saved_as = target.value
+                    elif isinstance(target, cst.Subscript):  # `self._watchdogs[key] = ensure_future(...)`
+                        slot_of = self_attribute(target.value)
         self._facts.registrations.append(
             Registration(kind, call, callback, what, pins_self, cls, fn, statement,
-                         container=container, saved_as=saved_as, through=through)
+                         container=container, saved_as=saved_as, slot_of=slot_of, through=through)
         )
         return True
 

@@ -32,6 +32,7 @@ class Registration:
     # the attribute or name the call's result is kept in: the old handler of
     # `self._old = signal.signal(...)`, the handle of a runner (`self._timer = ...`)
     saved_as: Optional[str] = None
+    slot_of: Optional[str] = None  # the dict of the instance whose slot keeps the runner
 
 
 class FileFacts:

@@ -99,10 +99,10 @@ def started_runner(ctx, classes, call: cst.Call, qualified: Optional[str], fn: c
 
 
 def stopped(kind: str, call: cst.Call, fn: cst.FunctionDef, saved_as: Optional[str],
-            stoppers: list[cst.FunctionDef]) -> bool:
+            stoppers: list[cst.FunctionDef], slot_of: Optional[str] = None) -> bool:
     """Can one of `stoppers` (`stopping_methods`) stop the runner: `.cancel()` / `.stop()`
-    on the attribute it is kept in, or (a re-armed timer) a flag of the instance that
-    guards the re-arming?"""
+    on the attribute it is kept in, or on a slot of the dict it is kept in, or (a re-armed
+    timer) a flag of the instance that guards the re-arming?"""
     stopper = STOPPERS[kind]
     if stopper is None:
         return False  # `never_ends` already asked whether a flag stops the thread's loop
@@ -111,10 +111,33 @@ def stopped(kind: str, call: cst.Call, fn: cst.FunctionDef, saved_as: Optional[s
             and self_attribute(n.func.value) == saved_as
             for m in stoppers for n in iter_nodes(m.body)):
         return True
+    if slot_of is not None and any(_stops_a_slot(m, slot_of, stopper) for m in stoppers):
+        return True
     if kind == "task" and _cancelled_from_a_set(fn, call, saved_as, stoppers):
         return True
     if kind in ("timer", "task"):
         return any((flags := _flags(guard)) and _set_elsewhere(flags, fn, stoppers) for guard in _guards(fn, call))
+    return False
+
+
+def _stops_a_slot(method: cst.FunctionDef, table: str, stopper: str) -> bool:
+    """Does `method` stop a runner kept in a slot of `self.<table>`: `self.t[key].cancel()`,
+    `self.t.pop(key).cancel()`, or `for task in self.t.values(): task.cancel()`?"""
+    def of_table(expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Subscript):
+            return self_attribute(expr.value) == table
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in ("pop", "get", "values") and self_attribute(expr.func.value) == table
+
+    for node in iter_nodes(method.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == stopper \
+                and of_table(node.func.value):
+            return True
+        if isinstance(node, cst.For) and of_table(node.iter) and isinstance(node.target, cst.Name) and any(
+                isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == stopper
+                and isinstance(n.func.value, cst.Name) and n.func.value.value == node.target.value
+                for n in iter_nodes(node.body)):
+            return True
     return False
 
 

@@ -56,7 +56,7 @@ class Undo:
             return False
         if reg.kind in STOPPERS:
             return stopped(reg.kind, reg.call, reg.function, reg.saved_as, stopping_methods(
-                self.ctx, self.classes.class_chain_methods(reg.cls), reg.function))
+                self.ctx, self.classes.class_chain_methods(reg.cls), reg.function), reg.slot_of)
         if reg.kind == "fork":
             return False  # `os.register_at_fork` has no unregister
         # appended to a module-level container; through a registry function, only entries

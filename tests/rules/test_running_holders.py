@@ -266,3 +266,44 @@ def test_a_task_of_a_coroutine_that_loops_for_ever_keeps_the_instance(tmp_path):
     assert "while True:" in source
     # `refresh` starts it too: its `requeue=False` no longer matters
     assert [(line, severity) for line, severity, _ in _check(tmp_path, source)] == [(10, "error"), (18, "error")]
+
+
+WATCHDOGS = """\
+    import asyncio
+
+
+    class LockManager:
+        def __init__(self, client):
+            self.client = client
+            self._watchdogs = dict()
+
+        def lock(self, resource):
+            self._watchdogs[resource] = asyncio.ensure_future(self._extend(resource))
+
+        async def _extend(self, resource):
+            while True:
+                await asyncio.sleep(1)
+                await self.client.touch(resource)
+
+        def unlock(self, resource):
+            {unlock}
+
+        def destroy(self):
+            for resource in list(self._watchdogs):
+                self.unlock(resource)
+            self.client = None
+
+
+    async def handle_request(client):
+        manager = LockManager(client)
+        manager.lock("a")
+        manager.destroy()
+    """
+
+
+def test_a_task_kept_in_a_slot_of_a_dict_is_stopped_by_cancelling_a_slot(tmp_path):
+    kept = _check(tmp_path / "kept", WATCHDOGS.format(unlock="self._watchdogs.pop(resource)"))
+    assert [(line, severity) for line, severity, _ in kept] == [(10, "error")]
+    for n, unlock in enumerate(["self._watchdogs[resource].cancel()", "self._watchdogs.pop(resource).cancel()",
+                                "for task in self._watchdogs.values():\n                task.cancel()"]):
+        assert _check(tmp_path / f"cancelled{n}", WATCHDOGS.format(unlock=unlock)) == [], unlock
