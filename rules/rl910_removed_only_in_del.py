@@ -9,7 +9,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.hook_exprs import iter_nodes
-from retainlint.analysis.hooks import short
+from retainlint.analysis.hooks import removes_by_name, short
 from retainlint.analysis.rule import Example, Rule
 from retainlint.core.finding import Applicability, Consequence, Severity
 from retainlint.rules.prefilters.rl910 import RemovedOnlyInDelPrefilter
@@ -113,7 +113,7 @@ class Selector:
 
     def _judge(self, cls: cst.ClassDef, finalizer: cst.FunctionDef, methods: dict[str, cst.FunctionDef]) -> None:
         calls = [c for fn in body_functions(cls) for c in self._calls(fn, methods)]
-        in_del = [c for c in calls if c.method is finalizer and _removes(c.verb)]
+        in_del = [c for c in calls if c.method is finalizer and removes_by_name(c.verb)]
         receivers = {c.receiver for c in in_del if not self._owned(cls, c.receiver)}
         removing = {(c.receiver, c.verb) for c in in_del}
         for call in calls:
@@ -167,16 +167,6 @@ class Selector:
                                     f"the handlers of `{short(call.receiver, 40)}`",
                                     f"as long as `{short(call.receiver, 40)}`", f"one per `{owner}` made"),
         )
-
-
-# Words of a method name that take something off (`remove_event_handler`, `detach`,
-# `unobserve`): a call in `__del__` that schedules or logs (`call_soon(self.close)`) is not one.
-_REMOVAL_WORDS = frozenset({"remove", "unregister", "unsubscribe", "disconnect", "detach", "unobserve", "unbind",
-                            "unwatch", "discard", "off", "delete", "del", "unhook", "unlisten", "clear"})
-
-
-def _removes(verb: str) -> bool:
-    return any(word in _REMOVAL_WORDS for word in verb.lower().split("_"))
 
 
 def _rooted_at_self(expr: cst.BaseExpression) -> bool:

@@ -10,6 +10,7 @@ import libcst as cst
 
 from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.hook_exprs import iter_nodes
+from retainlint.analysis.hooks import handler_keeps_instance
 
 CONNECT = frozenset({"connect", "connect_after"})
 _DISCONNECT = frozenset({"disconnect", "disconnect_by_func", "handler_disconnect", "signal_handler_disconnect",
@@ -64,28 +65,9 @@ def method_of(ctx) -> tuple[Optional[cst.ClassDef], Optional[cst.FunctionDef]]:
 
 
 def reaches_self(ctx, call: cst.Call, cls: cst.ClassDef, method: cst.FunctionDef) -> bool:
-    """Does the connected handler keep the instance: a bound method of it, a lambda or
-    `partial` over `self`, a function nested in the method that uses `self`, or `self`
-    handed as user data?"""
-    if any(is_self(a.value) for a in call.args[2:]):
-        return True
-    handler = call.args[1].value
-    if isinstance(handler, cst.Attribute) and is_self(handler.value):
-        return handler.attr.value in ctx.methods(cls)
-    if isinstance(handler, cst.Lambda):
-        return _uses_self(handler.body)
-    if isinstance(handler, cst.Call):  # `partial(self.on_changed, key)`, `partial(update, self)`
-        return (ctx.qualname(handler.func) or "").rpartition(".")[2] == "partial" and any(
-            _uses_self(a.value) for a in handler.args)
-    if isinstance(handler, cst.Name):
-        nested = next((n for n in iter_nodes(method.body)
-                       if isinstance(n, cst.FunctionDef) and n.name.value == handler.value), None)
-        return nested is not None and _uses_self(nested.body)
-    return False
-
-
-def _uses_self(node: cst.CSTNode) -> bool:
-    return any(isinstance(n, cst.Name) and n.value == "self" for n in iter_nodes(node))
+    """Does the connected handler keep the instance (see `handler_keeps_instance`), or is
+    `self` handed as user data?"""
+    return any(is_self(a.value) for a in call.args[2:]) or handler_keeps_instance(ctx, call.args[1].value, cls, method)
 
 
 def disconnected(ctx, cls: cst.ClassDef, emitter: str, handler: str, stored_as: Optional[str]) -> bool:

@@ -76,6 +76,36 @@ def mentions_self(node: cst.CSTNode) -> bool:
     return any(isinstance(n, cst.Name) and n.value == "self" for n in iter_nodes(node))
 
 
+# Words of a method name that take something off (`remove_event_handler`, `detach`,
+# `unobserve`): a call in `__del__` that schedules or logs (`call_soon(self.close)`) is not one.
+_REMOVAL_WORDS = frozenset({"remove", "unregister", "unreg", "unsubscribe", "disconnect", "detach", "unobserve",
+                            "unbind", "unwatch", "discard", "off", "delete", "del", "unhook", "unlisten", "clear"})
+
+
+def removes_by_name(verb: str) -> bool:
+    """Does a method of this name take something off (`remove_event_handler`, `detach`)?"""
+    return any(word in _REMOVAL_WORDS for word in verb.lower().split("_"))
+
+
+def handler_keeps_instance(ctx: FileContext, handler: cst.BaseExpression, cls: cst.ClassDef,
+                           method: cst.FunctionDef) -> bool:
+    """Does a callable handed to a registration keep the instance: a bound method of it, a
+    lambda or `partial` over `self`, or a function nested in `method` that uses `self`?"""
+    if isinstance(handler, cst.Attribute) and is_self(handler.value):
+        method = ctx.methods(cls).get(handler.attr.value)
+        return method is not None and not is_property(ctx, method)  # a property hands its value
+    if isinstance(handler, cst.Lambda):
+        return mentions_self(handler.body)
+    if isinstance(handler, cst.Call):  # `partial(self.on_changed, key)`, `partial(update, self)`
+        return (ctx.qualname(handler.func) or "").rpartition(".")[2] == "partial" and any(
+            mentions_self(a.value) for a in handler.args)
+    if isinstance(handler, cst.Name):
+        nested = next((n for n in iter_nodes(method.body)
+                       if isinstance(n, cst.FunctionDef) and n.name.value == handler.value), None)
+        return nested is not None and mentions_self(nested.body)
+    return False
+
+
 def is_accumulate_grad(expr: cst.CSTNode) -> bool:
     """`p.expand_as(p).grad_fn.next_functions[0][0]` and the like: a gradient
     accumulator node, which lives as long as its parameter."""
