@@ -15,7 +15,7 @@ from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.gobject import (CONNECT, disconnected, method_of, reaches_self, signal_connection, stored_as,
                                          uses_pygobject)
 from retainlint.analysis.hook_exprs import iter_nodes
-from retainlint.analysis.hooks import short
+from retainlint.analysis.hooks import parameter_names, short
 from retainlint.analysis.once import one_instance_per_process, runs_once_per_instance
 from retainlint.analysis.release import release_methods
 from retainlint.analysis.rule import Example, Rule
@@ -177,7 +177,7 @@ class SongInfo(Gtk.Box):
             return None
         code = self.ctx.code(expr)
         if isinstance(expr, cst.Name):
-            if expr.value in _params(method):
+            if expr.value in parameter_names(method):
                 # handed to the constructor: it was there before the instance; handed to a
                 # later call, it may well be the shorter-lived of the two
                 if not runs_once_per_instance(self.ctx, cls, method):
@@ -286,10 +286,3 @@ class SongInfo(Gtk.Box):
                                         f"the signal handlers of `{short(connection.emitter, 40)}`",
                                         "as long as the emitter", growth),
             )
-
-
-def _params(fn: cst.FunctionDef) -> set[str]:
-    params = fn.params
-    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-    names.discard("self")
-    return names

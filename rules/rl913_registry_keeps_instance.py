@@ -14,7 +14,7 @@ import libcst as cst
 from retainlint.analysis.cstutil import body_functions, is_self
 from retainlint.analysis.gobject import method_of
 from retainlint.analysis.hook_exprs import iter_nodes
-from retainlint.analysis.hooks import handler_keeps_instance, removes_by_name, short
+from retainlint.analysis.hooks import handler_keeps_instance, parameter_names, removes_by_name, short
 from retainlint.analysis.once import one_instance_per_process, runs_once_per_instance
 from retainlint.analysis.release import FINALIZER, release_methods
 from retainlint.analysis.rule import Example, Rule
@@ -177,7 +177,7 @@ class Timelapse:
             return None
         code = self.ctx.code(expr)
         if isinstance(expr, cst.Name):
-            if expr.value in _params(method):
+            if expr.value in parameter_names(method):
                 if not runs_once_per_instance(self.ctx, cls, method):
                     return None  # handed to a later call: it may well be the shorter-lived
                 return "handed", f"`{code}`, handed to `{cls.name.value}.{method.name.value}()`"
@@ -282,10 +282,3 @@ def _names_a_class(expr: cst.BaseExpression) -> bool:
     """`Base`, `nn.Embedding`: a name spelled as a class (CapWords), not a constant (`BUS`)."""
     last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
     return last[:1].isupper() and any(c.islower() for c in last)
-
-
-def _params(fn: cst.FunctionDef) -> set[str]:
-    params = fn.params
-    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-    names.discard("self")
-    return names

@@ -396,7 +396,8 @@ _INSIDE = frozenset({"get_submodule", "get_parameter", "modules", "named_modules
 _ITERATION = frozenset({"enumerate", "zip", "list", "tuple", "reversed", "iter", "sorted"})
 
 
-def _params(fn: cst.FunctionDef) -> set[str]:
+def parameter_names(fn: cst.FunctionDef) -> set[str]:
+    """The names a function is handed, `self` left out."""
     p = fn.params
     return {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)} - {"self"}
 
@@ -407,7 +408,7 @@ def passed_in_attrs(ctx: FileContext, cls: cst.ClassDef) -> set[str]:
     init = ctx.methods(cls).get("__init__")
     if init is None:
         return set()
-    params = _params(init)
+    params = parameter_names(init)
     out: set[str] = set()
     for node in iter_nodes(init.body):
         if isinstance(node, (cst.Assign, cst.AnnAssign)) and isinstance(node.value, cst.Name) \
@@ -428,7 +429,7 @@ def reaches_passed_in(ctx: FileContext, cls: cst.ClassDef, method: cst.FunctionD
         for target in targets:
             for name in target_names(target):
                 bindings.setdefault(name, []).append(value)
-    params = _params(method)
+    params = parameter_names(method)
     passed = passed_in_attrs(ctx, cls)
 
     def reaches(node: cst.CSTNode, depth: int) -> bool:
