@@ -19,7 +19,8 @@ from retainlint.analysis.once import one_instance_per_process, runs_once_per_ins
 from retainlint.analysis.release import FINALIZER, release_methods
 from retainlint.analysis.rule import Example, Rule
 from retainlint.core.finding import Applicability, Consequence, Severity
-from retainlint.rules.prefilters.rl913 import RegistryKeepsInstancePrefilter, registries
+from retainlint.project.consequence import short as holder_name
+from retainlint.rules.prefilters.rl913 import RegistryKeepsInstancePrefilter, definers, emptied, registries
 
 # Accessors of an object the process shares: `Bus.get_instance()`, `Settings.get_default()`.
 _SHARED_GETTERS = frozenset({"get_instance", "get_default", "instance", "default", "shared", "get_shared"})
@@ -35,6 +36,7 @@ class _Registration:
     receiver: str  # as the code spells it
     handed: str  # the argument that keeps the instance, as the code spells it
     store: tuple[str, str]  # the registering method (`Bus.subscribe`) and its holder (`Bus()._listeners`)
+    stores: list[tuple[str, str]]  # every method of that name that registers (the receiver's class is not known)
     lives: str  # "process" (module-level, a shared accessor's) or "handed" (a constructor's argument)
     why: str  # where the receiver comes from, for the message
 
@@ -150,8 +152,8 @@ class Timelapse:
         if not isinstance(node.func, cst.Attribute) or is_self(node.func.value):
             return
         stores = registries(self.ctx.index).get(node.func.attr.value)
-        if not stores:
-            return
+        if not stores or set(self.ctx.index.ask(definers, node.func.attr.value)) - {f for f, _ in stores}:
+            return  # no registry, or a class of the project has a method of that name that keeps nothing
         cls, method = method_of(self.ctx)
         if cls is None or method is None or any(f"{cls.name.value}." in function for function, _ in stores):
             return  # not in a method, or a registry of its own kind (a node's children)
@@ -167,7 +169,7 @@ class Timelapse:
         lives, why = found
         self._registrations.append(_Registration(
             cls, method, node, self.ctx.scope.statement, self.ctx.code(node.func.value), self.ctx.code(handed),
-            stores[0], lives, why))
+            stores[0], stores, lives, why))
 
     def _outlives(self, expr: cst.BaseExpression, cls: cst.ClassDef, method: cst.FunctionDef,
                   depth: int) -> Optional[tuple[str, str]]:
@@ -251,12 +253,13 @@ class Timelapse:
                 reg.call,
                 f"`{short(self.ctx.code(reg.call))}` hands `{short(reg.handed, 40)}`, which keeps the `{owner}` "
                 f"instance, to `{reg.store[0]}()` of {reg.why}, which the `{owner}` did not make and which keeps it in "
-                f"`{short(reg.store[1], 50)}`, and "
+                f"`{short(holder_name(reg.store[1]), 50)}`, and "
                 f"nothing takes it off{teardown}: the registry keeps every `{owner}` as long as it lives; take it "
                 f"off when the `{owner}` is done, or have the registry keep weak references",
                 severity=Severity.ERROR if released else Severity.WARNING,
                 statement=reg.statement,
-                consequence=Consequence(f"every `{owner}` instance, with all it holds", f"`{short(reg.store[1], 50)}`",
+                consequence=Consequence(f"every `{owner}` instance, with all it holds",
+                                        f"`{short(holder_name(reg.store[1]), 50)}`",
                                         "the life of the process" if reg.lives == "process"
                                         else f"as long as `{short(reg.receiver, 40)}`",
                                         f"one per `{owner}` made"),
@@ -264,12 +267,17 @@ class Timelapse:
 
     def _taken_off(self, reg: _Registration) -> bool:
         """Does the class call a method named for removing on the same registry, or with
-        the same argument?"""
+        the same argument - or release the registry itself (`self._rpc.close()`) when the
+        project empties the registry's store somewhere?"""
+        releases = set(self.ctx.settings.release_methods)
         for node in iter_nodes(reg.cls.body):
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                    and removes_by_name(node.func.attr.value) and (
-                        self.ctx.code(node.func.value) == reg.receiver
-                        or any(self.ctx.code(a.value) == reg.handed for a in node.args)):
+            if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+                continue
+            verb, on_registry = node.func.attr.value, self.ctx.code(node.func.value) == reg.receiver
+            if removes_by_name(verb) and (on_registry or any(self.ctx.code(a.value) == reg.handed for a in node.args)):
+                return True
+            if on_registry and verb in releases and self.ctx.index is not None \
+                    and any(self.ctx.index.ask(emptied, holder) for _, holder in reg.stores):
                 return True
         return False
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from retainlint.project.consequence import short
 from retainlint.project.prefilter import Prefilter, words
-from retainlint.project.retention_facts import GROWTH, Growth
+from retainlint.project.retention_facts import DROPS, GROWTH, TEARDOWN_DROPS, Growth
 
 _FIELD = {f.name: n for n, f in enumerate(fields(Growth))}
 
@@ -20,7 +19,7 @@ _CONTAINER_METHODS = frozenset({"add", "append", "appendleft", "extend", "insert
 
 def registries(index) -> dict[str, list[tuple[str, str]]]:
     """Method name -> (`Class.method`, holder) for every method of the project that stores
-    what it is handed in a container of its instance (`Bus.subscribe`, `Bus()._listeners`)."""
+    what it is handed in a container of its instance (`Bus.subscribe`, `mod.Bus()._listeners`)."""
     if index is None:
         return {}
     found: dict[str, list[tuple[str, str]]] = {}
@@ -38,9 +37,24 @@ def registering_methods(index, key: None) -> tuple[tuple[str, str, str], ...]:
         for g in summary.retention[GROWTH] if summary.retention else ():
             verb = g[function].rpartition(".")[2]
             if g[registers] and g[kind] == "instance" and "." in g[function] and verb not in _CONTAINER_METHODS:
-                found.add((verb, g[function], short(g[holder])))
+                found.add((verb, g[function], g[holder]))
     return tuple(sorted(found))
 
+
+
+def definers(index, verb: str) -> tuple[str, ...]:
+    """`Class.verb` for every class of the project that defines a method `verb`. A question
+    for `ProjectIndex.ask`."""
+    return tuple(sorted(f"{cls.qualname.rpartition('.')[2]}.{verb}" for summary in dict.values(index.files)
+                        for cls in summary.classes.values() if verb in cls.methods))
+
+
+def emptied(index, holder: str) -> bool:
+    """Does some code of the project remove from, rebind or hand away `holder`, in a
+    teardown (`close()`: `self._callbacks = []`) or anywhere? A question for
+    `ProjectIndex.ask`."""
+    return any(summary.retention and (holder in summary.retention[DROPS] or holder in summary.retention[TEARDOWN_DROPS])
+               for summary in dict.values(index.files))
 
 
 class RegistryKeepsInstancePrefilter(Prefilter):
