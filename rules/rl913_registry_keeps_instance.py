@@ -62,7 +62,11 @@ method, a lambda, `partial` or nested function over `self`) in a method of a cla
   to the constructor when the class expects its instances to be freed (it defines
   `__del__`, or a release method such as `close()`);
 - nothing in the class takes it off: no call whose name says it removes (`unsubscribe`,
-  `remove_*`, `detach`, `unregister`) on that registry or with the same argument.
+  `remove_*`, `detach`, `unregister`) on that registry or with the same argument, and no
+  release of the registry itself (`self._rpc.close()`) when the project empties its store.
+
+The registry is known by its method's name: when some class of the project defines a method
+of that name that keeps nothing (a `WeakSet` registry beside a strong one), it is silent.
 
 Silent for a class whose one instance is made at start-up (module level or the entry
 point), and for a registry of the class's own kind (a tree of nodes).
