@@ -155,7 +155,7 @@ class Timelapse:
     def visit_Call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Attribute) or is_self(node.func.value):
             return
-        stores = registries(self.ctx.index).get(node.func.attr.value)
+        stores = self._registries.get(node.func.attr.value)
         if not stores or set(self.ctx.index.ask(definers, node.func.attr.value)) - {f for f, _ in stores}:
             return  # no registry, or a class of the project has a method of that name that keeps nothing
         cls, method = method_of(self.ctx)
@@ -174,6 +174,10 @@ class Timelapse:
         self._registrations.append(_Registration(
             cls, method, node, self.ctx.scope.statement, self.ctx.code(node.func.value), self.ctx.code(handed),
             stores[0], stores, lives, why))
+
+    @cached_property
+    def _registries(self) -> dict[str, list[tuple[str, str]]]:
+        return registries(self.ctx.index)
 
     def _outlives(self, expr: cst.BaseExpression, cls: cst.ClassDef, method: cst.FunctionDef,
                   depth: int) -> Optional[tuple[str, str]]:

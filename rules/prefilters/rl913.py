@@ -68,4 +68,8 @@ class RegistryKeepsInstancePrefilter(Prefilter):
         """A file that names a method of the project that stores what it is handed, and
         has an instance to hand it (`self`)."""
         verbs = registries(index)
-        return bool(verbs) and cls.triggered_by(data) and not words(data).isdisjoint(v.encode() for v in verbs)
+        if not verbs or not cls.triggered_by(data):
+            return False
+        named = words(data)
+        # called as a method (`.subscribe(`), not only defined or mentioned
+        return any(v.encode() in named and f".{v}(".encode() in data for v in verbs)
