@@ -6,12 +6,11 @@ lives."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_functions, is_self
+from retainlint.analysis.cstutil import body_functions, is_self, module_objects
 from retainlint.analysis.gobject import (CONNECT, disconnected, method_of, reaches_self, signal_connection, stored_as,
                                          uses_pygobject)
 from retainlint.analysis.hook_exprs import iter_nodes
@@ -187,7 +186,7 @@ class SongInfo(Gtk.Box):
             if values:
                 found = [self._outside(v, cls, method, depth + 1) for v, _ in values if v is not None]
                 return found[0] if found and all(found) else None
-            if expr.value in self._module_names or "." in (self.ctx.qualname(expr) or ""):
+            if expr.value in module_objects(self.ctx) or "." in (self.ctx.qualname(expr) or ""):
                 return f"the module-level `{code}`"
             return None
         if isinstance(expr, cst.Attribute):
@@ -219,18 +218,6 @@ class SongInfo(Gtk.Box):
                     return None
                 reasons.append(reason)
         return f"`self.{attr}` ({reasons[0]})" if reasons else None
-
-    @cached_property
-    def _module_names(self) -> set[str]:
-        """Names bound at module level in this file."""
-        found: set[str] = set()
-        for stmt in self.ctx.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, (cst.Assign, cst.AnnAssign)):
-                        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-                        found |= {t.value for t in targets if isinstance(t, cst.Name)}
-        return found
 
     # -- what undoes it ---------------------------------------------------------------------
     def _teardown(self, cls: cst.ClassDef) -> Optional[str]:

@@ -22,6 +22,7 @@ from retainlint.rules.prefilters.rl912 import DBusSignalKeepsSubscriberPrefilter
 # What takes a match off the bus: `bus.remove_signal_receiver(handler, ...)`, or the
 # `SignalMatch` the subscription returned, `match.remove()`.
 _REMOVE_RECEIVER = "remove_signal_receiver"
+_DBUS = frozenset({"dbus"})
 
 
 @dataclass
@@ -137,7 +138,7 @@ class ServiceBrowser:
 
     def visit_Call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in SUBSCRIBERS \
-                or not _uses_dbus(self.ctx):
+                or not self.ctx.imports.uses(_DBUS):
             return
         cls, method = method_of(self.ctx)
         handler = _handler(node)
@@ -177,19 +178,6 @@ class ServiceBrowser:
                                         "the signal matches of the process's D-Bus connection",
                                         "the life of the process", growth),
             )
-
-
-def _uses_dbus(ctx) -> bool:
-    """Does the file import dbus-python (`import dbus`, `from dbus import ...`)?"""
-    def imports() -> bool:
-        for node in iter_nodes(ctx.module):
-            if isinstance(node, cst.ImportFrom) and node.module is not None \
-                    and ctx.code(node.module).split(".")[0] == "dbus":
-                return True
-            if isinstance(node, cst.Import) and any(ctx.code(a.name).split(".")[0] == "dbus" for a in node.names):
-                return True
-        return False
-    return ctx.memo("uses dbus", imports)
 
 
 def _handler(call: cst.Call) -> Optional[cst.BaseExpression]:

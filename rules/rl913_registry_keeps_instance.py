@@ -11,7 +11,7 @@ from typing import Optional
 
 import libcst as cst
 
-from retainlint.analysis.cstutil import body_functions, is_self
+from retainlint.analysis.cstutil import body_functions, is_self, module_objects
 from retainlint.analysis.gobject import method_of
 from retainlint.analysis.hook_exprs import iter_nodes
 from retainlint.analysis.hooks import handler_keeps_instance, parameter_names, removes_by_name, short
@@ -191,7 +191,7 @@ class Timelapse:
                 if not runs_once_per_instance(self.ctx, cls, method):
                     return None  # handed to a later call: it may well be the shorter-lived
                 return "handed", f"`{code}`, handed to `{cls.name.value}.{method.name.value}()`"
-            if expr.value in self._module_names:
+            if expr.value in module_objects(self.ctx):
                 return "process", f"the module-level `{code}`"
             if "." in (self.ctx.qualname(expr) or "") and expr.value not in self.ctx.heavy.local_assignments(method):
                 return "process", f"the imported `{code}`"
@@ -231,19 +231,6 @@ class Timelapse:
         kept = {n.value for g in iter_nodes(fn.body) if isinstance(g, cst.Global) for n in (a.name for a in g.names)}
         return any(isinstance(r, cst.Return) and isinstance(r.value, cst.Name) and r.value.value in kept
                    for r in iter_nodes(fn.body))
-
-    @cached_property
-    def _module_names(self) -> set[str]:
-        found: set[str] = set()
-        for stmt in self.ctx.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign) and not isinstance(small.value, _CONSTANTS):
-                        found |= {t.target.value for t in small.targets if isinstance(t.target, cst.Name)}
-                    elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
-                            and not isinstance(small.value, _CONSTANTS):
-                        found.add(small.target.value)
-        return found
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for reg in self._registrations:
@@ -288,10 +275,6 @@ class Timelapse:
                     and any(self.ctx.index.ask(emptied, holder) for _, holder in reg.stores):
                 return True
         return False
-
-
-# A module-level string or number (`SEP = "."`) is no registry, whatever its methods are named.
-_CONSTANTS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float)
 
 
 def _names_a_class(expr: cst.BaseExpression) -> bool:

@@ -101,6 +101,23 @@ def name_bindings(statements: Iterable[cst.CSTNode]) -> Iterator[tuple[cst.Name,
                 yield target, value
 
 
+# A module-level string or number (`SEP = "."`) is a constant, not an object with a life.
+_CONSTANTS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float)
+
+
+def module_objects(ctx: "FileContext") -> set[str]:
+    """Names the module binds at its top level to something other than a constant."""
+    def compute() -> set[str]:
+        found: set[str] = set()
+        for stmt in ctx.module.body:
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, (cst.Assign, cst.AnnAssign)) and not isinstance(small.value, _CONSTANTS):
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                    found |= {t.value for t in targets if isinstance(t, cst.Name)}
+        return found
+    return ctx.memo("module objects", compute)
+
+
 def body_functions(cls: cst.ClassDef) -> list[cst.FunctionDef]:
     """The methods of a class body, those defined under an `if` or a `try` of it too
     (`if PY_341: def __del__(self): ...`)."""

@@ -26,14 +26,7 @@ GOBJECT_MODULES = frozenset({"gi", "pgi", "gobject", "gtk", "pygtk"})
 def uses_pygobject(ctx) -> bool:
     """Does the file import PyGObject (`from gi.repository import Gtk`) or PyGTK 2
     (`import gobject`)?"""
-    return ctx.memo("uses pygobject", lambda: any(_imports_gobject(ctx, n) for n in iter_nodes(ctx.module)))
-
-
-def _imports_gobject(ctx, node: cst.CSTNode) -> bool:
-    if isinstance(node, cst.ImportFrom):
-        return node.module is not None and ctx.code(node.module).split(".")[0] in GOBJECT_MODULES
-    return isinstance(node, cst.Import) and any(
-        ctx.code(alias.name).split(".")[0] in GOBJECT_MODULES for alias in node.names)
+    return ctx.imports.uses(GOBJECT_MODULES)
 
 
 def gobject_name(qualified: str) -> bool:

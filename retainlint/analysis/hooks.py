@@ -92,8 +92,8 @@ def handler_keeps_instance(ctx: FileContext, handler: cst.BaseExpression, cls: c
     """Does a callable handed to a registration keep the instance: a bound method of it, a
     lambda or `partial` over `self`, or a function nested in `method` that uses `self`?"""
     if isinstance(handler, cst.Attribute) and is_self(handler.value):
-        method = ctx.methods(cls).get(handler.attr.value)
-        return method is not None and not is_property(ctx, method)  # a property hands its value
+        bound = ctx.methods(cls).get(handler.attr.value)
+        return bound is not None and not is_property(ctx, bound)  # a property hands its value
     if isinstance(handler, cst.Lambda):
         return mentions_self(handler.body)
     if isinstance(handler, cst.Call):  # `partial(self.on_changed, key)`, `partial(update, self)`

@@ -35,6 +35,10 @@ class ImportTable:
         self.module = module
         self.is_package = is_package
 
+    def uses(self, tops: frozenset[str]) -> bool:
+        """Does the file import anything from one of these top-level modules?"""
+        return any(q.partition(".")[0] in tops for q in self.names.values())
+
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
             for alias in node.names:

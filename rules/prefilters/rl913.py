@@ -41,7 +41,6 @@ def registering_methods(index, key: None) -> tuple[tuple[str, str, str], ...]:
     return tuple(sorted(found))
 
 
-
 def definers(index, verb: str) -> tuple[str, ...]:
     """`Class.verb` for every class of the project that defines a method `verb`. A question
     for `ProjectIndex.ask`."""

@@ -133,12 +133,17 @@ def _stops_a_slot(method: cst.FunctionDef, table: str, stopper: str) -> bool:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == stopper \
                 and of_table(node.func.value):
             return True
-        if isinstance(node, cst.For) and of_table(node.iter) and isinstance(node.target, cst.Name) and any(
-                isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == stopper
-                and isinstance(n.func.value, cst.Name) and n.func.value.value == node.target.value
-                for n in iter_nodes(node.body)):
+        if isinstance(node, cst.For) and of_table(node.iter) and _stops_each_item(node, stopper):
             return True
     return False
+
+
+def _stops_each_item(loop: cst.For, stopper: str) -> bool:
+    """`for task in ...: task.cancel()`: the loop stops each item it goes over."""
+    return isinstance(loop.target, cst.Name) and any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == stopper
+        and isinstance(n.func.value, cst.Name) and n.func.value.value == loop.target.value
+        for n in iter_nodes(loop.body))
 
 
 def _cancelled_from_a_set(fn: cst.FunctionDef, call: cst.Call, saved_as: Optional[str],
@@ -155,11 +160,7 @@ def _cancelled_from_a_set(fn: cst.FunctionDef, call: cst.Call, saved_as: Optiona
     holders.discard(None)
     for method in stoppers:
         for loop in iter_nodes(method.body):
-            if isinstance(loop, cst.For) and self_attribute(loop.iter) in holders \
-                    and isinstance(loop.target, cst.Name) and any(
-                        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "cancel"
-                        and isinstance(n.func.value, cst.Name) and n.func.value.value == loop.target.value
-                        for n in iter_nodes(loop.body)):
+            if isinstance(loop, cst.For) and self_attribute(loop.iter) in holders and _stops_each_item(loop, "cancel"):
                 return True
     return False
 
